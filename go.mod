@@ -1,0 +1,10 @@
+module github.com/emberml/ember
+
+go 1.26
+
+require (
+	github.com/chewxy/math32 v1.11.1
+	github.com/stretchr/testify v1.11.1
+	golang.org/x/sys v0.38.0
+	gonum.org/v1/gonum v0.17.0
+)
