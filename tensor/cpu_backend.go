@@ -1,0 +1,698 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/chewxy/math32"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas/blas64"
+
+	"github.com/emberml/ember/tensor/internal/cpu"
+)
+
+// cpuBuffer is host memory: data is a []float32, []float64, []int64, []int32,
+// []bool, or []uint16 (the bits of Float16 and BFloat16 elements).
+type cpuBuffer struct {
+	dtype DType
+	data  any
+}
+
+func (b *cpuBuffer) DType() DType { return b.dtype }
+
+func (b *cpuBuffer) Len() int {
+	switch d := b.data.(type) {
+	case []float32:
+		return len(d)
+	case []float64:
+		return len(d)
+	case []int64:
+		return len(d)
+	case []int32:
+		return len(d)
+	case []bool:
+		return len(d)
+	case []uint16:
+		return len(d)
+	}
+	panic("tensor: bad cpu buffer")
+}
+
+// cpuBackend implements Backend on host memory with the kernels of
+// tensor/internal/cpu.
+type cpuBackend struct{}
+
+func (cpuBackend) Device() Device { return CPU }
+
+func makeHost(dt DType, n int) any {
+	switch dt {
+	case Float32:
+		return make([]float32, n)
+	case Float64:
+		return make([]float64, n)
+	case Int64:
+		return make([]int64, n)
+	case Int32:
+		return make([]int32, n)
+	case Bool:
+		return make([]bool, n)
+	case Float16, BFloat16:
+		return make([]uint16, n)
+	}
+	panic(fmt.Sprintf("tensor: unknown dtype %d", dt))
+}
+
+func (cpuBackend) Alloc(dt DType, n int) Buffer {
+	return &cpuBuffer{dtype: dt, data: makeHost(dt, n)}
+}
+
+func (c cpuBackend) FromHost(dt DType, data any) Buffer {
+	b := c.Alloc(dt, hostLen(data)).(*cpuBuffer)
+	switch d := b.data.(type) {
+	case []float32:
+		copy(d, data.([]float32))
+	case []float64:
+		copy(d, data.([]float64))
+	case []int64:
+		copy(d, data.([]int64))
+	case []int32:
+		copy(d, data.([]int32))
+	case []bool:
+		copy(d, data.([]bool))
+	case []uint16:
+		copy(d, data.([]uint16))
+	}
+	return b
+}
+
+func hostLen(data any) int {
+	return (&cpuBuffer{data: data}).Len()
+}
+
+func (c cpuBackend) ToHost(src Buffer, l Layout) any {
+	dst := c.Alloc(src.DType(), numel(l.Shape))
+	c.Copy(dst, src, l)
+	return dst.(*cpuBuffer).data
+}
+
+func (cpuBackend) Copy(dst, src Buffer, l Layout) {
+	d, s := dst.(*cpuBuffer), src.(*cpuBuffer)
+	if d.dtype == s.dtype {
+		switch sd := s.data.(type) {
+		case []float32:
+			cpu.Copy(d.data.([]float32), sd, l.Shape, l.Strides, l.Offset)
+		case []float64:
+			cpu.Copy(d.data.([]float64), sd, l.Shape, l.Strides, l.Offset)
+		case []int64:
+			cpu.Copy(d.data.([]int64), sd, l.Shape, l.Strides, l.Offset)
+		case []int32:
+			cpu.Copy(d.data.([]int32), sd, l.Shape, l.Strides, l.Offset)
+		case []bool:
+			cpu.Copy(d.data.([]bool), sd, l.Shape, l.Strides, l.Offset)
+		case []uint16:
+			cpu.Copy(d.data.([]uint16), sd, l.Shape, l.Strides, l.Offset)
+		}
+		return
+	}
+	// Converting copy: go through float64 for floats and int64 for ints, so
+	// every pair needs only a reader and a writer.
+	castCopy(d, s, l)
+}
+
+// castCopy converts between dtypes. Float→int truncates toward zero and
+// anything→bool is "!= 0", as in PyTorch.
+func castCopy(d, s *cpuBuffer, l Layout) {
+	tmp := make([]float64, numel(l.Shape))
+	readFloat64(tmp, s, l)
+	writeFloat64(d, tmp)
+}
+
+func readFloat64(dst []float64, s *cpuBuffer, l Layout) {
+	switch sd := s.data.(type) {
+	case []float32:
+		cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v float32) float64 { return float64(v) })
+	case []float64:
+		cpu.Copy(dst, sd, l.Shape, l.Strides, l.Offset)
+	case []int64:
+		cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v int64) float64 { return float64(v) })
+	case []int32:
+		cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v int32) float64 { return float64(v) })
+	case []bool:
+		cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v bool) float64 {
+			if v {
+				return 1
+			}
+			return 0
+		})
+	case []uint16:
+		if s.dtype == Float16 {
+			cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v uint16) float64 { return float64(Float16ToFloat32(v)) })
+		} else {
+			cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v uint16) float64 { return float64(BFloat16ToFloat32(v)) })
+		}
+	}
+}
+
+func writeFloat64(d *cpuBuffer, src []float64) {
+	switch dd := d.data.(type) {
+	case []float32:
+		for i, v := range src {
+			dd[i] = float32(v)
+		}
+	case []float64:
+		copy(dd, src)
+	case []int64:
+		for i, v := range src {
+			dd[i] = int64(v)
+		}
+	case []int32:
+		for i, v := range src {
+			dd[i] = int32(v)
+		}
+	case []bool:
+		for i, v := range src {
+			dd[i] = v != 0
+		}
+	case []uint16:
+		if d.dtype == Float16 {
+			for i, v := range src {
+				dd[i] = Float16FromFloat32(float32(v))
+			}
+		} else {
+			for i, v := range src {
+				dd[i] = BFloat16FromFloat32(float32(v))
+			}
+		}
+	}
+}
+
+func (cpuBackend) Fill(dst Buffer, v float64) {
+	d := dst.(*cpuBuffer)
+	switch dd := d.data.(type) {
+	case []float32:
+		cpu.Fill(dd, float32(v))
+	case []float64:
+		cpu.Fill(dd, v)
+	case []int64:
+		cpu.Fill(dd, int64(v))
+	case []int32:
+		cpu.Fill(dd, int32(v))
+	case []bool:
+		cpu.Fill(dd, v != 0)
+	case []uint16:
+		if d.dtype == Float16 {
+			cpu.Fill(dd, Float16FromFloat32(float32(v)))
+		} else {
+			cpu.Fill(dd, BFloat16FromFloat32(float32(v)))
+		}
+	}
+}
+
+func (cpuBackend) Unary(op UnaryOp, dst, src Buffer, l Layout) {
+	d, s := dst.(*cpuBuffer), src.(*cpuBuffer)
+	switch sd := s.data.(type) {
+	case []float32:
+		cpu.Map(d.data.([]float32), sd, l.Shape, l.Strides, l.Offset, unaryF32(op))
+	case []float64:
+		cpu.Map(d.data.([]float64), sd, l.Shape, l.Strides, l.Offset, unaryF64(op))
+	case []int64:
+		cpu.Map(d.data.([]int64), sd, l.Shape, l.Strides, l.Offset, unaryInt[int64](op))
+	case []int32:
+		cpu.Map(d.data.([]int32), sd, l.Shape, l.Strides, l.Offset, unaryInt[int32](op))
+	case []bool:
+		if op.Kind != OpLogicalNot {
+			panic(fmt.Sprintf("tensor: unary op %d is not defined for bool", op.Kind))
+		}
+		cpu.Map(d.data.([]bool), sd, l.Shape, l.Strides, l.Offset, func(v bool) bool { return !v })
+	default:
+		panic("tensor: unary op on a storage dtype; convert to Float32 first")
+	}
+}
+
+func unaryF64(op UnaryOp) func(float64) float64 {
+	a, b := op.A, op.B
+	switch op.Kind {
+	case OpNeg:
+		return func(x float64) float64 { return -x }
+	case OpAbs:
+		return math.Abs
+	case OpSign:
+		return func(x float64) float64 {
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return x // keeps 0, -0 and NaN
+		}
+	case OpExp:
+		return math.Exp
+	case OpLog:
+		return math.Log
+	case OpLog1p:
+		return math.Log1p
+	case OpExpm1:
+		return math.Expm1
+	case OpSqrt:
+		return math.Sqrt
+	case OpRsqrt:
+		return func(x float64) float64 { return 1 / math.Sqrt(x) }
+	case OpSin:
+		return math.Sin
+	case OpCos:
+		return math.Cos
+	case OpTanh:
+		return math.Tanh
+	case OpSigmoid:
+		return func(x float64) float64 {
+			if x >= 0 {
+				return 1 / (1 + math.Exp(-x))
+			}
+			e := math.Exp(x)
+			return e / (1 + e)
+		}
+	case OpRelu:
+		return func(x float64) float64 {
+			if x > 0 || x != x {
+				return x
+			}
+			return 0
+		}
+	case OpFloor:
+		return math.Floor
+	case OpCeil:
+		return math.Ceil
+	case OpRound:
+		return math.RoundToEven
+	case OpClamp:
+		return func(x float64) float64 {
+			if x != x {
+				return x
+			}
+			return math.Min(math.Max(x, a), b)
+		}
+	case OpPowScalar:
+		return func(x float64) float64 { return math.Pow(x, a) }
+	case OpAffine:
+		return func(x float64) float64 { return x*a + b }
+	case OpRecip:
+		return func(x float64) float64 { return 1 / x }
+	case OpSquare:
+		return func(x float64) float64 { return x * x }
+	case OpErf:
+		return math.Erf
+	}
+	panic(fmt.Sprintf("tensor: unary op %d is not defined for floats", op.Kind))
+}
+
+func unaryF32(op UnaryOp) func(float32) float32 {
+	a, b := float32(op.A), float32(op.B)
+	switch op.Kind {
+	case OpNeg:
+		return func(x float32) float32 { return -x }
+	case OpAbs:
+		return math32.Abs
+	case OpExp:
+		return math32.Exp
+	case OpLog:
+		return math32.Log
+	case OpSqrt:
+		return math32.Sqrt
+	case OpRsqrt:
+		return func(x float32) float32 { return 1 / math32.Sqrt(x) }
+	case OpTanh:
+		return math32.Tanh
+	case OpSigmoid:
+		return func(x float32) float32 {
+			if x >= 0 {
+				return 1 / (1 + math32.Exp(-x))
+			}
+			e := math32.Exp(x)
+			return e / (1 + e)
+		}
+	case OpRelu:
+		return func(x float32) float32 {
+			if x > 0 || x != x {
+				return x
+			}
+			return 0
+		}
+	case OpClamp:
+		return func(x float32) float32 {
+			if x != x {
+				return x
+			}
+			return min(max(x, a), b)
+		}
+	case OpAffine:
+		return func(x float32) float32 { return x*a + b }
+	case OpRecip:
+		return func(x float32) float32 { return 1 / x }
+	case OpSquare:
+		return func(x float32) float32 { return x * x }
+	}
+	// The rest compute in float64 and round once, which is what PyTorch's
+	// correctly rounded float32 libm results look like.
+	f := unaryF64(op)
+	return func(x float32) float32 { return float32(f(float64(x))) }
+}
+
+func unaryInt[T int64 | int32](op UnaryOp) func(T) T {
+	switch op.Kind {
+	case OpNeg:
+		return func(x T) T { return -x }
+	case OpAbs:
+		return func(x T) T {
+			if x < 0 {
+				return -x
+			}
+			return x
+		}
+	case OpSign:
+		return func(x T) T {
+			switch {
+			case x > 0:
+				return 1
+			case x < 0:
+				return -1
+			}
+			return 0
+		}
+	case OpRelu:
+		return func(x T) T { return max(x, 0) }
+	case OpFloor, OpCeil, OpRound:
+		return func(x T) T { return x }
+	case OpClamp:
+		lo, hi := T(math.Ceil(op.A)), T(math.Floor(op.B))
+		return func(x T) T { return min(max(x, lo), hi) }
+	case OpAffine:
+		a, b := T(op.A), T(op.B)
+		return func(x T) T { return x*a + b }
+	case OpSquare:
+		return func(x T) T { return x * x }
+	case OpPowScalar:
+		e := int(op.A)
+		return func(x T) T {
+			r := T(1)
+			for range e {
+				r *= x
+			}
+			return r
+		}
+	}
+	panic(fmt.Sprintf("tensor: unary op %d is not defined for integers", op.Kind))
+}
+
+func (cpuBackend) Binary(op BinaryOp, dst, a Buffer, la Layout, b Buffer, lb Layout) {
+	d, ab, bb := dst.(*cpuBuffer), a.(*cpuBuffer), b.(*cpuBuffer)
+	shape := la.Shape
+	switch ad := ab.data.(type) {
+	case []float32:
+		binaryNum(op, d, shape, ad, la, bb.data.([]float32), lb, binF32(op))
+	case []float64:
+		binaryNum(op, d, shape, ad, la, bb.data.([]float64), lb, binF64(op))
+	case []int64:
+		binaryNum(op, d, shape, ad, la, bb.data.([]int64), lb, binInt[int64](op))
+	case []int32:
+		binaryNum(op, d, shape, ad, la, bb.data.([]int32), lb, binInt[int32](op))
+	case []bool:
+		bd := bb.data.([]bool)
+		var f func(x, y bool) bool
+		switch op {
+		case OpLogicalAnd, OpMul, OpMinimum:
+			f = func(x, y bool) bool { return x && y }
+		case OpLogicalOr, OpAdd, OpMaximum:
+			f = func(x, y bool) bool { return x || y }
+		case OpLogicalXor, OpNe:
+			f = func(x, y bool) bool { return x != y }
+		case OpEq:
+			f = func(x, y bool) bool { return x == y }
+		default:
+			panic(fmt.Sprintf("tensor: binary op %d is not defined for bool", op))
+		}
+		cpu.Zip(d.data.([]bool), shape, ad, la.Strides, la.Offset, bd, lb.Strides, lb.Offset, f)
+	default:
+		panic("tensor: binary op on a storage dtype; convert to Float32 first")
+	}
+}
+
+func binaryNum[T cpu.Number](op BinaryOp, d *cpuBuffer, shape []int, a []T, la Layout, b []T, lb Layout, f func(T, T) T) {
+	if op.isComparison() || op.isLogical() {
+		var c func(x, y T) bool
+		switch op {
+		case OpEq:
+			c = func(x, y T) bool { return x == y }
+		case OpNe:
+			c = func(x, y T) bool { return x != y }
+		case OpLt:
+			c = func(x, y T) bool { return x < y }
+		case OpLe:
+			c = func(x, y T) bool { return x <= y }
+		case OpGt:
+			c = func(x, y T) bool { return x > y }
+		case OpGe:
+			c = func(x, y T) bool { return x >= y }
+		case OpLogicalAnd:
+			c = func(x, y T) bool { return x != 0 && y != 0 }
+		case OpLogicalOr:
+			c = func(x, y T) bool { return x != 0 || y != 0 }
+		case OpLogicalXor:
+			c = func(x, y T) bool { return (x != 0) != (y != 0) }
+		}
+		cpu.Zip(d.data.([]bool), shape, a, la.Strides, la.Offset, b, lb.Strides, lb.Offset, c)
+		return
+	}
+	cpu.Zip(d.data.([]T), shape, a, la.Strides, la.Offset, b, lb.Strides, lb.Offset, f)
+}
+
+func binF64(op BinaryOp) func(x, y float64) float64 {
+	switch op {
+	case OpAdd:
+		return func(x, y float64) float64 { return x + y }
+	case OpSub:
+		return func(x, y float64) float64 { return x - y }
+	case OpMul:
+		return func(x, y float64) float64 { return x * y }
+	case OpDiv:
+		return func(x, y float64) float64 { return x / y }
+	case OpPow:
+		return math.Pow
+	case OpMaximum:
+		return func(x, y float64) float64 {
+			if x != x || y != y {
+				return math.NaN()
+			}
+			return max(x, y)
+		}
+	case OpMinimum:
+		return func(x, y float64) float64 {
+			if x != x || y != y {
+				return math.NaN()
+			}
+			return min(x, y)
+		}
+	}
+	return nil
+}
+
+func binF32(op BinaryOp) func(x, y float32) float32 {
+	switch op {
+	case OpAdd:
+		return func(x, y float32) float32 { return x + y }
+	case OpSub:
+		return func(x, y float32) float32 { return x - y }
+	case OpMul:
+		return func(x, y float32) float32 { return x * y }
+	case OpDiv:
+		return func(x, y float32) float32 { return x / y }
+	case OpPow:
+		return func(x, y float32) float32 { return float32(math.Pow(float64(x), float64(y))) }
+	case OpMaximum:
+		return func(x, y float32) float32 {
+			if x != x || y != y {
+				return math32.NaN()
+			}
+			return max(x, y)
+		}
+	case OpMinimum:
+		return func(x, y float32) float32 {
+			if x != x || y != y {
+				return math32.NaN()
+			}
+			return min(x, y)
+		}
+	}
+	return nil
+}
+
+func binInt[T int64 | int32](op BinaryOp) func(x, y T) T {
+	switch op {
+	case OpAdd:
+		return func(x, y T) T { return x + y }
+	case OpSub:
+		return func(x, y T) T { return x - y }
+	case OpMul:
+		return func(x, y T) T { return x * y }
+	case OpDiv: // floor division; true division promotes to float first
+		return func(x, y T) T {
+			q := x / y
+			if (x%y != 0) && ((x < 0) != (y < 0)) {
+				q--
+			}
+			return q
+		}
+	case OpPow:
+		return func(x, y T) T {
+			r := T(1)
+			for i := T(0); i < y; i++ {
+				r *= x
+			}
+			return r
+		}
+	case OpMaximum:
+		return func(x, y T) T { return max(x, y) }
+	case OpMinimum:
+		return func(x, y T) T { return min(x, y) }
+	}
+	return nil
+}
+
+func (cpuBackend) Where(dst, cond Buffer, lc Layout, a Buffer, la Layout, b Buffer, lb Layout) {
+	d := dst.(*cpuBuffer)
+	c := cond.(*cpuBuffer).data.([]bool)
+	av, bv := a.(*cpuBuffer).data, b.(*cpuBuffer).data
+	sh := lc.Shape
+	switch dd := d.data.(type) {
+	case []float32:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]float32), la.Strides, la.Offset, bv.([]float32), lb.Strides, lb.Offset)
+	case []float64:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]float64), la.Strides, la.Offset, bv.([]float64), lb.Strides, lb.Offset)
+	case []int64:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int64), la.Strides, la.Offset, bv.([]int64), lb.Strides, lb.Offset)
+	case []int32:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int32), la.Strides, la.Offset, bv.([]int32), lb.Strides, lb.Offset)
+	case []bool:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]bool), la.Strides, la.Offset, bv.([]bool), lb.Strides, lb.Offset)
+	case []uint16:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]uint16), la.Strides, la.Offset, bv.([]uint16), lb.Strides, lb.Offset)
+	}
+}
+
+func (cpuBackend) Reduce(op ReduceOp, dst, src Buffer, outer, n int) {
+	o := cpu.ReduceOp(op)
+	switch sd := src.(*cpuBuffer).data.(type) {
+	case []float32:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]float32), sd, outer, n)
+	case []float64:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]float64), sd, outer, n)
+	case []int64:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int64), sd, outer, n)
+	case []int32:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int32), sd, outer, n)
+	default:
+		panic("tensor: reduction on " + src.DType().String())
+	}
+}
+
+func (cpuBackend) ArgReduce(max bool, dst, src Buffer, outer, n, inner int) {
+	dd := dst.(*cpuBuffer).data.([]int64)
+	switch sd := src.(*cpuBuffer).data.(type) {
+	case []float32:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	case []float64:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	case []int64:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	case []int32:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	default:
+		panic("tensor: argmax/argmin on " + src.DType().String())
+	}
+}
+
+func (cpuBackend) Scan(prod bool, dst, src Buffer, outer, n, inner int) {
+	switch sd := src.(*cpuBuffer).data.(type) {
+	case []float32:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]float32), sd, outer, n, inner)
+	case []float64:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]float64), sd, outer, n, inner)
+	case []int64:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int64), sd, outer, n, inner)
+	case []int32:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int32), sd, outer, n, inner)
+	default:
+		panic("tensor: cumulative op on " + src.DType().String())
+	}
+}
+
+func (cpuBackend) MatMul(dst, a, b Buffer, p MatMulParams) {
+	tA, tB := blas.NoTrans, blas.NoTrans
+	ar, ac, br, bc := p.M, p.K, p.K, p.N
+	if p.TransA {
+		tA, ar, ac = blas.Trans, p.K, p.M
+	}
+	if p.TransB {
+		tB, br, bc = blas.Trans, p.N, p.K
+	}
+	batch := len(p.AOffsets)
+	mn := p.M * p.N
+	switch dd := dst.(*cpuBuffer).data.(type) {
+	case []float32:
+		ad, bd := a.(*cpuBuffer).data.([]float32), b.(*cpuBuffer).data.([]float32)
+		for i := range batch {
+			if p.K == 0 {
+				continue
+			}
+			A := blas32.General{Rows: ar, Cols: ac, Stride: p.LDA, Data: ad[p.AOffsets[i]:]}
+			B := blas32.General{Rows: br, Cols: bc, Stride: p.LDB, Data: bd[p.BOffsets[i]:]}
+			C := blas32.General{Rows: p.M, Cols: p.N, Stride: max(p.N, 1), Data: dd[i*mn : (i+1)*mn]}
+			blas32.Gemm(tA, tB, 1, A, B, 0, C)
+		}
+	case []float64:
+		ad, bd := a.(*cpuBuffer).data.([]float64), b.(*cpuBuffer).data.([]float64)
+		for i := range batch {
+			if p.K == 0 {
+				continue
+			}
+			A := blas64.General{Rows: ar, Cols: ac, Stride: p.LDA, Data: ad[p.AOffsets[i]:]}
+			B := blas64.General{Rows: br, Cols: bc, Stride: p.LDB, Data: bd[p.BOffsets[i]:]}
+			C := blas64.General{Rows: p.M, Cols: p.N, Stride: max(p.N, 1), Data: dd[i*mn : (i+1)*mn]}
+			blas64.Gemm(tA, tB, 1, A, B, 0, C)
+		}
+	case []int64:
+		matmulInt(dd, a.(*cpuBuffer).data.([]int64), b.(*cpuBuffer).data.([]int64), p)
+	case []int32:
+		matmulInt(dd, a.(*cpuBuffer).data.([]int32), b.(*cpuBuffer).data.([]int32), p)
+	default:
+		panic("tensor: matmul on " + dst.DType().String())
+	}
+}
+
+func matmulInt[T int64 | int32](dst, a, b []T, p MatMulParams) {
+	for bi := range p.AOffsets {
+		ao, bo := p.AOffsets[bi], p.BOffsets[bi]
+		c := dst[bi*p.M*p.N:]
+		for i := range p.M {
+			for j := range p.N {
+				var s T
+				for k := range p.K {
+					var x, y T
+					if p.TransA {
+						x = a[ao+k*p.LDA+i]
+					} else {
+						x = a[ao+i*p.LDA+k]
+					}
+					if p.TransB {
+						y = b[bo+j*p.LDB+k]
+					} else {
+						y = b[bo+k*p.LDB+j]
+					}
+					s += x * y
+				}
+				c[i*p.N+j] = s
+			}
+		}
+	}
+}

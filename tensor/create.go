@@ -1,0 +1,211 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// Element is the set of Go types a tensor can be built from or read into.
+type Element interface {
+	float32 | float64 | int64 | int32 | bool
+}
+
+func dtypeOf[T Element]() DType {
+	var z T
+	switch any(z).(type) {
+	case float32:
+		return Float32
+	case float64:
+		return Float64
+	case int64:
+		return Int64
+	case int32:
+		return Int32
+	case bool:
+		return Bool
+	}
+	panic("tensor: unsupported element type")
+}
+
+// FromSlice returns a CPU tensor of the given shape holding a copy of data
+// in row-major order; the dtype follows T. With no shape, the tensor is 1-d.
+func FromSlice[T Element](data []T, shape ...int) *Tensor {
+	if shape == nil {
+		shape = []int{len(data)}
+	}
+	checkShape("FromSlice", shape)
+	if numel(shape) != len(data) {
+		panic(fmt.Sprintf("tensor.FromSlice: %d values do not fill shape %v (%d elements)", len(data), shape, numel(shape)))
+	}
+	dt := dtypeOf[T]()
+	b := cpuBackend{}
+	host := any(slices.Clone(data))
+	return newTensor(b, &cpuBuffer{dtype: dt, data: host}, shape)
+}
+
+// FromHalfBits returns a Float16 or BFloat16 CPU tensor from raw 16-bit
+// patterns.
+func FromHalfBits(dt DType, bits []uint16, shape ...int) *Tensor {
+	if dt != Float16 && dt != BFloat16 {
+		panic("tensor.FromHalfBits: dtype must be Float16 or BFloat16, got " + dt.String())
+	}
+	if numel(shape) != len(bits) {
+		panic(fmt.Sprintf("tensor.FromHalfBits: %d values do not fill shape %v", len(bits), shape))
+	}
+	return newTensor(cpuBackend{}, &cpuBuffer{dtype: dt, data: slices.Clone(bits)}, shape)
+}
+
+// Scalar returns a 0-d Float32 tensor holding v.
+func Scalar(v float64) *Tensor { return Full(nil, v, Float32) }
+
+// ScalarOf returns a 0-d tensor of dtype dt holding v.
+func ScalarOf(v float64, dt DType) *Tensor { return Full(nil, v, dt) }
+
+// Zeros returns a zero-filled CPU tensor (Float32 unless a dtype is given).
+func Zeros(shape []int, dt ...DType) *Tensor {
+	return empty(cpuBackend{}, pickDType(dt), shape)
+}
+
+// Ones returns a CPU tensor filled with ones.
+func Ones(shape []int, dt ...DType) *Tensor { return Full(shape, 1, dt...) }
+
+// Full returns a CPU tensor filled with v.
+func Full(shape []int, v float64, dt ...DType) *Tensor {
+	t := Zeros(shape, dt...)
+	if v != 0 {
+		t.st.backend.Fill(t.st.buf, v)
+	}
+	return t
+}
+
+// ZerosLike returns zeros with t's shape, dtype and device.
+func ZerosLike(t *Tensor) *Tensor { return empty(t.st.backend, t.dtype, t.shape) }
+
+// OnesLike returns ones with t's shape, dtype and device.
+func OnesLike(t *Tensor) *Tensor { return FullLike(t, 1) }
+
+// FullLike returns a tensor filled with v with t's shape, dtype and device.
+func FullLike(t *Tensor, v float64) *Tensor {
+	out := ZerosLike(t)
+	if v != 0 {
+		out.st.backend.Fill(out.st.buf, v)
+	}
+	return out
+}
+
+// scalarLike returns a 0-d tensor of t's dtype and device holding v.
+func scalarLike(t *Tensor, v float64) *Tensor {
+	out := empty(t.st.backend, t.dtype, nil)
+	out.st.backend.Fill(out.st.buf, v)
+	return out
+}
+
+func pickDType(dt []DType) DType {
+	if len(dt) > 0 {
+		return dt[0]
+	}
+	return Float32
+}
+
+// Arange returns the 1-d tensor [start, start+step, ...) up to but not
+// including end. The dtype is Int64 when all arguments are whole numbers
+// and no dtype is given, else Float32, as in PyTorch.
+func Arange(start, end, step float64, dt ...DType) *Tensor {
+	if step == 0 || math.IsNaN(start+end+step) {
+		panic(fmt.Sprintf("tensor.Arange: bad range start=%v end=%v step=%v", start, end, step))
+	}
+	n := int(math.Ceil((end - start) / step))
+	n = max(n, 0)
+	d := Float32
+	if len(dt) > 0 {
+		d = dt[0]
+	} else if start == math.Trunc(start) && end == math.Trunc(end) && step == math.Trunc(step) {
+		d = Int64
+	}
+	vals := make([]float64, n)
+	for i := range vals {
+		vals[i] = start + float64(i)*step
+	}
+	return FromSlice(vals).To(d)
+}
+
+// Linspace returns n evenly spaced Float32 values from start to end inclusive.
+func Linspace(start, end float64, n int, dt ...DType) *Tensor {
+	if n < 0 {
+		panic(fmt.Sprintf("tensor.Linspace: negative count %d", n))
+	}
+	vals := make([]float64, n)
+	step := 0.0
+	if n > 1 {
+		step = (end - start) / float64(n-1)
+	}
+	// Fill from both ends, as PyTorch does, so the last value is exactly end.
+	for i := range vals {
+		if i < n/2 {
+			vals[i] = start + step*float64(i)
+		} else {
+			vals[i] = end - step*float64(n-1-i)
+		}
+	}
+	return FromSlice(vals).To(pickDType(dt))
+}
+
+// Eye returns the n×m identity matrix (m defaults to n).
+func Eye(n int, m ...int) *Tensor {
+	cols := n
+	if len(m) > 0 {
+		cols = m[0]
+	}
+	vals := make([]float32, n*cols)
+	for i := range min(n, cols) {
+		vals[i*cols+i] = 1
+	}
+	return FromSlice(vals, n, cols)
+}
+
+// Float32s returns a copy of t's elements in row-major order as float32,
+// converting from t's dtype.
+func (t *Tensor) Float32s() []float32 { return t.To(Float32).host().([]float32) }
+
+// Float64s returns a copy of t's elements in row-major order as float64.
+func (t *Tensor) Float64s() []float64 { return t.To(Float64).host().([]float64) }
+
+// Int64s returns a copy of t's elements in row-major order as int64
+// (floats truncate toward zero).
+func (t *Tensor) Int64s() []int64 { return t.To(Int64).host().([]int64) }
+
+// Int32s returns a copy of t's elements in row-major order as int32.
+func (t *Tensor) Int32s() []int32 { return t.To(Int32).host().([]int32) }
+
+// Bools returns a copy of t's elements in row-major order as bool (non-zero
+// is true).
+func (t *Tensor) Bools() []bool { return t.To(Bool).host().([]bool) }
+
+// HalfBits returns the raw 16-bit patterns of a Float16 or BFloat16 tensor.
+func (t *Tensor) HalfBits() []uint16 {
+	if t.dtype != Float16 && t.dtype != BFloat16 {
+		panic("tensor.HalfBits: dtype is " + t.dtype.String())
+	}
+	return t.host().([]uint16)
+}
+
+// host copies t's view to a new host slice of t's dtype.
+func (t *Tensor) host() any { return t.st.backend.ToHost(t.st.buf, t.Layout()) }
+
+// Item returns the single element of a one-element tensor as float64.
+func (t *Tensor) Item() float64 {
+	if t.Numel() != 1 {
+		panic(fmt.Sprintf("tensor.Item: tensor of shape %v has %d elements, want 1", t.shape, t.Numel()))
+	}
+	return t.Float64s()[0]
+}
+
+// At returns the element at the given index as float64.
+func (t *Tensor) At(idx ...int) float64 {
+	v := t
+	for _, i := range idx {
+		v = v.Select(0, i)
+	}
+	return v.Item()
+}

@@ -1,0 +1,118 @@
+package tensor
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+)
+
+// Generator is a seeded source of random tensors. The same seed gives the
+// same sequence of tensors. A Generator may be shared between goroutines
+// (it locks), but one per goroutine keeps results reproducible.
+type Generator struct {
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+// NewGenerator returns a generator seeded with seed.
+func NewGenerator(seed uint64) *Generator {
+	return &Generator{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+func (g *Generator) fill(n int, f func(r *rand.Rand) float64) []float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v := make([]float64, n)
+	for i := range v {
+		v[i] = f(g.rng)
+	}
+	return v
+}
+
+// Uint64 returns a random 64-bit value, for seeding derived generators.
+func (g *Generator) Uint64() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.rng.Uint64()
+}
+
+// Rand returns values uniform in [0, 1).
+func (g *Generator) Rand(shape []int, dt ...DType) *Tensor {
+	return g.Uniform(shape, 0, 1, dt...)
+}
+
+// Uniform returns values uniform in [lo, hi).
+func (g *Generator) Uniform(shape []int, lo, hi float64, dt ...DType) *Tensor {
+	checkShape("Uniform", shape)
+	v := g.fill(numel(shape), func(r *rand.Rand) float64 { return lo + (hi-lo)*r.Float64() })
+	return FromSlice(v, shape...).To(pickDType(dt))
+}
+
+// Randn returns standard normal values.
+func (g *Generator) Randn(shape []int, dt ...DType) *Tensor {
+	return g.Normal(shape, 0, 1, dt...)
+}
+
+// Normal returns normal values with the given mean and standard deviation.
+func (g *Generator) Normal(shape []int, mean, std float64, dt ...DType) *Tensor {
+	checkShape("Normal", shape)
+	v := g.fill(numel(shape), func(r *rand.Rand) float64 { return mean + std*r.NormFloat64() })
+	return FromSlice(v, shape...).To(pickDType(dt))
+}
+
+// RandInt returns Int64 values uniform in [lo, hi).
+func (g *Generator) RandInt(shape []int, lo, hi int64) *Tensor {
+	if hi <= lo {
+		panic(fmt.Sprintf("tensor.RandInt: empty range [%d, %d)", lo, hi))
+	}
+	checkShape("RandInt", shape)
+	g.mu.Lock()
+	v := make([]int64, numel(shape))
+	for i := range v {
+		v[i] = lo + g.rng.Int64N(hi-lo)
+	}
+	g.mu.Unlock()
+	return FromSlice(v, shape...)
+}
+
+// Bernoulli returns 0/1 values (dtype of p) that are 1 with probability p,
+// elementwise.
+func (g *Generator) Bernoulli(p *Tensor) *Tensor {
+	probs := p.Float64s()
+	g.mu.Lock()
+	for i, q := range probs {
+		if q < 0 || q > 1 || math.IsNaN(q) {
+			g.mu.Unlock()
+			panic(fmt.Sprintf("tensor.Bernoulli: probability %v out of [0, 1]", q))
+		}
+		if g.rng.Float64() < q {
+			probs[i] = 1
+		} else {
+			probs[i] = 0
+		}
+	}
+	g.mu.Unlock()
+	dt := p.dtype
+	if !dt.IsFloat() {
+		dt = Float32
+	}
+	return FromSlice(probs, p.shape...).To(dt)
+}
+
+// Permutation returns a random permutation of 0..n-1 as Int64.
+func (g *Generator) Permutation(n int) *Tensor {
+	return FromSlice(g.Perm(n))
+}
+
+// Perm returns a random permutation of 0..n-1 as a Go slice.
+func (g *Generator) Perm(n int) []int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := make([]int64, n)
+	for i := range p {
+		p[i] = int64(i)
+	}
+	g.rng.Shuffle(n, func(i, j int) { p[i], p[j] = p[j], p[i] })
+	return p
+}

@@ -1,0 +1,188 @@
+// Package tensor provides Ember's n-dimensional array: one Tensor type over
+// pluggable device backends, with views that share storage, NumPy
+// broadcasting, and the kernel-level operations that autograd, nn and onnx
+// build on.
+//
+// A Tensor is a handle onto shared storage plus a layout (dtype, shape,
+// strides, offset). View operations (Reshape, Permute, Slice, Expand, ...)
+// return new handles over the same storage; compute operations return new
+// contiguous tensors. Operations accept non-contiguous inputs.
+//
+// Mistakes in the program (mismatched shapes, bad axes) panic with a message
+// naming the op, the shapes and the rule broken, as Go slices and gonum/mat
+// do. Data from outside (files) is read through functions that return errors.
+package tensor
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/emberml/ember/tensor/internal/strided"
+)
+
+// storage is a buffer shared by every view of it, with the version counter
+// that in-place writes bump so autograd can detect stale saved tensors.
+type storage struct {
+	buf     Buffer
+	backend Backend
+	version atomic.Uint64
+}
+
+// Tensor is an n-dimensional array of one dtype on one device. The zero value
+// is not usable; make tensors with the constructors (Zeros, FromSlice, ...).
+// A Tensor may be read by several goroutines at once; writes (the in-place
+// methods ending in an underscore-free "InPlace" suffix or Set) need the
+// caller's synchronization, as with Go slices.
+type Tensor struct {
+	st      *storage
+	dtype   DType
+	shape   []int
+	strides []int
+	offset  int
+}
+
+func newTensor(b Backend, buf Buffer, shape []int) *Tensor {
+	sh := append([]int(nil), shape...)
+	return &Tensor{
+		st:      &storage{buf: buf, backend: b},
+		dtype:   buf.DType(),
+		shape:   sh,
+		strides: strided.Contiguous(sh),
+	}
+}
+
+// empty allocates a contiguous zero-filled tensor on backend b.
+func empty(b Backend, dt DType, shape []int) *Tensor {
+	checkShape("tensor", shape)
+	return newTensor(b, b.Alloc(dt, numel(shape)), shape)
+}
+
+func checkShape(op string, shape []int) {
+	for _, d := range shape {
+		if d < 0 {
+			panic(fmt.Sprintf("tensor.%s: negative dimension in shape %v", op, shape))
+		}
+	}
+}
+
+func numel(shape []int) int { return strided.Numel(shape) }
+
+// view returns a tensor sharing t's storage with a new layout.
+func (t *Tensor) view(shape, strides []int, offset int) *Tensor {
+	return &Tensor{st: t.st, dtype: t.dtype, shape: shape, strides: strides, offset: offset}
+}
+
+// DType returns the element type.
+func (t *Tensor) DType() DType { return t.dtype }
+
+// Shape returns a copy of the dimensions.
+func (t *Tensor) Shape() []int { return append([]int(nil), t.shape...) }
+
+// Strides returns a copy of the strides, in elements.
+func (t *Tensor) Strides() []int { return append([]int(nil), t.strides...) }
+
+// Offset returns the position of the first element in the storage.
+func (t *Tensor) Offset() int { return t.offset }
+
+// Dim returns the number of dimensions (0 for a scalar).
+func (t *Tensor) Dim() int { return len(t.shape) }
+
+// Size returns the length of dimension axis (negative axes count from the end).
+func (t *Tensor) Size(axis int) int { return t.shape[normAxis("Size", axis, len(t.shape))] }
+
+// Numel returns the number of elements.
+func (t *Tensor) Numel() int { return numel(t.shape) }
+
+// Device returns where the storage lives.
+func (t *Tensor) Device() Device { return t.st.backend.Device() }
+
+// Backend returns the backend that owns t's storage.
+func (t *Tensor) Backend() Backend { return t.st.backend }
+
+// Buffer returns the storage buffer; with Layout it lets a backend run its own
+// kernels on t.
+func (t *Tensor) Buffer() Buffer { return t.st.buf }
+
+// Layout returns t's view into its buffer.
+func (t *Tensor) Layout() Layout {
+	return Layout{Shape: t.shape, Strides: t.strides, Offset: t.offset}
+}
+
+// IsContiguous reports whether t is laid out densely in row-major order.
+func (t *Tensor) IsContiguous() bool { return strided.IsContiguous(t.shape, t.strides) }
+
+// Version returns the storage's write counter: every in-place write to any
+// view of the storage increments it.
+func (t *Tensor) Version() uint64 { return t.st.version.Load() }
+
+// SharesStorage reports whether t and u are views of the same storage.
+func (t *Tensor) SharesStorage(u *Tensor) bool { return t.st == u.st }
+
+// bumpVersion records an in-place write.
+func (t *Tensor) bumpVersion() { t.st.version.Add(1) }
+
+// Contiguous returns t itself if it is contiguous and starts its storage
+// densely, else a contiguous copy.
+func (t *Tensor) Contiguous() *Tensor {
+	if t.IsContiguous() {
+		return t
+	}
+	return t.Clone()
+}
+
+// Clone returns a contiguous copy of t with its own storage.
+func (t *Tensor) Clone() *Tensor {
+	b := t.st.backend
+	out := empty(b, t.dtype, t.shape)
+	b.Copy(out.st.buf, t.st.buf, t.Layout())
+	return out
+}
+
+// To returns t converted to dtype dt (t itself if it already has it).
+func (t *Tensor) To(dt DType) *Tensor {
+	if t.dtype == dt {
+		return t
+	}
+	b := t.st.backend
+	out := empty(b, dt, t.shape)
+	b.Copy(out.st.buf, t.st.buf, t.Layout())
+	return out
+}
+
+// ToDevice copies t to device d (t itself if it is already there).
+func (t *Tensor) ToDevice(d Device) (*Tensor, error) {
+	if t.Device() == d {
+		return t, nil
+	}
+	dst, err := BackendFor(d)
+	if err != nil {
+		return nil, err
+	}
+	host := t.st.backend.ToHost(t.st.buf, t.Layout())
+	return newTensor(dst, dst.FromHost(t.dtype, host), t.shape), nil
+}
+
+// normAxis maps a possibly negative axis into [0, n).
+func normAxis(op string, axis, n int) int {
+	a := axis
+	if a < 0 {
+		a += n
+	}
+	if a < 0 || a >= n {
+		panic(fmt.Sprintf("tensor.%s: axis %d out of range for a %d-d tensor", op, axis, n))
+	}
+	return a
+}
+
+// sameShape reports whether two shapes are equal.
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
