@@ -1,0 +1,242 @@
+package autograd
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Options tune a backward pass.
+type Options struct {
+	// RetainGraph keeps the recorded nodes (and the tensors they hold) so
+	// that backward can run through the same graph again. Without it the
+	// pass releases every intermediate as soon as it has used it.
+	RetainGraph bool
+	// CreateGraph records the backward computation itself, so the gradients
+	// it produces can be differentiated again (higher-order gradients).
+	// It implies RetainGraph.
+	CreateGraph bool
+}
+
+// ErrGraphFreed is returned when backward reaches a node that an earlier
+// pass without RetainGraph already released.
+var ErrGraphFreed = errors.New("autograd: trying to backward through the graph a second time; its saved values were freed by the first pass (use Options.RetainGraph)")
+
+// Backward computes the gradient of the scalar v with respect to every leaf
+// that requires one, adding it to the leaves' Grad.
+func (v *Var) Backward() error { return v.BackwardWith(nil, Options{}) }
+
+// BackwardWith runs backward from v with gradient grad (nil means ones, which
+// v being a one-element Var requires) and the given options.
+func (v *Var) BackwardWith(grad *tensor.Tensor, opt Options) error {
+	if !v.requiresGrad {
+		return errors.New("autograd: backward on a Var that does not require a gradient (no input of its graph requires one)")
+	}
+	if grad == nil {
+		if v.value.Numel() != 1 {
+			return fmt.Errorf("autograd: backward needs an explicit gradient for a non-scalar output of shape %v", v.value.Shape())
+		}
+		grad = tensor.OnesLike(v.value)
+	} else if !sameShape(grad.Shape(), v.value.Shape()) {
+		return fmt.Errorf("autograd: gradient of shape %v given for an output of shape %v", grad.Shape(), v.value.Shape())
+	}
+	_, err := run([]*Var{v}, []*Var{New(grad)}, nil, opt)
+	return err
+}
+
+// Grad returns the gradients of outputs (weighted by gradOutputs; nil means
+// ones for scalar outputs) with respect to inputs, like torch.autograd.grad.
+// Leaves' Grad fields are left untouched. With CreateGraph the returned
+// gradients are themselves differentiable.
+func Grad(outputs, inputs []*Var, gradOutputs []*tensor.Tensor, opt Options) ([]*Var, error) {
+	gouts := make([]*Var, len(outputs))
+	for i, o := range outputs {
+		if !o.requiresGrad {
+			return nil, fmt.Errorf("autograd.Grad: output %d does not require a gradient", i)
+		}
+		var g *tensor.Tensor
+		if i < len(gradOutputs) {
+			g = gradOutputs[i]
+		}
+		if g == nil {
+			if o.value.Numel() != 1 {
+				return nil, fmt.Errorf("autograd.Grad: output %d has shape %v; give its gradient", i, o.value.Shape())
+			}
+			g = tensor.OnesLike(o.value)
+		}
+		gouts[i] = New(g)
+	}
+	return run(outputs, gouts, inputs, opt)
+}
+
+// run is the backward engine. With targets nil it accumulates into leaves
+// (and RetainGrad Vars); otherwise it returns the gradients of targets.
+func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
+	if opt.CreateGraph {
+		opt.RetainGraph = true
+		for _, g := range gouts {
+			g.requiresGrad = false
+		}
+	}
+	order, err := topoOrder(outputs)
+	if err != nil {
+		return nil, err
+	}
+	grads := make(map[*Var]*Var, len(order))
+	for i, o := range outputs {
+		accumulate(grads, o, gouts[i])
+	}
+	want := map[*Var]bool{}
+	for _, t := range targets {
+		want[t] = true
+	}
+	for _, v := range order { // outputs first, leaves last
+		g := grads[v]
+		if g == nil {
+			continue
+		}
+		if v.node == nil || v.retainGrad || want[v] {
+			if targets == nil {
+				v.accumulateGrad(g, opt.CreateGraph)
+			}
+			if v.node == nil {
+				continue
+			}
+		}
+		n := v.node
+		if n.freed {
+			return nil, ErrGraphFreed
+		}
+		for _, s := range n.saved {
+			if s.t.Version() != s.version {
+				return nil, fmt.Errorf("autograd: a tensor of shape %v saved by %s for backward was modified in place (version %d, expected %d); clone it before writing, or write before using it", s.t.Shape(), n.op, s.t.Version(), s.version)
+			}
+		}
+		in, out := n.inputs, v
+		if !opt.CreateGraph {
+			in = make([]*Var, len(n.inputs))
+			for i, x := range n.inputs {
+				if x != nil {
+					in[i] = New(x.value)
+				}
+			}
+			out = New(v.value)
+			g = New(g.value)
+		}
+		ig := n.backward(g, in, out)
+		for i, x := range n.inputs {
+			if x == nil || !x.requiresGrad || i >= len(ig) || ig[i] == nil {
+				continue
+			}
+			gi := ig[i]
+			if !sameShape(gi.value.Shape(), x.value.Shape()) {
+				panic(fmt.Sprintf("autograd: %s produced a gradient of shape %v for an input of shape %v", n.op, gi.value.Shape(), x.value.Shape()))
+			}
+			accumulate(grads, x, gi)
+		}
+		if !want[v] {
+			delete(grads, v) // release the gradient as soon as it is pushed back
+		}
+		if !opt.RetainGraph {
+			n.backward, n.inputs, n.saved, n.freed = nil, nil, nil, true
+		}
+	}
+	if targets == nil {
+		return nil, nil
+	}
+	res := make([]*Var, len(targets))
+	for i, t := range targets {
+		g := grads[t]
+		if g == nil {
+			g = New(tensor.ZerosLike(t.value))
+		}
+		res[i] = g
+	}
+	return res, nil
+}
+
+func accumulate(grads map[*Var]*Var, v, g *Var) {
+	if prev, ok := grads[v]; ok {
+		grads[v] = prev.Add(g)
+		return
+	}
+	grads[v] = g
+}
+
+// accumulateGrad adds g to v's stored gradient.
+func (v *Var) accumulateGrad(g *Var, keepGraph bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !keepGraph {
+		g = New(g.value)
+	}
+	if v.grad == nil {
+		if !keepGraph && g.value.SharesStorage(v.value) {
+			g = New(g.value.Clone())
+		}
+		v.grad = g
+		return
+	}
+	v.grad = v.grad.Add(g)
+	if !keepGraph {
+		v.grad = New(v.grad.value)
+	}
+}
+
+// topoOrder lists every Var reachable from outputs that requires a gradient,
+// each after all Vars that consume it (reverse topological order), using an
+// explicit stack so deep graphs do not overflow the goroutine stack.
+func topoOrder(outputs []*Var) ([]*Var, error) {
+	type frame struct {
+		v    *Var
+		next int
+	}
+	visited := map[*Var]bool{}
+	var post []*Var
+	for _, o := range outputs {
+		if visited[o] {
+			continue
+		}
+		visited[o] = true
+		stack := []frame{{v: o}}
+		for len(stack) > 0 {
+			f := &stack[len(stack)-1]
+			var ins []*Var
+			if f.v.node != nil {
+				if f.v.node.freed {
+					return nil, ErrGraphFreed
+				}
+				ins = f.v.node.inputs
+			}
+			if f.next < len(ins) {
+				x := ins[f.next]
+				f.next++
+				if x != nil && x.requiresGrad && !visited[x] {
+					visited[x] = true
+					stack = append(stack, frame{v: x})
+				}
+				continue
+			}
+			post = append(post, f.v)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	// post lists inputs before their consumers; reverse it.
+	for i, j := 0, len(post)-1; i < j; i, j = i+1, j-1 {
+		post[i], post[j] = post[j], post[i]
+	}
+	return post, nil
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

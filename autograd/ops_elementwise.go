@@ -1,0 +1,304 @@
+package autograd
+
+import (
+	"math"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Elementwise operations with NumPy broadcasting. Each gradient rule sits
+// beside its op and is written in Var operations, so it can be recorded
+// again for higher-order gradients.
+
+// SumTo sums v over the axes that broadcasting added or stretched so that the
+// result has the given shape: the adjoint of broadcasting.
+func (v *Var) SumTo(shape []int) *Var {
+	vs := v.value.Shape()
+	if sameShape(vs, shape) {
+		return v
+	}
+	lead := len(vs) - len(shape)
+	var axes []int
+	for i := range vs {
+		if i < lead || (shape[i-lead] == 1 && vs[i] != 1) {
+			axes = append(axes, i)
+		}
+	}
+	s := v
+	if len(axes) > 0 {
+		s = v.Sum(axes, true)
+	}
+	return s.Reshape(shape...)
+}
+
+// Add returns v + u.
+func (v *Var) Add(u *Var) *Var {
+	return record("Add", v.value.Add(u.value), []*Var{v, u}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.SumTo(in[0].Shape()), g.SumTo(in[1].Shape())}
+	})
+}
+
+// Sub returns v - u.
+func (v *Var) Sub(u *Var) *Var {
+	return record("Sub", v.value.Sub(u.value), []*Var{v, u}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.SumTo(in[0].Shape()), g.Neg().SumTo(in[1].Shape())}
+	})
+}
+
+// Mul returns v * u.
+func (v *Var) Mul(u *Var) *Var {
+	return record("Mul", v.value.Mul(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.Mul(in[1]).SumTo(in[0].Shape()), g.Mul(in[0]).SumTo(in[1].Shape())}
+	})
+}
+
+// Div returns v / u.
+func (v *Var) Div(u *Var) *Var {
+	return record("Div", v.value.Div(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+		a, b := in[0], in[1]
+		ga := g.Div(b).SumTo(a.Shape())
+		gb := g.Mul(a).Div(b.Mul(b)).Neg().SumTo(b.Shape())
+		return []*Var{ga, gb}
+	})
+}
+
+// Pow returns v ** u.
+func (v *Var) Pow(u *Var) *Var {
+	return record("Pow", v.value.Pow(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, out *Var) []*Var {
+		a, b := in[0], in[1]
+		// d/da = b * a**(b-1); d/db = out * log(a), taken as 0 where a == 0
+		// (PyTorch's convention, which keeps 0**b differentiable in b).
+		ga := g.Mul(b).Mul(a.Pow(b.AddScalar(-1))).SumTo(a.Shape())
+		zero := a.value.Eq(tensor.ZerosLike(a.value))
+		logA := a.Where0(zero).Log().MaskedZero(zero)
+		gb := g.Mul(a.Pow(b)).Mul(logA).SumTo(b.Shape())
+		return []*Var{ga, gb}
+	})
+}
+
+// Where0 returns v with the masked elements replaced by one (a safe argument
+// for Log); the gradient does not flow to replaced elements.
+func (v *Var) Where0(mask *tensor.Tensor) *Var {
+	return Where(mask, New(tensor.OnesLike(v.value)), v)
+}
+
+// MaskedZero returns v with the masked elements set to zero.
+func (v *Var) MaskedZero(mask *tensor.Tensor) *Var {
+	return Where(mask, New(tensor.ZerosLike(v.value)), v)
+}
+
+// Maximum returns the elementwise maximum; ties split the gradient evenly.
+func (v *Var) Maximum(u *Var) *Var {
+	return record("Maximum", v.value.Maximum(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+		return minMaxGrad(g, in[0], in[1], in[0].value.Gt(in[1].value))
+	})
+}
+
+// Minimum returns the elementwise minimum; ties split the gradient evenly.
+func (v *Var) Minimum(u *Var) *Var {
+	return record("Minimum", v.value.Minimum(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+		return minMaxGrad(g, in[0], in[1], in[0].value.Lt(in[1].value))
+	})
+}
+
+func minMaxGrad(g, a, b *Var, aWins *tensor.Tensor) []*Var {
+	tie := a.value.Eq(b.value)
+	wa := tensor.Where(aWins, tensor.OnesLike(g.value), tensor.ZerosLike(g.value))
+	wa = tensor.Where(tie, tensor.FullLike(g.value, 0.5), wa)
+	wb := tensor.OnesLike(wa).Sub(wa)
+	return []*Var{g.Mul(New(wa)).SumTo(a.Shape()), g.Mul(New(wb)).SumTo(b.Shape())}
+}
+
+// AddScalar returns v + s.
+func (v *Var) AddScalar(s float64) *Var {
+	return record("AddScalar", v.value.AddScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+		return []*Var{g}
+	})
+}
+
+// MulScalar returns v * s.
+func (v *Var) MulScalar(s float64) *Var {
+	return record("MulScalar", v.value.MulScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+		return []*Var{g.MulScalar(s)}
+	})
+}
+
+// DivScalar returns v / s.
+func (v *Var) DivScalar(s float64) *Var { return v.MulScalar(1 / s) }
+
+// PowScalar returns v ** e.
+func (v *Var) PowScalar(e float64) *Var {
+	return record("PowScalar", v.value.PowScalar(e), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		if e == 0 {
+			return []*Var{g.MulScalar(0)}
+		}
+		return []*Var{g.Mul(in[0].PowScalar(e - 1)).MulScalar(e)}
+	})
+}
+
+// Neg returns -v.
+func (v *Var) Neg() *Var {
+	return record("Neg", v.value.Neg(), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+		return []*Var{g.Neg()}
+	})
+}
+
+// Abs returns |v| (gradient sign(v), 0 at 0).
+func (v *Var) Abs() *Var {
+	return record("Abs", v.value.Abs(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.Mul(New(in[0].value.Sign()))}
+	})
+}
+
+// Exp returns e**v.
+func (v *Var) Exp() *Var {
+	out := v.value.Exp()
+	return record("Exp", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+		return []*Var{g.Mul(out)}
+	})
+}
+
+// Log returns the natural logarithm.
+func (v *Var) Log() *Var {
+	return record("Log", v.value.Log(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.Div(in[0])}
+	})
+}
+
+// Log1p returns log(1+v).
+func (v *Var) Log1p() *Var {
+	return record("Log1p", v.value.Log1p(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.Div(in[0].AddScalar(1))}
+	})
+}
+
+// Expm1 returns e**v - 1.
+func (v *Var) Expm1() *Var {
+	out := v.value.Expm1()
+	return record("Expm1", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+		return []*Var{g.Mul(out.AddScalar(1))}
+	})
+}
+
+// Sqrt returns the square root.
+func (v *Var) Sqrt() *Var {
+	out := v.value.Sqrt()
+	return record("Sqrt", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+		return []*Var{g.Div(out.MulScalar(2))}
+	})
+}
+
+// Rsqrt returns 1/sqrt(v).
+func (v *Var) Rsqrt() *Var {
+	return record("Rsqrt", v.value.Rsqrt(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.Mul(in[0].PowScalar(-1.5)).MulScalar(-0.5)}
+	})
+}
+
+// Sin returns the sine.
+func (v *Var) Sin() *Var {
+	return record("Sin", v.value.Sin(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.Mul(in[0].Cos())}
+	})
+}
+
+// Cos returns the cosine.
+func (v *Var) Cos() *Var {
+	return record("Cos", v.value.Cos(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.Mul(in[0].Sin()).Neg()}
+	})
+}
+
+// Tanh returns the hyperbolic tangent.
+func (v *Var) Tanh() *Var {
+	out := v.value.Tanh()
+	return record("Tanh", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+		return []*Var{g.Mul(out.Mul(out).Neg().AddScalar(1))}
+	})
+}
+
+// Sigmoid returns 1/(1+e**-v).
+func (v *Var) Sigmoid() *Var {
+	out := v.value.Sigmoid()
+	return record("Sigmoid", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+		return []*Var{g.Mul(out.Mul(out.Neg().AddScalar(1)))}
+	})
+}
+
+// Relu returns max(v, 0); the gradient at 0 is 0, as in PyTorch.
+func (v *Var) Relu() *Var {
+	out := v.value.Relu()
+	return record("Relu", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+		mask := out.value.Gt(tensor.ZerosLike(out.value)).To(g.DType())
+		return []*Var{g.Mul(New(mask))}
+	})
+}
+
+// Clamp limits v to [lo, hi]; the gradient passes where lo <= v <= hi.
+func (v *Var) Clamp(lo, hi float64) *Var {
+	return record("Clamp", v.value.Clamp(lo, hi), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		x := in[0].value
+		inside := x.Ge(tensor.ScalarOf(lo, x.DType())).LogicalAnd(x.Le(tensor.ScalarOf(hi, x.DType())))
+		return []*Var{g.Mul(New(inside.To(g.DType())))}
+	})
+}
+
+// Square returns v*v.
+func (v *Var) Square() *Var {
+	return record("Square", v.value.Square(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.Mul(in[0]).MulScalar(2)}
+	})
+}
+
+// Reciprocal returns 1/v.
+func (v *Var) Reciprocal() *Var {
+	out := v.value.Reciprocal()
+	return record("Reciprocal", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+		return []*Var{g.Mul(out.Mul(out)).Neg()}
+	})
+}
+
+// Erf returns the error function.
+func (v *Var) Erf() *Var {
+	return record("Erf", v.value.Erf(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{g.Mul(in[0].Square().Neg().Exp()).MulScalar(2 / math.Sqrt(math.Pi))}
+	})
+}
+
+// stepOp wraps a piecewise-constant function: its gradient is zero.
+func (v *Var) stepOp(name string, out *tensor.Tensor) *Var {
+	return record(name, out, []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+		return []*Var{g.MulScalar(0)}
+	})
+}
+
+// Sign returns -1, 0 or 1 (zero gradient).
+func (v *Var) Sign() *Var { return v.stepOp("Sign", v.value.Sign()) }
+
+// Floor rounds down (zero gradient).
+func (v *Var) Floor() *Var { return v.stepOp("Floor", v.value.Floor()) }
+
+// Ceil rounds up (zero gradient).
+func (v *Var) Ceil() *Var { return v.stepOp("Ceil", v.value.Ceil()) }
+
+// Round rounds half to even (zero gradient).
+func (v *Var) Round() *Var { return v.stepOp("Round", v.value.Round()) }
+
+// Where returns a where cond is true and b elsewhere; the gradient flows to
+// the chosen side.
+func Where(cond *tensor.Tensor, a, b *Var) *Var {
+	out := tensor.Where(cond, a.value, b.value)
+	return record("Where", out, []*Var{a, b}, []*tensor.Tensor{cond}, func(g *Var, in []*Var, _ *Var) []*Var {
+		zero := New(tensor.ZerosLike(g.value))
+		return []*Var{Where(cond, g, zero).SumTo(in[0].Shape()), Where(cond, zero, g).SumTo(in[1].Shape())}
+	})
+}
+
+// saved lists the values of vs for the in-place version check.
+func saved(vs ...*Var) []*tensor.Tensor {
+	out := make([]*tensor.Tensor, len(vs))
+	for i, v := range vs {
+		out[i] = v.value
+	}
+	return out
+}

@@ -1,0 +1,41 @@
+package autograd
+
+// MatMul returns the matrix product with PyTorch matmul semantics (1-d
+// operands promoted, batch axes broadcast).
+func (v *Var) MatMul(u *Var) *Var {
+	return record("MatMul", v.value.MatMul(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+		a, b := in[0], in[1]
+		av, bv, gu := a, b, g
+		if a.Dim() == 1 {
+			av = a.Unsqueeze(0)
+		}
+		if b.Dim() == 1 {
+			bv = b.Unsqueeze(1)
+		}
+		switch {
+		case a.Dim() == 1 && b.Dim() == 1:
+			gu = g.Reshape(1, 1)
+		case a.Dim() == 1:
+			gu = g.Unsqueeze(-2)
+		case b.Dim() == 1:
+			gu = g.Unsqueeze(-1)
+		}
+		da := gu.MatMul(bv.Transpose(-1, -2))
+		db := av.Transpose(-1, -2).MatMul(gu)
+		return []*Var{da.SumTo(av.Shape()).Reshape(a.Shape()...), db.SumTo(bv.Shape()).Reshape(b.Shape()...)}
+	})
+}
+
+// Dot returns the inner product of two 1-d Vars.
+func (v *Var) Dot(u *Var) *Var {
+	if v.Dim() != 1 || u.Dim() != 1 {
+		v.value.Dot(u.value) // panics with the shapes
+	}
+	return v.MatMul(u)
+}
+
+// Outer returns the outer product of two 1-d Vars.
+func (v *Var) Outer(u *Var) *Var {
+	v.value.Outer(u.value) // validates
+	return v.Unsqueeze(1).Mul(u.Unsqueeze(0))
+}

@@ -1,0 +1,191 @@
+// Package autograd is Ember's define-by-run tape. A Var wraps a tensor; every
+// operation on Vars computes its value at once and, when some input requires
+// a gradient, records a node holding its inputs and the rule that pushes the
+// output's gradient back to them. Backward walks those nodes in reverse
+// topological order.
+//
+// There is no global mode and no global state: recording happens only when
+// an input requires a gradient, so inference on plain Vars costs nothing
+// extra, and separate goroutines may build and differentiate their own
+// graphs at once.
+package autograd
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Var is a tensor in a computation graph.
+type Var struct {
+	value        *tensor.Tensor
+	requiresGrad bool
+	node         *node // the op that made this Var; nil for leaves
+
+	mu         sync.Mutex
+	grad       *Var
+	retainGrad bool
+}
+
+// node is one recorded operation.
+type node struct {
+	op     string
+	inputs []*Var
+	// backward maps the output gradient to one gradient per input (nil where
+	// an input gets none). in and out are the op's inputs and output, or
+	// detached copies of them when the backward pass is not itself recorded.
+	backward func(g *Var, in []*Var, out *Var) []*Var
+	saved    []savedVersion
+	freed    bool
+}
+
+// savedVersion remembers the storage version a saved tensor had when the op
+// ran, so backward can refuse a tensor changed in place since.
+type savedVersion struct {
+	t       *tensor.Tensor
+	version uint64
+}
+
+// New wraps t as a leaf Var that does not require a gradient.
+func New(t *tensor.Tensor) *Var { return &Var{value: t} }
+
+// Param wraps t as a leaf Var that requires a gradient (a trainable value).
+func Param(t *tensor.Tensor) *Var { return &Var{value: t, requiresGrad: true} }
+
+// Value returns the tensor the Var holds.
+func (v *Var) Value() *tensor.Tensor { return v.value }
+
+// Shape returns the value's shape.
+func (v *Var) Shape() []int { return v.value.Shape() }
+
+// DType returns the value's dtype.
+func (v *Var) DType() tensor.DType { return v.value.DType() }
+
+// Dim returns the number of dimensions.
+func (v *Var) Dim() int { return v.value.Dim() }
+
+// Item returns the single element of a one-element Var.
+func (v *Var) Item() float64 { return v.value.Item() }
+
+// RequiresGrad reports whether gradients flow to v.
+func (v *Var) RequiresGrad() bool { return v.requiresGrad }
+
+// SetRequiresGrad turns gradient tracking on or off for a leaf Var and
+// returns v. Calling it on a non-leaf panics, as in PyTorch.
+func (v *Var) SetRequiresGrad(on bool) *Var {
+	if v.node != nil {
+		panic("autograd.SetRequiresGrad: only leaf Vars can change requires-grad; use Detach")
+	}
+	v.requiresGrad = on
+	return v
+}
+
+// IsLeaf reports whether v was not made by a recorded operation.
+func (v *Var) IsLeaf() bool { return v.node == nil }
+
+// Op returns the name of the op that made v ("" for leaves).
+func (v *Var) Op() string {
+	if v.node == nil {
+		return ""
+	}
+	return v.node.op
+}
+
+// Grad returns the accumulated gradient of a leaf (or of a Var that called
+// RetainGrad), or nil if none was computed yet.
+func (v *Var) Grad() *tensor.Tensor {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.grad == nil {
+		return nil
+	}
+	return v.grad.value
+}
+
+// GradVar returns the gradient as a Var; after a CreateGraph backward it is
+// part of a graph and can itself be differentiated.
+func (v *Var) GradVar() *Var {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.grad
+}
+
+// SetGrad replaces the accumulated gradient (nil clears it).
+func (v *Var) SetGrad(g *tensor.Tensor) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if g == nil {
+		v.grad = nil
+		return
+	}
+	v.grad = New(g)
+}
+
+// ZeroGrad clears the accumulated gradient.
+func (v *Var) ZeroGrad() { v.SetGrad(nil) }
+
+// RetainGrad asks backward to keep the gradient of a non-leaf Var.
+func (v *Var) RetainGrad() *Var {
+	v.retainGrad = true
+	return v
+}
+
+// Detach returns a leaf Var sharing v's value that does not require a
+// gradient.
+func (v *Var) Detach() *Var { return New(v.value) }
+
+// String describes the Var briefly.
+func (v *Var) String() string {
+	op := "leaf"
+	if v.node != nil {
+		op = v.node.op
+	}
+	return fmt.Sprintf("Var(%s %v %s, requires_grad=%t)", op, v.value.Shape(), v.value.DType(), v.requiresGrad)
+}
+
+// Format prints the value as the tensor does and adds the gradient flag.
+func (v *Var) Format(f fmt.State, verb rune) {
+	if fm, ok := any(v.value).(fmt.Formatter); ok {
+		fm.Format(f, verb)
+	} else {
+		fmt.Fprint(f, v.value.Shape())
+	}
+	if v.requiresGrad {
+		fmt.Fprint(f, " (requires grad)")
+	}
+}
+
+// record makes the output Var of an op. If no input requires a gradient the
+// output is a plain leaf and nothing is recorded. saved lists the tensors the
+// backward rule reads, for the in-place version check.
+func record(op string, out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor, backward func(g *Var, in []*Var, out *Var) []*Var) *Var {
+	need := false
+	for _, in := range inputs {
+		if in != nil && in.requiresGrad {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return &Var{value: out}
+	}
+	n := &node{op: op, inputs: inputs, backward: backward}
+	for _, s := range saved {
+		n.saved = append(n.saved, savedVersion{t: s, version: s.Version()})
+	}
+	return &Var{value: out, requiresGrad: true, node: n}
+}
+
+// BackwardFunc is a gradient rule: given the output gradient g, the op's
+// inputs and its output (detached copies unless the backward pass is being
+// recorded), it returns one gradient per input, nil where there is none.
+type BackwardFunc func(g *Var, in []*Var, out *Var) []*Var
+
+// Custom records an operation defined outside this package: out is its
+// already computed value, saved the tensors backward will read (checked
+// against in-place writes), and backward its gradient rule. Write backward in
+// Var operations to keep higher-order gradients working.
+func Custom(op string, out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor, backward BackwardFunc) *Var {
+	return record(op, out, inputs, saved, backward)
+}
