@@ -183,6 +183,12 @@ type Backend interface {
 	Scan(prod bool, dst, src Buffer, outer, n, inner int)
 	// MatMul computes the batched product described by p.
 	MatMul(dst, a, b Buffer, p MatMulParams)
+
+	// IndexKernels gathers and scatters along axes (index.go).
+	IndexKernels
+	// NNKernels are the convolution, pooling and normalization primitives
+	// (nn_kernels.go).
+	NNKernels
 }
 
 // BackendFactory opens the backend for one device ordinal.
