@@ -1,0 +1,413 @@
+// Package safetensors reads and writes the safetensors file format.
+//
+// A safetensors file is laid out as
+//
+//	+--------------------+--------------------+----------------------+
+//	| N: u64 little-end. | N bytes JSON header| byte buffer          |
+//	+--------------------+--------------------+----------------------+
+//
+// The header is a JSON object mapping tensor names to
+// {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, plus an
+// optional "__metadata__" entry holding a string-to-string map. Offsets are
+// relative to the start of the byte buffer, and the tensors must cover the
+// buffer exactly, without holes or overlaps. Tensor bytes are little-endian
+// and row-major.
+//
+// The package works on a neutral raw-array representation ([Tensor]) and
+// knows nothing about any in-memory tensor type.
+package safetensors
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// MetadataKey is the reserved header key holding free-form string metadata.
+// It cannot be used as a tensor name.
+const MetadataKey = "__metadata__"
+
+// MaxHeaderSize is the largest JSON header, in bytes, that Decode accepts.
+// It guards against absurd allocations from corrupt or hostile files.
+const MaxHeaderSize = 100 << 20
+
+// Tensor is a raw tensor as stored in a safetensors file.
+type Tensor struct {
+	// DType is one of the dtype names accepted by DTypeSize, e.g. "F32".
+	DType string
+	// Shape holds the dimensions; an empty shape denotes a scalar.
+	Shape []int
+	// Data holds the elements, little-endian and in row-major order.
+	Data []byte
+}
+
+// dtypeSizes maps the supported dtype names to their element size in bytes.
+var dtypeSizes = map[string]int{
+	"F64":  8,
+	"F32":  4,
+	"F16":  2,
+	"BF16": 2,
+	"I64":  8,
+	"I32":  4,
+	"I16":  2,
+	"I8":   1,
+	"U8":   1,
+	"BOOL": 1,
+}
+
+// DTypeSize returns the size in bytes of one element of the named dtype.
+// Supported dtypes are F64, F32, F16, BF16, I64, I32, I16, I8, U8 and BOOL.
+func DTypeSize(dtype string) (int, error) {
+	n, ok := dtypeSizes[dtype]
+	if !ok {
+		return 0, fmt.Errorf("safetensors: %w", unknownDType(dtype))
+	}
+	return n, nil
+}
+
+// unknownDType returns the unprefixed error for an unsupported dtype.
+func unknownDType(dtype string) error {
+	return fmt.Errorf("unknown dtype %q", dtype)
+}
+
+// byteSize returns the number of bytes occupied by a tensor of the given
+// dtype and shape, checking for negative dimensions and overflow. Its errors
+// carry no package prefix; callers add the tensor's name.
+func byteSize(dtype string, shape []int) (int, error) {
+	size, ok := dtypeSizes[dtype]
+	if !ok {
+		return 0, unknownDType(dtype)
+	}
+	n := uint64(size)
+	for _, d := range shape {
+		if d < 0 {
+			return 0, fmt.Errorf("negative dimension %d in shape %v", d, shape)
+		}
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 || lo > math.MaxInt {
+			return 0, fmt.Errorf("byte size of shape %v with dtype %s overflows", shape, dtype)
+		}
+		n = lo
+	}
+	return int(n), nil
+}
+
+// Encode writes tensors and optional metadata to w in safetensors format.
+// Tensors are laid out in sorted name order, and the header is padded with
+// spaces so that the byte buffer starts at an 8-byte aligned offset.
+// A nil or empty metadata map is omitted from the header.
+func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) error {
+	names := make([]string, 0, len(tensors))
+	for name := range tensors {
+		if name == MetadataKey {
+			return fmt.Errorf("safetensors: tensor name %q is reserved", name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+
+	var hdr bytes.Buffer
+	hdr.WriteByte('{')
+	first := true
+	sep := func() {
+		if !first {
+			hdr.WriteByte(',')
+		}
+		first = false
+	}
+	for k, v := range metadata {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("safetensors: metadata entry %q: %q is not valid UTF-8", k, v)
+		}
+	}
+	if len(metadata) > 0 {
+		sep()
+		writeJSONString(&hdr, MetadataKey)
+		hdr.WriteByte(':')
+		b, err := json.Marshal(metadata) // map keys are sorted by encoding/json
+		if err != nil {
+			return fmt.Errorf("safetensors: encoding metadata: %w", err)
+		}
+		hdr.Write(b)
+	}
+	var offset uint64
+	for _, name := range names {
+		t := tensors[name]
+		if !utf8.ValidString(name) {
+			return fmt.Errorf("safetensors: tensor name %q is not valid UTF-8", name)
+		}
+		n, err := byteSize(t.DType, t.Shape)
+		if err != nil {
+			return fmt.Errorf("safetensors: tensor %q: %w", name, err)
+		}
+		if n != len(t.Data) {
+			return fmt.Errorf("safetensors: tensor %q: shape %v of dtype %s needs %d bytes, data has %d",
+				name, t.Shape, t.DType, n, len(t.Data))
+		}
+		sep()
+		writeJSONString(&hdr, name)
+		hdr.WriteString(`:{"dtype":`)
+		writeJSONString(&hdr, t.DType)
+		hdr.WriteString(`,"shape":[`)
+		for i, d := range t.Shape {
+			if i > 0 {
+				hdr.WriteByte(',')
+			}
+			fmt.Fprintf(&hdr, "%d", d)
+		}
+		fmt.Fprintf(&hdr, `],"data_offsets":[%d,%d]}`, offset, offset+uint64(n))
+		offset += uint64(n)
+	}
+	hdr.WriteByte('}')
+	if pad := hdr.Len() % 8; pad != 0 {
+		hdr.WriteString(strings.Repeat(" ", 8-pad))
+	}
+
+	var prefix [8]byte
+	binary.LittleEndian.PutUint64(prefix[:], uint64(hdr.Len()))
+	if _, err := w.Write(prefix[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(hdr.Bytes()); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if _, err := w.Write(tensors[name].Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeJSONString appends s to buf as a JSON string literal.
+func writeJSONString(buf *bytes.Buffer, s string) {
+	// Marshalling a string cannot fail.
+	b, _ := json.Marshal(s)
+	buf.Write(b)
+}
+
+// tensorInfo is the JSON form of one header entry. Pointers detect missing
+// or null fields.
+type tensorInfo struct {
+	DType       *string  `json:"dtype"`
+	Shape       *[]int64 `json:"shape"`
+	DataOffsets *[]int64 `json:"data_offsets"`
+}
+
+// entry is a validated header entry awaiting its data slice.
+type entry struct {
+	name       string
+	dtype      string
+	shape      []int
+	begin, end int
+}
+
+// Decode parses a complete safetensors file held in b. The returned tensors'
+// Data slices alias b (with capacity clipped to their length), so b must not
+// be modified while they are in use. The metadata map is nil when the file
+// has no "__metadata__" entry.
+func Decode(b []byte) (map[string]Tensor, map[string]string, error) {
+	if len(b) < 8 {
+		return nil, nil, fmt.Errorf("safetensors: file is %d bytes, too short for the 8-byte header length", len(b))
+	}
+	n := binary.LittleEndian.Uint64(b[:8])
+	rest := uint64(len(b) - 8)
+	if n > rest {
+		return nil, nil, fmt.Errorf("safetensors: header length %d exceeds the %d bytes remaining in the file", n, rest)
+	}
+	if n > MaxHeaderSize {
+		return nil, nil, fmt.Errorf("safetensors: header length %d exceeds the limit of %d bytes", n, MaxHeaderSize)
+	}
+	hdr := b[8 : 8+n]
+	data := b[8+n:]
+
+	entries, metadata, err := parseHeader(hdr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkCoverage(entries, len(data)); err != nil {
+		return nil, nil, err
+	}
+	tensors := make(map[string]Tensor, len(entries))
+	for _, e := range entries {
+		tensors[e.name] = Tensor{
+			DType: e.dtype,
+			Shape: e.shape,
+			Data:  data[e.begin:e.end:e.end],
+		}
+	}
+	return tensors, metadata, nil
+}
+
+// parseHeader decodes and validates the JSON header, except for how the
+// entries cover the byte buffer.
+func parseHeader(hdr []byte) ([]entry, map[string]string, error) {
+	if len(hdr) == 0 || hdr[0] != '{' {
+		return nil, nil, errors.New("safetensors: header does not start with '{'")
+	}
+	if !utf8.Valid(hdr) {
+		return nil, nil, errors.New("safetensors: header is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(hdr))
+	if _, err := dec.Token(); err != nil { // the opening '{'
+		return nil, nil, fmt.Errorf("safetensors: invalid JSON header: %w", err)
+	}
+	var (
+		entries  []entry
+		metadata map[string]string
+		seen     = make(map[string]bool)
+	)
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, fmt.Errorf("safetensors: invalid JSON header: %w", err)
+		}
+		name, ok := tok.(string)
+		if !ok {
+			return nil, nil, fmt.Errorf("safetensors: invalid JSON header: unexpected %v", tok)
+		}
+		if seen[name] {
+			return nil, nil, fmt.Errorf("safetensors: duplicate header key %q", name)
+		}
+		seen[name] = true
+		if name == MetadataKey {
+			var m map[string]string
+			if err := dec.Decode(&m); err != nil {
+				return nil, nil, fmt.Errorf("safetensors: invalid %s: %w", MetadataKey, err)
+			}
+			if m == nil {
+				m = map[string]string{}
+			}
+			metadata = m
+			continue
+		}
+		var info tensorInfo
+		if err := dec.Decode(&info); err != nil {
+			return nil, nil, fmt.Errorf("safetensors: invalid header entry for tensor %q: %w", name, err)
+		}
+		e, err := validateInfo(name, info)
+		if err != nil {
+			return nil, nil, err
+		}
+		entries = append(entries, e)
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return nil, nil, fmt.Errorf("safetensors: invalid JSON header: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, errors.New("safetensors: invalid JSON header: trailing data after the header object")
+	}
+	return entries, metadata, nil
+}
+
+// validateInfo checks one tensor's header entry on its own.
+func validateInfo(name string, info tensorInfo) (entry, error) {
+	switch {
+	case info.DType == nil:
+		return entry{}, fmt.Errorf("safetensors: tensor %q: missing dtype", name)
+	case info.Shape == nil:
+		return entry{}, fmt.Errorf("safetensors: tensor %q: missing shape", name)
+	case info.DataOffsets == nil:
+		return entry{}, fmt.Errorf("safetensors: tensor %q: missing data_offsets", name)
+	}
+	dtype := *info.DType
+	if _, ok := dtypeSizes[dtype]; !ok {
+		return entry{}, fmt.Errorf("safetensors: tensor %q: %w", name, unknownDType(dtype))
+	}
+	shape := make([]int, len(*info.Shape))
+	for i, d := range *info.Shape {
+		if d < 0 {
+			return entry{}, fmt.Errorf("safetensors: tensor %q: negative dimension %d in shape %v", name, d, *info.Shape)
+		}
+		if uint64(d) > math.MaxInt {
+			return entry{}, fmt.Errorf("safetensors: tensor %q: dimension %d too large", name, d)
+		}
+		shape[i] = int(d)
+	}
+	size, err := byteSize(dtype, shape)
+	if err != nil {
+		return entry{}, fmt.Errorf("safetensors: tensor %q: %w", name, err)
+	}
+	offs := *info.DataOffsets
+	if len(offs) != 2 {
+		return entry{}, fmt.Errorf("safetensors: tensor %q: data_offsets has %d values, want 2", name, len(offs))
+	}
+	begin, end := offs[0], offs[1]
+	if begin < 0 || end < begin || uint64(end) > math.MaxInt {
+		return entry{}, fmt.Errorf("safetensors: tensor %q: invalid data_offsets [%d, %d]", name, begin, end)
+	}
+	if uint64(end-begin) != uint64(size) {
+		return entry{}, fmt.Errorf("safetensors: tensor %q: shape %v of dtype %s needs %d bytes, data_offsets [%d, %d] span %d",
+			name, shape, dtype, size, begin, end, end-begin)
+	}
+	return entry{name: name, dtype: dtype, shape: shape, begin: int(begin), end: int(end)}, nil
+}
+
+// checkCoverage verifies that the entries tile the data buffer [0, dataLen)
+// exactly: in range, without overlaps and without holes.
+func checkCoverage(entries []entry, dataLen int) error {
+	sorted := slices.Clone(entries)
+	slices.SortFunc(sorted, func(a, b entry) int {
+		if a.begin != b.begin {
+			return a.begin - b.begin
+		}
+		return a.end - b.end
+	})
+	pos := 0
+	for _, e := range sorted {
+		if e.end > dataLen {
+			return fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] out of range of the %d-byte buffer",
+				e.name, e.begin, e.end, dataLen)
+		}
+		switch {
+		case e.begin < pos:
+			return fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] overlap another tensor", e.name, e.begin, e.end)
+		case e.begin > pos:
+			return fmt.Errorf("safetensors: hole in the byte buffer at [%d, %d)", pos, e.begin)
+		}
+		pos = e.end
+	}
+	if pos != dataLen {
+		return fmt.Errorf("safetensors: byte buffer has %d bytes but the tensors cover only %d", dataLen, pos)
+	}
+	return nil
+}
+
+// ReadFile reads and decodes the safetensors file at path.
+func ReadFile(path string) (map[string]Tensor, map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return Decode(b)
+}
+
+// WriteFile encodes tensors and metadata in safetensors format to the file
+// at path, creating or truncating it.
+func WriteFile(path string, tensors map[string]Tensor, metadata map[string]string) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	bw := bufio.NewWriter(f)
+	if err := Encode(bw, tensors, metadata); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
