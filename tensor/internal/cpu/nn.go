@@ -1,0 +1,463 @@
+package cpu
+
+import (
+	"math"
+	"runtime"
+	"sync"
+)
+
+// ConvGeom mirrors tensor.ConvGeom: the shape of a 2-d convolution lowered
+// to a matrix product.
+type ConvGeom struct {
+	N, C, H, W           int
+	KH, KW               int
+	StrideH, StrideW     int
+	PadH, PadW           int
+	DilationH, DilationW int
+	OH, OW               int
+}
+
+// PoolGeom mirrors tensor.PoolGeom: a pooling window over independent planes.
+type PoolGeom struct {
+	Planes, H, W         int
+	KH, KW               int
+	StrideH, StrideW     int
+	PadH, PadW           int
+	DilationH, DilationW int
+	OH, OW               int
+	CountIncludePad      bool
+}
+
+// parallelMinWork is the number of elements below which kernels stay on the
+// calling goroutine: spawning costs more than it saves on small tensors.
+const parallelMinWork = 1 << 15
+
+// parallelFor runs f over [0, n) split into contiguous chunks, one per
+// available CPU, when the total work (n units of unitWork elements) is large
+// enough; otherwise it calls f(0, n) directly. Chunks must be independent.
+func parallelFor(n, unitWork int, f func(lo, hi int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 || n*unitWork < parallelMinWork {
+		f(0, n)
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(lo, hi)
+		}()
+	}
+	wg.Wait()
+}
+
+// validRange returns the half-open range [lo, hi) of output positions o in
+// [0, n) whose input coordinate o*stride + off lies in [0, size).
+func validRange(off, stride, size, n int) (lo, hi int) {
+	if off < 0 {
+		lo = (-off + stride - 1) / stride
+	}
+	if last := size - 1 - off; last >= 0 {
+		hi = last/stride + 1
+	}
+	hi = min(hi, n)
+	lo = min(lo, hi)
+	return lo, hi
+}
+
+// Im2Col unfolds the [N, C, H, W] images in src into the [C*KH*KW, N*OH*OW]
+// matrix dst (see tensor.NNKernels).
+func Im2Col[T Float](dst, src []T, g ConvGeom) {
+	l := g.OH * g.OW
+	nl := g.N * l
+	hw := g.H * g.W
+	taps := g.KH * g.KW
+	parallelFor(g.C, taps*nl, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			for kh := range g.KH {
+				offH := kh*g.DilationH - g.PadH
+				ohLo, ohHi := validRange(offH, g.StrideH, g.H, g.OH)
+				for kw := range g.KW {
+					offW := kw*g.DilationW - g.PadW
+					owLo, owHi := validRange(offW, g.StrideW, g.W, g.OW)
+					row := dst[((c*g.KH+kh)*g.KW+kw)*nl:][:nl]
+					for n := range g.N {
+						plane := src[(n*g.C+c)*hw:][:hw]
+						out := row[n*l:][:l]
+						clear(out[:ohLo*g.OW])
+						clear(out[ohHi*g.OW:])
+						for oh := ohLo; oh < ohHi; oh++ {
+							ih := oh*g.StrideH + offH
+							o := out[oh*g.OW:][:g.OW]
+							clear(o[:owLo])
+							clear(o[owHi:])
+							srow := plane[ih*g.W:][:g.W]
+							if g.StrideW == 1 {
+								copy(o[owLo:owHi], srow[owLo+offW:owHi+offW])
+								continue
+							}
+							iw := owLo*g.StrideW + offW
+							for ow := owLo; ow < owHi; ow++ {
+								o[ow] = srow[iw]
+								iw += g.StrideW
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// Col2Im adds the [C*KH*KW, N*OH*OW] matrix src into the [N, C, H, W]
+// images dst: the adjoint of Im2Col. Channels are independent, so they run
+// in parallel.
+func Col2Im[T Float](dst, src []T, g ConvGeom) {
+	l := g.OH * g.OW
+	nl := g.N * l
+	hw := g.H * g.W
+	taps := g.KH * g.KW
+	parallelFor(g.C, taps*nl, func(c0, c1 int) {
+		for c := c0; c < c1; c++ {
+			for kh := range g.KH {
+				offH := kh*g.DilationH - g.PadH
+				ohLo, ohHi := validRange(offH, g.StrideH, g.H, g.OH)
+				for kw := range g.KW {
+					offW := kw*g.DilationW - g.PadW
+					owLo, owHi := validRange(offW, g.StrideW, g.W, g.OW)
+					row := src[((c*g.KH+kh)*g.KW+kw)*nl:][:nl]
+					for n := range g.N {
+						plane := dst[(n*g.C+c)*hw:][:hw]
+						in := row[n*l:][:l]
+						for oh := ohLo; oh < ohHi; oh++ {
+							ih := oh*g.StrideH + offH
+							o := in[oh*g.OW:][:g.OW]
+							drow := plane[ih*g.W:][:g.W]
+							if g.StrideW == 1 {
+								d := drow[owLo+offW : owHi+offW]
+								for i, v := range o[owLo:owHi] {
+									d[i] += v
+								}
+								continue
+							}
+							iw := owLo*g.StrideW + offW
+							for ow := owLo; ow < owHi; ow++ {
+								drow[iw] += o[ow]
+								iw += g.StrideW
+							}
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// MaxPool2d writes each window's maximum into dst and its flat position in
+// the plane into idx, exactly as PyTorch's CPU kernel chooses it: the first
+// strict maximum in row-major window order, or the last NaN.
+func MaxPool2d[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
+	hw, ohw := g.H*g.W, g.OH*g.OW
+	parallelFor(g.Planes, ohw*g.KH*g.KW, func(p0, p1 int) {
+		negInf := T(math.Inf(-1))
+		for p := p0; p < p1; p++ {
+			plane := src[p*hw:][:hw]
+			out := dst[p*ohw:][:ohw]
+			oidx := idx[p*ohw:][:ohw]
+			for oh := range g.OH {
+				ih0 := oh*g.StrideH - g.PadH
+				ih1 := min(ih0+(g.KH-1)*g.DilationH+1, g.H)
+				for ih0 < 0 {
+					ih0 += g.DilationH
+				}
+				for ow := range g.OW {
+					iw0 := ow*g.StrideW - g.PadW
+					iw1 := min(iw0+(g.KW-1)*g.DilationW+1, g.W)
+					for iw0 < 0 {
+						iw0 += g.DilationW
+					}
+					best, bi := negInf, ih0*g.W+iw0
+					for ih := ih0; ih < ih1; ih += g.DilationH {
+						row := plane[ih*g.W:]
+						for iw := iw0; iw < iw1; iw += g.DilationW {
+							if v := row[iw]; v > best || v != v {
+								best, bi = v, ih*g.W+iw
+							}
+						}
+					}
+					out[oh*g.OW+ow] = best
+					oidx[oh*g.OW+ow] = int64(bi)
+				}
+			}
+		}
+	})
+}
+
+// PlaneGather writes dst[p*m+j] = src[p*n+idx[p*m+j]].
+func PlaneGather[T Float](dst, src []T, idx []int64, planes, n, m int) {
+	for p := range planes {
+		s := src[p*n:][:n]
+		d := dst[p*m:][:m]
+		for j, i := range idx[p*m:][:m] {
+			d[j] = s[i]
+		}
+	}
+}
+
+// PlaneScatterAdd adds src[p*m+j] into dst[p*n+idx[p*m+j]].
+func PlaneScatterAdd[T Float](dst, src []T, idx []int64, planes, n, m int) {
+	for p := range planes {
+		d := dst[p*n:][:n]
+		s := src[p*m:][:m]
+		for j, i := range idx[p*m:][:m] {
+			d[i] += s[j]
+		}
+	}
+}
+
+// avgWindow returns the clipped window [h0, h1) × [w0, w1) of output
+// (oh, ow) and the divisor PyTorch uses for it.
+func avgWindow(g *PoolGeom, oh, ow int) (h0, h1, w0, w1 int, div float64) {
+	h0 = oh*g.StrideH - g.PadH
+	w0 = ow*g.StrideW - g.PadW
+	h1 = min(h0+g.KH, g.H+g.PadH)
+	w1 = min(w0+g.KW, g.W+g.PadW)
+	size := (h1 - h0) * (w1 - w0)
+	h0, w0 = max(h0, 0), max(w0, 0)
+	h1, w1 = min(h1, g.H), min(w1, g.W)
+	if !g.CountIncludePad {
+		size = (h1 - h0) * (w1 - w0)
+	}
+	return h0, h1, w0, w1, float64(size)
+}
+
+// AvgPool2d writes each window's average into dst (PyTorch's divisor rule;
+// a window entirely in the padding gives zero).
+func AvgPool2d[T Float](dst, src []T, g PoolGeom) {
+	hw, ohw := g.H*g.W, g.OH*g.OW
+	parallelFor(g.Planes, ohw*g.KH*g.KW, func(p0, p1 int) {
+		for p := p0; p < p1; p++ {
+			plane := src[p*hw:][:hw]
+			out := dst[p*ohw:][:ohw]
+			for oh := range g.OH {
+				for ow := range g.OW {
+					h0, h1, w0, w1, div := avgWindow(&g, oh, ow)
+					if h0 >= h1 || w0 >= w1 {
+						out[oh*g.OW+ow] = 0
+						continue
+					}
+					var s float64
+					for ih := h0; ih < h1; ih++ {
+						for _, v := range plane[ih*g.W+w0 : ih*g.W+w1] {
+							s += float64(v)
+						}
+					}
+					out[oh*g.OW+ow] = T(s / div)
+				}
+			}
+		}
+	})
+}
+
+// AvgPool2dBackward adds grad/divisor over each window into dst.
+func AvgPool2dBackward[T Float](dst, grad []T, g PoolGeom) {
+	hw, ohw := g.H*g.W, g.OH*g.OW
+	parallelFor(g.Planes, ohw*g.KH*g.KW, func(p0, p1 int) {
+		for p := p0; p < p1; p++ {
+			plane := dst[p*hw:][:hw]
+			gr := grad[p*ohw:][:ohw]
+			for oh := range g.OH {
+				for ow := range g.OW {
+					h0, h1, w0, w1, div := avgWindow(&g, oh, ow)
+					if h0 >= h1 || w0 >= w1 {
+						continue
+					}
+					v := T(float64(gr[oh*g.OW+ow]) / div)
+					for ih := h0; ih < h1; ih++ {
+						row := plane[ih*g.W+w0 : ih*g.W+w1]
+						for i := range row {
+							row[i] += v
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// adaptiveRange returns PyTorch's adaptive pooling window for output i of n
+// over an input of size size: [floor(i*size/n), ceil((i+1)*size/n)).
+func adaptiveRange(i, size, n int) (lo, hi int) {
+	return i * size / n, ((i+1)*size + n - 1) / n
+}
+
+// AdaptiveAvgPool2d averages [planes, h, w] src into [planes, oh, ow] dst.
+func AdaptiveAvgPool2d[T Float](dst, src []T, planes, h, w, oh, ow int) {
+	hw, ohw := h*w, oh*ow
+	parallelFor(planes, hw, func(p0, p1 int) {
+		for p := p0; p < p1; p++ {
+			plane := src[p*hw:][:hw]
+			out := dst[p*ohw:][:ohw]
+			for i := range oh {
+				h0, h1 := adaptiveRange(i, h, oh)
+				for j := range ow {
+					w0, w1 := adaptiveRange(j, w, ow)
+					var s float64
+					for ih := h0; ih < h1; ih++ {
+						for _, v := range plane[ih*w+w0 : ih*w+w1] {
+							s += float64(v)
+						}
+					}
+					out[i*ow+j] = T(s / float64((h1-h0)*(w1-w0)))
+				}
+			}
+		}
+	})
+}
+
+// AdaptiveAvgPool2dBackward adds each output gradient, divided by its
+// window size, over the window in dst.
+func AdaptiveAvgPool2dBackward[T Float](dst, grad []T, planes, h, w, oh, ow int) {
+	hw, ohw := h*w, oh*ow
+	parallelFor(planes, hw, func(p0, p1 int) {
+		for p := p0; p < p1; p++ {
+			plane := dst[p*hw:][:hw]
+			gr := grad[p*ohw:][:ohw]
+			for i := range oh {
+				h0, h1 := adaptiveRange(i, h, oh)
+				for j := range ow {
+					w0, w1 := adaptiveRange(j, w, ow)
+					v := T(float64(gr[i*ow+j]) / float64((h1-h0)*(w1-w0)))
+					for ih := h0; ih < h1; ih++ {
+						row := plane[ih*w+w0 : ih*w+w1]
+						for k := range row {
+							row[k] += v
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
+// Softmax writes the (log-)softmax along the middle axis of src laid out as
+// [outer, n, inner], accumulating in float64.
+func Softmax[T Float](log bool, dst, src []T, outer, n, inner int) {
+	parallelFor(outer, n*inner, func(o0, o1 int) {
+		for o := o0; o < o1; o++ {
+			base := o * n * inner
+			if inner == 1 {
+				softmaxRow(log, dst[base:base+n], src[base:base+n])
+				continue
+			}
+			// Strided lanes: reduce over k for all inner positions at once so
+			// memory is read row by row.
+			s := src[base : base+n*inner]
+			d := dst[base : base+n*inner]
+			mx := make([]float64, inner)
+			sum := make([]float64, inner)
+			for i := range mx {
+				mx[i] = math.Inf(-1)
+			}
+			for k := range n {
+				for i, v := range s[k*inner : (k+1)*inner] {
+					if f := float64(v); f > mx[i] || f != f {
+						mx[i] = f
+					}
+				}
+			}
+			for k := range n {
+				for i, v := range s[k*inner : (k+1)*inner] {
+					sum[i] += math.Exp(float64(v) - mx[i])
+				}
+			}
+			for k := range n {
+				row := d[k*inner : (k+1)*inner]
+				for i, v := range s[k*inner : (k+1)*inner] {
+					if log {
+						row[i] = T(float64(v) - mx[i] - math.Log(sum[i]))
+					} else {
+						row[i] = T(math.Exp(float64(v)-mx[i]) / sum[i])
+					}
+				}
+			}
+		}
+	})
+}
+
+func softmaxRow[T Float](log bool, dst, src []T) {
+	mx := math.Inf(-1)
+	for _, v := range src {
+		if f := float64(v); f > mx || f != f {
+			mx = f
+		}
+	}
+	var sum float64
+	for _, v := range src {
+		sum += math.Exp(float64(v) - mx)
+	}
+	if log {
+		c := mx + math.Log(sum)
+		for i, v := range src {
+			dst[i] = T(float64(v) - c)
+		}
+		return
+	}
+	inv := 1 / sum
+	for i, v := range src {
+		dst[i] = T(math.Exp(float64(v)-mx) * inv)
+	}
+}
+
+// Moments writes the mean and biased variance of src[:, j, :] (src laid out
+// as [outer, n, inner]) into mean[j] and variance[j], in two passes with
+// float64 accumulation.
+func Moments[T Float](mean, variance, src []T, outer, n, inner int) {
+	cnt := float64(outer * inner)
+	parallelFor(n, outer*inner, func(j0, j1 int) {
+		for j := j0; j < j1; j++ {
+			var s float64
+			for a := range outer {
+				for _, v := range src[(a*n+j)*inner:][:inner] {
+					s += float64(v)
+				}
+			}
+			mu := s / cnt
+			var q float64
+			for a := range outer {
+				for _, v := range src[(a*n+j)*inner:][:inner] {
+					d := float64(v) - mu
+					q += d * d
+				}
+			}
+			mean[j] = T(mu)
+			variance[j] = T(q / cnt)
+		}
+	})
+}
+
+// ScaleShift writes dst[a, j, c] = src[a, j, c]*scale[j] + shift[j]; nil
+// scale means ones and nil shift zeros. dst may alias src.
+func ScaleShift[T Float](dst, src, scale, shift []T, outer, n, inner int) {
+	parallelFor(outer, n*inner, func(a0, a1 int) {
+		for a := a0; a < a1; a++ {
+			for j := range n {
+				off := (a*n + j) * inner
+				s, d := src[off:off+inner], dst[off:off+inner]
+				var k, b T = 1, 0
+				if scale != nil {
+					k = scale[j]
+				}
+				if shift != nil {
+					b = shift[j]
+				}
+				for i, v := range s {
+					d[i] = v*k + b
+				}
+			}
+		}
+	})
+}
