@@ -1,0 +1,184 @@
+package tensor
+
+import (
+	byteorder "encoding/binary"
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/emberml/ember/tensor/internal/npy"
+)
+
+// ReadNpy reads one array in NumPy's .npy format from r into a new CPU
+// tensor. Element types map to dtypes as float16 → Float16, float32 →
+// Float32, float64 → Float64, int32 → Int32, int64 → Int64 and bool → Bool;
+// the narrow integers int8, int16 and uint8 are widened to Int32 (exactly).
+// Both byte orders, Fortran order and format versions 1.0 to 3.0 are
+// accepted. Malformed input gives an error, never a panic.
+func ReadNpy(r io.Reader) (*Tensor, error) {
+	a, err := npy.Read(r)
+	if err != nil {
+		return nil, fmt.Errorf("tensor.ReadNpy: %w", err)
+	}
+	return fromNpy(a)
+}
+
+// LoadNpy reads the .npy file at path into a new CPU tensor (see ReadNpy).
+func LoadNpy(path string) (*Tensor, error) {
+	a, err := npy.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tensor.LoadNpy %s: %w", path, err)
+	}
+	t, err := fromNpy(a)
+	if err != nil {
+		return nil, fmt.Errorf("%w (file %s)", err, path)
+	}
+	return t, nil
+}
+
+// WriteNpy writes t to w in NumPy's .npy format (version 1.0, C order,
+// little-endian), readable by numpy.load. BFloat16 has no .npy type and gives
+// an error; convert it with To(Float32) first.
+func WriteNpy(w io.Writer, t *Tensor) error {
+	a, err := toNpy(t)
+	if err != nil {
+		return err
+	}
+	if err := npy.Write(w, a); err != nil {
+		return fmt.Errorf("tensor.WriteNpy: %w", err)
+	}
+	return nil
+}
+
+// SaveNpy writes t to the .npy file at path, creating or truncating it (see
+// WriteNpy).
+func SaveNpy(path string, t *Tensor) error {
+	a, err := toNpy(t)
+	if err != nil {
+		return err
+	}
+	if err := npy.WriteFile(path, a); err != nil {
+		return fmt.Errorf("tensor.SaveNpy %s: %w", path, err)
+	}
+	return nil
+}
+
+// fromNpy converts a decoded array (little-endian, C order) into a tensor.
+func fromNpy(a npy.Array) (*Tensor, error) {
+	shape := append([]int{}, a.Shape...) // non-nil: an empty shape is 0-d
+	n := numel(shape)
+	le := byteorder.LittleEndian
+	d := a.Data
+	switch a.Descr {
+	case npy.DescrFloat32:
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = math.Float32frombits(le.Uint32(d[4*i:]))
+		}
+		return FromSlice(v, shape...), nil
+	case npy.DescrFloat64:
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = math.Float64frombits(le.Uint64(d[8*i:]))
+		}
+		return FromSlice(v, shape...), nil
+	case npy.DescrFloat16:
+		v := make([]uint16, n)
+		for i := range v {
+			v[i] = le.Uint16(d[2*i:])
+		}
+		return FromHalfBits(Float16, v, shape...), nil
+	case npy.DescrInt64:
+		v := make([]int64, n)
+		for i := range v {
+			v[i] = int64(le.Uint64(d[8*i:]))
+		}
+		return FromSlice(v, shape...), nil
+	case npy.DescrInt32:
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(le.Uint32(d[4*i:]))
+		}
+		return FromSlice(v, shape...), nil
+	case npy.DescrInt16:
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(int16(le.Uint16(d[2*i:])))
+		}
+		return FromSlice(v, shape...), nil
+	case npy.DescrInt8:
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(int8(d[i]))
+		}
+		return FromSlice(v, shape...), nil
+	case npy.DescrUint8:
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(d[i])
+		}
+		return FromSlice(v, shape...), nil
+	case npy.DescrBool:
+		v := make([]bool, n)
+		for i := range v {
+			v[i] = d[i] != 0
+		}
+		return FromSlice(v, shape...), nil
+	}
+	return nil, fmt.Errorf("tensor.ReadNpy: npy element type %q has no tensor dtype", a.Descr)
+}
+
+// toNpy encodes t's elements little-endian in row-major order.
+func toNpy(t *Tensor) (npy.Array, error) {
+	a := npy.Array{Shape: t.Shape()}
+	le := byteorder.LittleEndian
+	switch t.dtype {
+	case Float32:
+		a.Descr = npy.DescrFloat32
+		v := t.host().([]float32)
+		a.Data = make([]byte, 0, 4*len(v))
+		for _, x := range v {
+			a.Data = le.AppendUint32(a.Data, math.Float32bits(x))
+		}
+	case Float64:
+		a.Descr = npy.DescrFloat64
+		v := t.host().([]float64)
+		a.Data = make([]byte, 0, 8*len(v))
+		for _, x := range v {
+			a.Data = le.AppendUint64(a.Data, math.Float64bits(x))
+		}
+	case Float16:
+		a.Descr = npy.DescrFloat16
+		v := t.host().([]uint16)
+		a.Data = make([]byte, 0, 2*len(v))
+		for _, x := range v {
+			a.Data = le.AppendUint16(a.Data, x)
+		}
+	case Int64:
+		a.Descr = npy.DescrInt64
+		v := t.host().([]int64)
+		a.Data = make([]byte, 0, 8*len(v))
+		for _, x := range v {
+			a.Data = le.AppendUint64(a.Data, uint64(x))
+		}
+	case Int32:
+		a.Descr = npy.DescrInt32
+		v := t.host().([]int32)
+		a.Data = make([]byte, 0, 4*len(v))
+		for _, x := range v {
+			a.Data = le.AppendUint32(a.Data, uint32(x))
+		}
+	case Bool:
+		a.Descr = npy.DescrBool
+		v := t.host().([]bool)
+		a.Data = make([]byte, len(v))
+		for i, x := range v {
+			if x {
+				a.Data[i] = 1
+			}
+		}
+	default:
+		return npy.Array{}, fmt.Errorf("tensor.WriteNpy: dtype %s has no .npy type (convert with To(tensor.Float32) first)", t.dtype)
+	}
+	return a, nil
+}
