@@ -1,0 +1,256 @@
+package nn
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+
+	"github.com/emberml/ember/internal/safetensors"
+	"github.com/emberml/ember/tensor"
+)
+
+// pyTorchMetadata is the header metadata Ember writes with a module's
+// weights: the "format": "pt" entry that the safetensors library's torch
+// helpers write, so tools treat the file as a PyTorch state dict.
+var pyTorchMetadata = map[string]string{"format": "pt"}
+
+// EncodeTensors writes tensors and optional string metadata to w in the
+// safetensors format (the one PyTorch's safetensors package reads). Float32,
+// Float64, Float16, BFloat16, Int64, Int32 and Bool tensors are supported;
+// any layout is written row-major.
+func EncodeTensors(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
+	raw := make(map[string]safetensors.Tensor, len(tensors))
+	for name, t := range tensors {
+		if t == nil {
+			return fmt.Errorf("nn.EncodeTensors: tensor %q is nil", name)
+		}
+		r, err := toRaw(t)
+		if err != nil {
+			return fmt.Errorf("nn.EncodeTensors: tensor %q: %w", name, err)
+		}
+		raw[name] = r
+	}
+	return safetensors.Encode(w, raw, metadata)
+}
+
+// DecodeTensors parses a safetensors file held in b into CPU tensors (their
+// own copies of the data) and the header's metadata. Dtypes Ember lacks
+// (I8, I16, U8) are an error.
+func DecodeTensors(b []byte) (map[string]*tensor.Tensor, map[string]string, error) {
+	raw, meta, err := safetensors.Decode(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make(map[string]*tensor.Tensor, len(raw))
+	for name, r := range raw {
+		t, err := fromRaw(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("nn.DecodeTensors: tensor %q: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, meta, nil
+}
+
+// SaveTensors writes tensors and metadata to the safetensors file at path.
+func SaveTensors(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) (err error) {
+	var buf bytes.Buffer
+	if err := EncodeTensors(&buf, tensors, metadata); err != nil {
+		return err
+	}
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}
+
+// LoadTensors reads the safetensors file at path.
+func LoadTensors(path string) (map[string]*tensor.Tensor, map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return DecodeTensors(b)
+}
+
+// WriteSafetensors writes the module's state dict to w as safetensors,
+// loadable in PyTorch with safetensors.torch.load and load_state_dict.
+func WriteSafetensors(w io.Writer, m Module) error {
+	return EncodeTensors(w, StateDict(m), pyTorchMetadata)
+}
+
+// SaveSafetensors writes the module's state dict to the file at path.
+func SaveSafetensors(path string, m Module) error {
+	return SaveTensors(path, StateDict(m), pyTorchMetadata)
+}
+
+// ReadSafetensors reads a safetensors state dict from r and loads it into
+// the module strictly (see LoadStateDict).
+func ReadSafetensors(r io.Reader, m Module) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return UnmarshalSafetensors(b, m)
+}
+
+// UnmarshalSafetensors loads the safetensors state dict held in b into the
+// module strictly (see LoadStateDict).
+func UnmarshalSafetensors(b []byte, m Module) error {
+	sd, _, err := DecodeTensors(b)
+	if err != nil {
+		return err
+	}
+	return LoadStateDict(m, sd, true)
+}
+
+// MarshalSafetensors returns the module's state dict as safetensors bytes.
+func MarshalSafetensors(m Module) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := WriteSafetensors(&buf, m); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// LoadSafetensors loads the safetensors state dict at path into the module
+// strictly (see LoadStateDict). For a partial load, use LoadTensors and
+// LoadStateDict with strict false.
+func LoadSafetensors(path string, m Module) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return UnmarshalSafetensors(b, m)
+}
+
+// rawNames maps Ember dtypes to safetensors dtype names.
+var rawNames = map[tensor.DType]string{
+	tensor.Float32:  "F32",
+	tensor.Float64:  "F64",
+	tensor.Float16:  "F16",
+	tensor.BFloat16: "BF16",
+	tensor.Int64:    "I64",
+	tensor.Int32:    "I32",
+	tensor.Bool:     "BOOL",
+}
+
+// toRaw converts t to its row-major little-endian bytes.
+func toRaw(t *tensor.Tensor) (safetensors.Tensor, error) {
+	name, ok := rawNames[t.DType()]
+	if !ok {
+		return safetensors.Tensor{}, fmt.Errorf("dtype %s has no safetensors equivalent", t.DType())
+	}
+	if t.Device() != tensor.CPU {
+		c, err := t.ToDevice(tensor.CPU)
+		if err != nil {
+			return safetensors.Tensor{}, err
+		}
+		t = c
+	}
+	n := t.Numel()
+	var data []byte
+	le := binary.LittleEndian
+	switch t.DType() {
+	case tensor.Float32:
+		data = make([]byte, 0, 4*n)
+		for _, v := range t.Float32s() {
+			data = le.AppendUint32(data, math.Float32bits(v))
+		}
+	case tensor.Float64:
+		data = make([]byte, 0, 8*n)
+		for _, v := range t.Float64s() {
+			data = le.AppendUint64(data, math.Float64bits(v))
+		}
+	case tensor.Int64:
+		data = make([]byte, 0, 8*n)
+		for _, v := range t.Int64s() {
+			data = le.AppendUint64(data, uint64(v))
+		}
+	case tensor.Int32:
+		data = make([]byte, 0, 4*n)
+		for _, v := range t.Int32s() {
+			data = le.AppendUint32(data, uint32(v))
+		}
+	case tensor.Bool:
+		data = make([]byte, n)
+		for i, v := range t.Bools() {
+			if v {
+				data[i] = 1
+			}
+		}
+	case tensor.Float16, tensor.BFloat16:
+		data = make([]byte, 0, 2*n)
+		for _, v := range t.HalfBits() {
+			data = le.AppendUint16(data, v)
+		}
+	}
+	return safetensors.Tensor{DType: name, Shape: t.Shape(), Data: data}, nil
+}
+
+// fromRaw converts a raw safetensors tensor to a CPU tensor.
+func fromRaw(r safetensors.Tensor) (*tensor.Tensor, error) {
+	shape := append([]int{}, r.Shape...) // non-nil: a 0-d shape stays 0-d
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	size, err := safetensors.DTypeSize(r.DType)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.Data) != n*size {
+		return nil, fmt.Errorf("shape %v of dtype %s needs %d bytes, have %d", shape, r.DType, n*size, len(r.Data))
+	}
+	le := binary.LittleEndian
+	d := r.Data
+	switch r.DType {
+	case "F32":
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = math.Float32frombits(le.Uint32(d[4*i:]))
+		}
+		return tensor.FromSlice(v, shape...), nil
+	case "F64":
+		v := make([]float64, n)
+		for i := range v {
+			v[i] = math.Float64frombits(le.Uint64(d[8*i:]))
+		}
+		return tensor.FromSlice(v, shape...), nil
+	case "I64":
+		v := make([]int64, n)
+		for i := range v {
+			v[i] = int64(le.Uint64(d[8*i:]))
+		}
+		return tensor.FromSlice(v, shape...), nil
+	case "I32":
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(le.Uint32(d[4*i:]))
+		}
+		return tensor.FromSlice(v, shape...), nil
+	case "BOOL":
+		v := make([]bool, n)
+		for i := range v {
+			switch d[i] {
+			case 0:
+			case 1:
+				v[i] = true
+			default:
+				return nil, fmt.Errorf("bool element %d has byte value %d, want 0 or 1", i, d[i])
+			}
+		}
+		return tensor.FromSlice(v, shape...), nil
+	case "F16", "BF16":
+		v := make([]uint16, n)
+		for i := range v {
+			v[i] = le.Uint16(d[2*i:])
+		}
+		dt := tensor.Float16
+		if r.DType == "BF16" {
+			dt = tensor.BFloat16
+		}
+		return tensor.FromHalfBits(dt, v, shape...), nil
+	}
+	return nil, fmt.Errorf("safetensors dtype %s is not supported by Ember (supported: F32, F64, F16, BF16, I64, I32, BOOL)", r.DType)
+}
