@@ -1,0 +1,3 @@
+// Package data provides datasets, samplers, a batching loader and readers for
+// real data formats (idx, CSV, npy).
+package data

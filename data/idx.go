@@ -1,0 +1,293 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"os"
+)
+
+// IDX element type codes, as stored in the third byte of an idx file's magic
+// number.
+const (
+	IDXUbyte  byte = 0x08 // unsigned 8-bit integer
+	IDXSbyte  byte = 0x09 // signed 8-bit integer
+	IDXShort  byte = 0x0B // signed 16-bit integer, big-endian
+	IDXInt    byte = 0x0C // signed 32-bit integer, big-endian
+	IDXFloat  byte = 0x0D // IEEE 754 float32, big-endian
+	IDXDouble byte = 0x0E // IEEE 754 float64, big-endian
+)
+
+// IDX is an array in the idx format used by the MNIST family of datasets.
+//
+// An idx file starts with the magic bytes 0x00 0x00 type ndim, followed by
+// ndim big-endian uint32 dimensions and the elements in row-major order,
+// multi-byte elements big-endian.
+type IDX struct {
+	// Type is the element type, one of the IDX type constants.
+	Type byte
+	// Dims holds the dimensions, outermost first.
+	Dims []int
+	// Data holds the raw elements as in the file: row-major and big-endian.
+	Data []byte
+}
+
+// idxElemSize returns the element size in bytes for an idx type code.
+func idxElemSize(t byte) (int, error) {
+	switch t {
+	case IDXUbyte, IDXSbyte:
+		return 1, nil
+	case IDXShort:
+		return 2, nil
+	case IDXInt, IDXFloat:
+		return 4, nil
+	case IDXDouble:
+		return 8, nil
+	}
+	return 0, fmt.Errorf("idx: unknown element type 0x%02x", t)
+}
+
+// idxByteSize returns the payload size of an array with the given element
+// type and dimensions, checking for negative dimensions and overflow.
+func idxByteSize(t byte, dims []int) (int, error) {
+	size, err := idxElemSize(t)
+	if err != nil {
+		return 0, err
+	}
+	n := uint64(size)
+	for _, d := range dims {
+		if d < 0 {
+			return 0, fmt.Errorf("idx: negative dimension %d in %v", d, dims)
+		}
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 || lo > math.MaxInt {
+			return 0, fmt.Errorf("idx: size of dimensions %v overflows", dims)
+		}
+		n = lo
+	}
+	return int(n), nil
+}
+
+// validate checks that x's type is known and its data matches its dims.
+func (x *IDX) validate() error {
+	if x == nil {
+		return errors.New("idx: nil IDX")
+	}
+	if len(x.Dims) > math.MaxUint8 {
+		return fmt.Errorf("idx: %d dimensions exceed the format's limit of 255", len(x.Dims))
+	}
+	for _, d := range x.Dims {
+		if d >= 0 && uint64(d) > math.MaxUint32 {
+			return fmt.Errorf("idx: dimension %d does not fit in 32 bits", d)
+		}
+	}
+	n, err := idxByteSize(x.Type, x.Dims)
+	if err != nil {
+		return err
+	}
+	if n != len(x.Data) {
+		return fmt.Errorf("idx: dimensions %v of type 0x%02x need %d bytes, data has %d", x.Dims, x.Type, n, len(x.Data))
+	}
+	return nil
+}
+
+// ReadIDX decodes an idx array from r. Gzip-compressed input (as MNIST is
+// distributed) is detected by its magic bytes and decompressed
+// transparently; a compressed stream must end right after the array, and
+// its checksum is verified. Uncompressed input is read no further than the
+// end of the array.
+//
+// The payload is read incrementally, so a header that claims more data than
+// the input holds yields an error rather than a huge allocation.
+func ReadIDX(r io.Reader) (*IDX, error) {
+	var magic [4]byte
+	if _, err := io.ReadFull(r, magic[:]); err != nil {
+		return nil, fmt.Errorf("idx: reading magic number: %w", idxEOF(err))
+	}
+	if magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(io.MultiReader(bytes.NewReader(magic[:]), r))
+		if err != nil {
+			return nil, fmt.Errorf("idx: opening gzip stream: %w", err)
+		}
+		x, err := readIDXPlain(zr)
+		if err != nil {
+			return nil, err
+		}
+		// Reading to the end verifies the gzip checksum.
+		var extra [1]byte
+		switch n, err := io.ReadFull(zr, extra[:]); {
+		case n > 0:
+			return nil, errors.New("idx: unexpected data after the array in the gzip stream")
+		case err != io.EOF:
+			return nil, fmt.Errorf("idx: gzip stream: %w", err)
+		}
+		return x, nil
+	}
+	return readIDXBody(magic, r)
+}
+
+// readIDXPlain reads an uncompressed idx array, magic number included.
+func readIDXPlain(r io.Reader) (*IDX, error) {
+	var magic [4]byte
+	if _, err := io.ReadFull(r, magic[:]); err != nil {
+		return nil, fmt.Errorf("idx: reading magic number: %w", idxEOF(err))
+	}
+	return readIDXBody(magic, r)
+}
+
+// readIDXBody reads the dimensions and payload following the magic number.
+func readIDXBody(magic [4]byte, r io.Reader) (*IDX, error) {
+	if magic[0] != 0 || magic[1] != 0 {
+		return nil, fmt.Errorf("idx: bad magic number % x, not an idx file", magic)
+	}
+	typ, ndim := magic[2], int(magic[3])
+	if _, err := idxElemSize(typ); err != nil {
+		return nil, err
+	}
+	raw := make([]byte, 4*ndim)
+	if _, err := io.ReadFull(r, raw); err != nil {
+		return nil, fmt.Errorf("idx: reading %d dimensions: %w", ndim, idxEOF(err))
+	}
+	dims := make([]int, ndim)
+	for i := range dims {
+		d := binary.BigEndian.Uint32(raw[4*i:])
+		if uint64(d) > math.MaxInt {
+			return nil, fmt.Errorf("idx: dimension %d too large for this platform", d)
+		}
+		dims[i] = int(d)
+	}
+	n, err := idxByteSize(typ, dims)
+	if err != nil {
+		return nil, err
+	}
+	data, err := idxReadFull(r, n)
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("idx: data truncated: dimensions %v need %d bytes, got %d", dims, n, len(data))
+		}
+		return nil, fmt.Errorf("idx: reading data: %w", err)
+	}
+	return &IDX{Type: typ, Dims: dims, Data: data}, nil
+}
+
+// idxEOF turns the EOF errors of io.ReadFull into one clear error.
+func idxEOF(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return errors.New("unexpected end of file")
+	}
+	return err
+}
+
+// idxReadFull reads exactly n bytes from r, growing its buffer as data
+// arrives rather than trusting n up front. On error it returns the bytes
+// read so far.
+func idxReadFull(r io.Reader, n int) ([]byte, error) {
+	const chunk = 1 << 20
+	buf := make([]byte, 0, min(n, chunk))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			grown := make([]byte, len(buf), min(2*cap(buf), n))
+			copy(grown, buf)
+			buf = grown
+		}
+		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
+}
+
+// ReadIDXFile reads the idx file at path, which may be gzip-compressed.
+func ReadIDXFile(path string) (*IDX, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	x, err := ReadIDX(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return x, nil
+}
+
+// WriteIDX writes x to w in uncompressed idx format. Wrap w in a
+// gzip.Writer for compressed output.
+func WriteIDX(w io.Writer, x *IDX) error {
+	if err := x.validate(); err != nil {
+		return err
+	}
+	hdr := make([]byte, 4, 4+4*len(x.Dims))
+	hdr[2], hdr[3] = x.Type, byte(len(x.Dims))
+	for _, d := range x.Dims {
+		hdr = binary.BigEndian.AppendUint32(hdr, uint32(d))
+	}
+	if _, err := w.Write(hdr); err != nil {
+		return err
+	}
+	_, err := w.Write(x.Data)
+	return err
+}
+
+// Float32s returns the elements converted to float32, whatever the element
+// type. Conversion from int32 and float64 may round.
+func (x *IDX) Float32s() ([]float32, error) {
+	if err := x.validate(); err != nil {
+		return nil, err
+	}
+	d := x.Data
+	var out []float32
+	switch x.Type {
+	case IDXUbyte:
+		out = make([]float32, len(d))
+		for i, v := range d {
+			out[i] = float32(v)
+		}
+	case IDXSbyte:
+		out = make([]float32, len(d))
+		for i, v := range d {
+			out[i] = float32(int8(v))
+		}
+	case IDXShort:
+		out = make([]float32, len(d)/2)
+		for i := range out {
+			out[i] = float32(int16(binary.BigEndian.Uint16(d[2*i:])))
+		}
+	case IDXInt:
+		out = make([]float32, len(d)/4)
+		for i := range out {
+			out[i] = float32(int32(binary.BigEndian.Uint32(d[4*i:])))
+		}
+	case IDXFloat:
+		out = make([]float32, len(d)/4)
+		for i := range out {
+			out[i] = math.Float32frombits(binary.BigEndian.Uint32(d[4*i:]))
+		}
+	case IDXDouble:
+		out = make([]float32, len(d)/8)
+		for i := range out {
+			out[i] = float32(math.Float64frombits(binary.BigEndian.Uint64(d[8*i:])))
+		}
+	}
+	return out, nil
+}
+
+// Uint8s returns a copy of the elements of an unsigned-byte (IDXUbyte)
+// array, such as MNIST images and labels. Other types yield an error.
+func (x *IDX) Uint8s() ([]uint8, error) {
+	if err := x.validate(); err != nil {
+		return nil, err
+	}
+	if x.Type != IDXUbyte {
+		return nil, fmt.Errorf("idx: Uint8s needs element type 0x%02x (unsigned byte), have 0x%02x", IDXUbyte, x.Type)
+	}
+	return bytes.Clone(x.Data), nil
+}
