@@ -19,6 +19,8 @@ import sys
 
 import torch
 
+# Importing the fixture module must not litter testdata with __pycache__.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_fixture import DTYPES, expected  # noqa: E402
 

@@ -14,6 +14,8 @@ import sys
 
 import numpy as np
 
+# Importing the fixture module must not litter testdata with __pycache__.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_fixtures import fixtures  # noqa: E402
 
