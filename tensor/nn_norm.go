@@ -1,0 +1,221 @@
+package tensor
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Normalization: statistics helpers and the functional forms of batch,
+// layer and group normalization. Statistics are the mean and the biased
+// variance (divided by the count, not count-1), as PyTorch normalizes with;
+// they accumulate in float64.
+
+// moments returns the mean and biased variance of each middle index of t
+// viewed as [outer, n, inner], as two [n] tensors.
+func moments(op string, t *Tensor, outer, n, inner int) (mean, variance *Tensor) {
+	if outer*inner == 0 {
+		panic(fmt.Sprintf("tensor.%s: no elements to take statistics of in shape %v", op, t.shape))
+	}
+	c := t.Contiguous()
+	be := c.st.backend
+	mean = empty(be, c.dtype, []int{n})
+	variance = empty(be, c.dtype, []int{n})
+	if n > 0 {
+		be.Moments(mean.st.buf, variance.st.buf, c.st.buf, c.offset, outer, n, inner)
+	}
+	return mean, variance
+}
+
+// scaleShift returns src*scale[j] + shift[j] over src viewed as
+// [outer, n, inner]; nil scale or shift are skipped. With inPlace it
+// overwrites src, which must be a fresh dense tensor.
+func scaleShift(src, scale, shift *Tensor, outer, n, inner int, inPlace bool) *Tensor {
+	if src.Numel() == 0 {
+		return src
+	}
+	var sb, hb Buffer
+	if scale != nil {
+		sb = dense(scale).st.buf
+	}
+	if shift != nil {
+		hb = dense(shift).st.buf
+	}
+	be := src.st.backend
+	if inPlace {
+		be.ScaleShift(src.st.buf, src.st.buf, 0, sb, hb, outer, n, inner)
+		return src
+	}
+	c := src.Contiguous()
+	out := empty(be, c.dtype, c.shape)
+	be.ScaleShift(out.st.buf, c.st.buf, c.offset, sb, hb, outer, n, inner)
+	return out
+}
+
+// invStd returns 1/sqrt(variance + eps).
+func invStd(variance *Tensor, eps float64) *Tensor { return variance.AddScalar(eps).Rsqrt() }
+
+// channelDims returns N, C and the product of the remaining axes of a
+// [N, C, ...] tensor.
+func channelDims(op string, x *Tensor) (n, c, rest int) {
+	if x.Dim() < 2 {
+		panic(fmt.Sprintf("tensor.%s: want input [N, C, ...], got shape %v", op, x.shape))
+	}
+	n, c = x.shape[0], x.shape[1]
+	return n, c, numel(x.shape[2:])
+}
+
+// checkPerChannel panics unless t is nil or has shape [c].
+func checkPerChannel(op, what string, t *Tensor, c int) {
+	if t != nil && (t.Dim() != 1 || t.shape[0] != c) {
+		panic(fmt.Sprintf("tensor.%s: %s has shape %v, want [%d] (one value per channel)", op, what, t.shape, c))
+	}
+}
+
+// BatchNormStats returns the mean and biased variance of x ([N, C, ...])
+// for each channel, over the batch and every axis after the channel axis:
+// two [C] tensors.
+func BatchNormStats(x *Tensor) (mean, variance *Tensor) {
+	nnFloat("BatchNormStats", x)
+	n, c, rest := channelDims("BatchNormStats", x)
+	return moments("BatchNormStats", x, n, c, rest)
+}
+
+// LayerNormStats returns the mean and biased variance of x over its last
+// normDims axes, shaped like x's leading axes.
+func LayerNormStats(x *Tensor, normDims int) (mean, variance *Tensor) {
+	nnFloat("LayerNormStats", x)
+	if normDims < 0 || normDims > x.Dim() {
+		panic(fmt.Sprintf("tensor.LayerNormStats: cannot normalize over the last %d axes of shape %v", normDims, x.shape))
+	}
+	lead := x.shape[:x.Dim()-normDims]
+	mean, variance = moments("LayerNormStats", x, 1, numel(lead), numel(x.shape[x.Dim()-normDims:]))
+	return mean.Reshape(lead...), variance.Reshape(lead...)
+}
+
+// GroupNormStats returns the mean and biased variance of x ([N, C, ...])
+// over each of groups groups of C/groups consecutive channels (and every
+// axis after the channel axis), as two [N, groups] tensors.
+func GroupNormStats(x *Tensor, groups int) (mean, variance *Tensor) {
+	nnFloat("GroupNormStats", x)
+	n, c, rest := channelDims("GroupNormStats", x)
+	checkGroups("GroupNormStats", x, groups)
+	mean, variance = moments("GroupNormStats", x, 1, n*groups, c/groups*rest)
+	return mean.Reshape(n, groups), variance.Reshape(n, groups)
+}
+
+func checkGroups(op string, x *Tensor, groups int) {
+	if groups <= 0 || x.shape[1]%groups != 0 {
+		panic(fmt.Sprintf("tensor.%s: %d channels of input %v do not split into %d groups", op, x.shape[1], x.shape, groups))
+	}
+}
+
+// BatchNorm normalizes x ([N, C, ...]) per channel, as
+// torch.nn.functional.batch_norm: y = (x - mean) / sqrt(var + eps) * weight
+// + bias. In training, or when runningMean is nil, mean and var are the
+// batch statistics (BatchNormStats); in training the running statistics, if
+// given, are updated in place: running = (1-momentum)*running +
+// momentum*batch, with the unbiased batch variance for runningVar. In eval
+// with running statistics, those are used instead. weight, bias,
+// runningMean and runningVar are [C] tensors or nil.
+func BatchNorm(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) *Tensor {
+	out, _, _ := BatchNormWithStats(x, runningMean, runningVar, weight, bias, training, momentum, eps)
+	return out
+}
+
+// BatchNormWithStats is BatchNorm that also returns the per-channel mean and
+// biased variance it normalized with (the batch's or the running ones).
+func BatchNormWithStats(x, runningMean, runningVar, weight, bias *Tensor, training bool, momentum, eps float64) (out, mean, variance *Tensor) {
+	const op = "BatchNorm"
+	nnFloat(op, x, runningMean, runningVar, weight, bias)
+	n, c, rest := channelDims(op, x)
+	for _, p := range []struct {
+		what string
+		t    *Tensor
+	}{{"runningMean", runningMean}, {"runningVar", runningVar}, {"weight", weight}, {"bias", bias}} {
+		checkPerChannel(op, p.what, p.t, c)
+	}
+	if (runningMean == nil) != (runningVar == nil) {
+		panic("tensor.BatchNorm: give both runningMean and runningVar or neither")
+	}
+	if training || runningMean == nil {
+		if training && n*rest <= 1 {
+			panic(fmt.Sprintf("tensor.BatchNorm: expected more than 1 value per channel when training, got input shape %v", x.shape))
+		}
+		mean, variance = moments(op, x, n, c, rest)
+		if training && runningMean != nil {
+			cnt := float64(n * rest)
+			runningMean.CopyFrom(runningMean.MulScalar(1 - momentum).Add(mean.MulScalar(momentum)))
+			runningVar.CopyFrom(runningVar.MulScalar(1 - momentum).Add(variance.MulScalar(momentum * cnt / (cnt - 1))))
+		}
+	} else {
+		mean, variance = runningMean.Clone(), runningVar.Clone()
+	}
+	scale := invStd(variance, eps)
+	if weight != nil {
+		scale = scale.Mul(weight)
+	}
+	shift := mean.Mul(scale).Neg()
+	if bias != nil {
+		shift = shift.Add(bias)
+	}
+	return scaleShift(x, scale, shift, n, c, rest, false), mean, variance
+}
+
+// LayerNorm normalizes x over its trailing axes normalizedShape, as
+// torch.nn.functional.layer_norm: y = (x - mean) / sqrt(var + eps) * weight
+// + bias, with weight and bias (nil for none) of shape normalizedShape.
+func LayerNorm(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float64) *Tensor {
+	out, _, _ := LayerNormWithStats(x, normalizedShape, weight, bias, eps)
+	return out
+}
+
+// LayerNormWithStats is LayerNorm that also returns the mean and biased
+// variance of each normalized slice, shaped like x's leading axes.
+func LayerNormWithStats(x *Tensor, normalizedShape []int, weight, bias *Tensor, eps float64) (out, mean, variance *Tensor) {
+	const op = "LayerNorm"
+	nnFloat(op, x, weight, bias)
+	k := len(normalizedShape)
+	if k == 0 || k > x.Dim() || !slices.Equal(x.shape[x.Dim()-k:], normalizedShape) {
+		panic(fmt.Sprintf("tensor.LayerNorm: normalized shape %v must be a non-empty suffix of the input shape %v", normalizedShape, x.shape))
+	}
+	for _, p := range []*Tensor{weight, bias} {
+		if p != nil && !slices.Equal(p.shape, normalizedShape) {
+			panic(fmt.Sprintf("tensor.LayerNorm: weight/bias has shape %v, want the normalized shape %v", p.shape, normalizedShape))
+		}
+	}
+	lead := x.shape[:x.Dim()-k]
+	rows, cols := numel(lead), numel(normalizedShape)
+	mean, variance = moments(op, x, 1, rows, cols)
+	rstd := invStd(variance, eps)
+	out = scaleShift(x, rstd, mean.Mul(rstd).Neg(), 1, rows, cols, false)
+	if weight != nil || bias != nil {
+		scaleShift(out, weight, bias, rows, cols, 1, true)
+	}
+	return out, mean.Reshape(lead...), variance.Reshape(lead...)
+}
+
+// GroupNorm normalizes x ([N, C, ...]) over groups of C/groups consecutive
+// channels, as torch.nn.functional.group_norm, then applies the per-channel
+// weight and bias ([C] or nil).
+func GroupNorm(x *Tensor, groups int, weight, bias *Tensor, eps float64) *Tensor {
+	out, _, _ := GroupNormWithStats(x, groups, weight, bias, eps)
+	return out
+}
+
+// GroupNormWithStats is GroupNorm that also returns the [N, groups] mean and
+// biased variance it normalized with.
+func GroupNormWithStats(x *Tensor, groups int, weight, bias *Tensor, eps float64) (out, mean, variance *Tensor) {
+	const op = "GroupNorm"
+	nnFloat(op, x, weight, bias)
+	n, c, rest := channelDims(op, x)
+	checkGroups(op, x, groups)
+	checkPerChannel(op, "weight", weight, c)
+	checkPerChannel(op, "bias", bias, c)
+	mean, variance = moments(op, x, 1, n*groups, c/groups*rest)
+	rstd := invStd(variance, eps)
+	out = scaleShift(x, rstd, mean.Mul(rstd).Neg(), 1, n*groups, c/groups*rest, false)
+	if weight != nil || bias != nil {
+		scaleShift(out, weight, bias, n, c, rest, true)
+	}
+	return out, mean.Reshape(n, groups), variance.Reshape(n, groups)
+}
