@@ -142,8 +142,10 @@ func TestCrossEntropyMisuse(t *testing.T) {
 		"out of range": {func() { ce.Forward(x, tensor.FromSlice([]int64{0, 3})) }, "out of bounds"},
 		"shape":        {func() { ce.Forward(x, tensor.FromSlice([]int64{0, 1, 2})) }, "target shape"},
 		"float target": {func() { ce.Forward(x, tensor.Zeros([]int{2})) }, "probability target shape"},
-		"weights":      {func() { nn.NewCrossEntropyLoss(nn.WithClassWeights(tensor.Ones([]int{4}))).Forward(x, tensor.FromSlice([]int64{0, 1})) }, "class weights"},
-		"smoothing":    {func() { nn.NewCrossEntropyLoss(nn.WithLabelSmoothing(1.5)) }, "label smoothing"},
+		"weights": {func() {
+			nn.NewCrossEntropyLoss(nn.WithClassWeights(tensor.Ones([]int{4}))).Forward(x, tensor.FromSlice([]int64{0, 1}))
+		}, "class weights"},
+		"smoothing": {func() { nn.NewCrossEntropyLoss(nn.WithLabelSmoothing(1.5)) }, "label smoothing"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
