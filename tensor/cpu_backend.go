@@ -120,69 +120,77 @@ func (cpuBackend) Copy(dst, src Buffer, l Layout) {
 	castCopy(d, s, l)
 }
 
-// castCopy converts between dtypes. Float→int truncates toward zero and
-// anything→bool is "!= 0", as in PyTorch.
+// castCopy converts between dtypes with one rounding per element, as
+// PyTorch's static_cast does: float→int truncates toward zero, int→int
+// wraps, int64→float32 rounds directly (not through float64), anything→bool
+// is "!= 0" (NaN is true), and float64→float16/bfloat16 goes through float32
+// as c10::Half and c10::BFloat16 do.
 func castCopy(d, s *cpuBuffer, l Layout) {
-	tmp := make([]float64, numel(l.Shape))
-	readFloat64(tmp, s, l)
-	writeFloat64(d, tmp)
-}
-
-func readFloat64(dst []float64, s *cpuBuffer, l Layout) {
-	switch sd := s.data.(type) {
-	case []float32:
-		cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v float32) float64 { return float64(v) })
+	sh, st, off := l.Shape, l.Strides, l.Offset
+	// Direct loops for the common float conversions.
+	switch dd := d.data.(type) {
 	case []float64:
-		cpu.Copy(dst, sd, l.Shape, l.Strides, l.Offset)
+		if sd, ok := s.data.([]float32); ok {
+			cpu.Map(dd, sd, sh, st, off, func(v float32) float64 { return float64(v) })
+			return
+		}
+		castInto(dd, s, l, func(v float64) float64 { return v }, func(v int64) float64 { return float64(v) })
+	case []float32:
+		switch sd := s.data.(type) {
+		case []float64:
+			cpu.Map(dd, sd, sh, st, off, func(v float64) float32 { return float32(v) })
+			return
+		case []int64:
+			cpu.Map(dd, sd, sh, st, off, func(v int64) float32 { return float32(v) })
+			return
+		}
+		castInto(dd, s, l, func(v float64) float32 { return float32(v) }, func(v int64) float32 { return float32(v) })
 	case []int64:
-		cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v int64) float64 { return float64(v) })
+		castInto(dd, s, l, func(v float64) int64 { return int64(v) }, func(v int64) int64 { return v })
 	case []int32:
-		cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v int32) float64 { return float64(v) })
+		castInto(dd, s, l, func(v float64) int32 { return int32(v) }, func(v int64) int32 { return int32(v) })
 	case []bool:
-		cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v bool) float64 {
-			if v {
-				return 1
-			}
-			return 0
-		})
+		castInto(dd, s, l, func(v float64) bool { return v != 0 }, func(v int64) bool { return v != 0 })
 	case []uint16:
-		if s.dtype == Float16 {
-			cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v uint16) float64 { return float64(Float16ToFloat32(v)) })
+		if d.dtype == Float16 {
+			castInto(dd, s, l,
+				func(v float64) uint16 { return Float16FromFloat32(float32(v)) },
+				func(v int64) uint16 { return Float16FromFloat32(float32(v)) })
 		} else {
-			cpu.Map(dst, sd, l.Shape, l.Strides, l.Offset, func(v uint16) float64 { return float64(BFloat16ToFloat32(v)) })
+			castInto(dd, s, l,
+				func(v float64) uint16 { return BFloat16FromFloat32(float32(v)) },
+				func(v int64) uint16 { return BFloat16FromFloat32(float32(v)) })
 		}
 	}
 }
 
-func writeFloat64(d *cpuBuffer, src []float64) {
-	switch dd := d.data.(type) {
+// castInto gathers the view l of s into dst, converting float sources with
+// fromF and integer and bool sources with fromI. Float32 and the 16-bit
+// floats widen to float64 exactly, so fromF sees the exact value.
+func castInto[D any](dst []D, s *cpuBuffer, l Layout, fromF func(float64) D, fromI func(int64) D) {
+	sh, st, off := l.Shape, l.Strides, l.Offset
+	switch sd := s.data.(type) {
 	case []float32:
-		for i, v := range src {
-			dd[i] = float32(v)
-		}
+		cpu.Map(dst, sd, sh, st, off, func(v float32) D { return fromF(float64(v)) })
 	case []float64:
-		copy(dd, src)
+		cpu.Map(dst, sd, sh, st, off, fromF)
 	case []int64:
-		for i, v := range src {
-			dd[i] = int64(v)
-		}
+		cpu.Map(dst, sd, sh, st, off, fromI)
 	case []int32:
-		for i, v := range src {
-			dd[i] = int32(v)
-		}
+		cpu.Map(dst, sd, sh, st, off, func(v int32) D { return fromI(int64(v)) })
 	case []bool:
-		for i, v := range src {
-			dd[i] = v != 0
-		}
+		one, zero := fromI(1), fromI(0)
+		cpu.Map(dst, sd, sh, st, off, func(v bool) D {
+			if v {
+				return one
+			}
+			return zero
+		})
 	case []uint16:
-		if d.dtype == Float16 {
-			for i, v := range src {
-				dd[i] = Float16FromFloat32(float32(v))
-			}
+		if s.dtype == Float16 {
+			cpu.Map(dst, sd, sh, st, off, func(v uint16) D { return fromF(float64(Float16ToFloat32(v))) })
 		} else {
-			for i, v := range src {
-				dd[i] = BFloat16FromFloat32(float32(v))
-			}
+			cpu.Map(dst, sd, sh, st, off, func(v uint16) D { return fromF(float64(BFloat16ToFloat32(v))) })
 		}
 	}
 }
@@ -245,7 +253,7 @@ func unaryF64(op UnaryOp) func(float64) float64 {
 			case x < 0:
 				return -1
 			}
-			return x // keeps 0, -0 and NaN
+			return 0 // zeros and NaN, as torch.sign
 		}
 	case OpExp:
 		return math.Exp
@@ -294,7 +302,7 @@ func unaryF64(op UnaryOp) func(float64) float64 {
 			return math.Min(math.Max(x, a), b)
 		}
 	case OpPowScalar:
-		return func(x float64) float64 { return math.Pow(x, a) }
+		return powScalarF64(a)
 	case OpAffine:
 		return func(x float64) float64 { return x*a + b }
 	case OpRecip:
@@ -307,6 +315,26 @@ func unaryF64(op UnaryOp) func(float64) float64 {
 	panic(fmt.Sprintf("tensor: unary op %d is not defined for floats", op.Kind))
 }
 
+// powScalarF64 returns x**e, with the exponents PyTorch special-cases
+// computed its way (so that, for example, (-Inf)**0.5 is NaN like sqrt).
+func powScalarF64(e float64) func(float64) float64 {
+	switch e {
+	case 2:
+		return func(x float64) float64 { return x * x }
+	case 3:
+		return func(x float64) float64 { return x * x * x }
+	case 0.5:
+		return math.Sqrt
+	case -0.5:
+		return func(x float64) float64 { return 1 / math.Sqrt(x) }
+	case -1:
+		return func(x float64) float64 { return 1 / x }
+	case -2:
+		return func(x float64) float64 { return 1 / (x * x) }
+	}
+	return func(x float64) float64 { return math.Pow(x, e) }
+}
+
 func unaryF32(op UnaryOp) func(float32) float32 {
 	a, b := float32(op.A), float32(op.B)
 	switch op.Kind {
@@ -315,7 +343,7 @@ func unaryF32(op UnaryOp) func(float32) float32 {
 	case OpAbs:
 		return math32.Abs
 	case OpExp:
-		return math32.Exp
+		return cpu.Expf
 	case OpLog:
 		return math32.Log
 	case OpSqrt:
@@ -327,9 +355,9 @@ func unaryF32(op UnaryOp) func(float32) float32 {
 	case OpSigmoid:
 		return func(x float32) float32 {
 			if x >= 0 {
-				return 1 / (1 + math32.Exp(-x))
+				return 1 / (1 + cpu.Expf(-x))
 			}
-			e := math32.Exp(x)
+			e := cpu.Expf(x)
 			return e / (1 + e)
 		}
 	case OpRelu:
@@ -385,7 +413,7 @@ func unaryInt[T int64 | int32](op UnaryOp) func(T) T {
 	case OpFloor, OpCeil, OpRound:
 		return func(x T) T { return x }
 	case OpClamp:
-		lo, hi := T(math.Ceil(op.A)), T(math.Floor(op.B))
+		lo, hi := intBound[T](math.Ceil(op.A)), intBound[T](math.Floor(op.B))
 		return func(x T) T { return min(max(x, lo), hi) }
 	case OpAffine:
 		a, b := T(op.A), T(op.B)
@@ -393,16 +421,54 @@ func unaryInt[T int64 | int32](op UnaryOp) func(T) T {
 	case OpSquare:
 		return func(x T) T { return x * x }
 	case OpPowScalar:
-		e := int(op.A)
-		return func(x T) T {
-			r := T(1)
-			for range e {
-				r *= x
-			}
-			return r
-		}
+		e := T(op.A)
+		return func(x T) T { return intPow(x, e) }
 	}
 	panic(fmt.Sprintf("tensor: unary op %d is not defined for integers", op.Kind))
+}
+
+// intBound converts a whole (or infinite) float bound to T, saturating at
+// T's range so that ±Inf means "no bound".
+func intBound[T int64 | int32](v float64) T {
+	var lo, hi int64 = math.MinInt32, math.MaxInt32
+	if _, is64 := any(T(0)).(int64); is64 {
+		lo, hi = math.MinInt64, math.MaxInt64
+	}
+	switch {
+	case v != v:
+		panic("tensor: NaN bound for an integer op")
+	case v <= float64(lo):
+		return T(lo)
+	case v >= float64(hi):
+		return T(hi)
+	}
+	return T(v)
+}
+
+// intPow returns x**e by repeated squaring, with PyTorch's integer rule for
+// negative exponents: 1 and -1 keep their magnitude, everything else is 0.
+func intPow[T int64 | int32](x, e T) T {
+	if e < 0 {
+		switch x {
+		case 1:
+			return 1
+		case -1:
+			if e%2 == 0 {
+				return 1
+			}
+			return -1
+		}
+		return 0
+	}
+	r := T(1)
+	for e > 0 {
+		if e&1 == 1 {
+			r *= x
+		}
+		x *= x
+		e >>= 1
+	}
+	return r
 }
 
 func (cpuBackend) Binary(op BinaryOp, dst, a Buffer, la Layout, b Buffer, lb Layout) {
@@ -429,6 +495,14 @@ func (cpuBackend) Binary(op BinaryOp, dst, a Buffer, la Layout, b Buffer, lb Lay
 			f = func(x, y bool) bool { return x != y }
 		case OpEq:
 			f = func(x, y bool) bool { return x == y }
+		case OpLt:
+			f = func(x, y bool) bool { return !x && y }
+		case OpLe:
+			f = func(x, y bool) bool { return !x || y }
+		case OpGt:
+			f = func(x, y bool) bool { return x && !y }
+		case OpGe:
+			f = func(x, y bool) bool { return x || !y }
 		default:
 			panic(fmt.Sprintf("tensor: binary op %d is not defined for bool", op))
 		}
@@ -544,13 +618,7 @@ func binInt[T int64 | int32](op BinaryOp) func(x, y T) T {
 			return q
 		}
 	case OpPow:
-		return func(x, y T) T {
-			r := T(1)
-			for i := T(0); i < y; i++ {
-				r *= x
-			}
-			return r
-		}
+		return intPow[T]
 	case OpMaximum:
 		return func(x, y T) T { return max(x, y) }
 	case OpMinimum:

@@ -140,8 +140,13 @@ func Linspace(start, end float64, n int, dt ...DType) *Tensor {
 	if n > 1 {
 		step = (end - start) / float64(n-1)
 	}
-	// Fill from both ends, as PyTorch does, so the last value is exactly end.
+	// Fill from both ends, as PyTorch does, so the last value is exactly end
+	// (a single value is start).
 	for i := range vals {
+		if n == 1 {
+			vals[i] = start
+			break
+		}
 		if i < n/2 {
 			vals[i] = start + step*float64(i)
 		} else {

@@ -7,12 +7,18 @@ import (
 )
 
 // reduceAxes normalizes axes (nil or empty means every axis) into a sorted
-// set of distinct axes.
+// set of distinct axes. A 0-d tensor accepts axis 0 or -1, as in PyTorch.
 func (t *Tensor) reduceAxes(op string, axes []int) []bool {
 	red := make([]bool, t.Dim())
 	if len(axes) == 0 {
 		for i := range red {
 			red[i] = true
+		}
+		return red
+	}
+	if t.Dim() == 0 {
+		for _, a := range axes {
+			normAxis(op, a, 1)
 		}
 		return red
 	}
@@ -71,6 +77,9 @@ func (t *Tensor) reduce(name string, op ReduceOp, axes []int, keepDim bool) *Ten
 	b := t.st.backend
 	out := empty(b, src.dtype, t.reducedShape(red, keepDim))
 	b.Reduce(op, out.st.buf, c.st.buf, outer, n)
+	if t.dtype == Bool && (op == ReduceMax || op == ReduceMin) {
+		out = out.To(Bool) // any / all
+	}
 	return out
 }
 
@@ -198,6 +207,10 @@ func (t *Tensor) aroundAxis(axis int) (c *Tensor, outer, n, inner int) {
 
 // argReduce finds the index of the extreme value along axis.
 func (t *Tensor) argReduce(name string, max bool, axis int, keepDim bool) *Tensor {
+	if t.Dim() == 0 {
+		normAxis(name, axis, 1)
+		return t.Reshape(1).argReduce(name, max, 0, false).Reshape()
+	}
 	src := t
 	if src.dtype == Bool {
 		src = src.To(Int64)
@@ -246,6 +259,10 @@ func (t *Tensor) MinAxis(axis int, keepDim bool) (values, indices *Tensor) {
 }
 
 func (t *Tensor) scan(name string, prod bool, axis int) *Tensor {
+	if t.Dim() == 0 {
+		normAxis(name, axis, 1)
+		return t.Reshape(1).scan(name, prod, 0).Reshape()
+	}
 	src := t
 	if src.dtype == Bool || src.dtype == Int32 {
 		src = src.To(Int64)
