@@ -29,7 +29,7 @@ func NewDropout(p float64, g *tensor.Generator) *Dropout {
 
 // Forward applies dropout in training mode and is the identity otherwise.
 func (d *Dropout) Forward(x *autograd.Var) *autograd.Var {
-	return dropout(x, d.P, d.IsTraining(), d.gen)
+	return autograd.Dropout(x, d.P, d.IsTraining(), d.gen)
 }
 
 // String describes the module as PyTorch prints it.

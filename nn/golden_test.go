@@ -85,6 +85,19 @@ func TestGoldenModules(t *testing.T) {
 				in = []*autograd.Var{in[0], l.Weight, l.Bias}
 				out = l.Forward(in[0])
 				checkGrad = []bool{true, true, len(c.Inputs) == 3}
+			case "conv2d":
+				w := c.Inputs[1]
+				opt := tensor.Conv2dOptions{Stride: pair(c.Ints("stride")), Padding: pair(c.Ints("padding")),
+					Dilation: pair(c.Ints("dilation")), Groups: c.Int("groups")}
+				conv := nn.NewConv2d(tensor.NewGenerator(1), c.Inputs[0].Shape[1], w.Shape[0], [2]int{w.Shape[2], w.Shape[3]},
+					opt, len(in) == 3, tensor.Float64)
+				require.NoError(t, nn.LoadStateDict(conv, stateFrom(in[1:], "weight", "bias"), true))
+				in = []*autograd.Var{in[0], conv.Weight, conv.Bias}
+				out = conv.Forward(in[0])
+				checkGrad = []bool{true, true, len(c.Inputs) == 3}
+			case "maxpool2d":
+				out = nn.NewMaxPool2d(tensor.Pool2dOptions{Kernel: pair(c.Ints("kernel")), Stride: pair(c.Ints("stride")),
+					Padding: pair(c.Ints("padding")), CeilMode: c.Bool("ceil_mode")}).Forward(in[0])
 			case "flatten":
 				out = nn.NewFlatten(c.Int("start"), c.Int("end")).Forward(in[0])
 			default:
@@ -104,6 +117,8 @@ func TestGoldenModules(t *testing.T) {
 		})
 	}
 }
+
+func pair(v []int) [2]int { return [2]int{v[0], v[1]} }
 
 // stateFrom names the values of vs with names, skipping missing ones.
 func stateFrom(vs []*autograd.Var, names ...string) map[string]*tensor.Tensor {

@@ -23,6 +23,17 @@ var interopModels = map[string]func(g *tensor.Generator) nn.Module{
 	"mlp": func(g *tensor.Generator) nn.Module {
 		return nn.NewSequential(nn.NewLinear(g, 4, 8, true), nn.NewReLU(), nn.NewLinear(g, 8, 3, true))
 	},
+	"convnet": func(g *tensor.Generator) nn.Module {
+		return nn.NewSequential(
+			nn.NewConv2d(g, 1, 4, [2]int{3, 3}, tensor.Conv2dOptions{Padding: [2]int{1, 1}}, true),
+			nn.NewReLU(),
+			nn.NewMaxPool2d(tensor.Pool2dOptions{Kernel: [2]int{2, 2}}),
+			nn.NewConv2d(g, 4, 6, [2]int{3, 3}, tensor.Conv2dOptions{Stride: [2]int{2, 2}, Padding: [2]int{1, 1}, Groups: 2}, true),
+			nn.NewReLU(),
+			nn.NewFlatten(1, -1),
+			nn.NewLinear(g, 24, 3, true),
+		)
+	},
 }
 
 var interopInputs = map[string][]int{"mlp": {5, 4}, "convnet": {2, 1, 8, 8}}

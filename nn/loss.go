@@ -141,7 +141,7 @@ func (l *CrossEntropyLoss) Forward(logits *autograd.Var, target *tensor.Tensor) 
 		bs[1] = c
 		wb = l.weight.To(dt).Reshape(bs...)
 	}
-	logp := logSoftmax(logits, 1)
+	logp := autograd.LogSoftmax(logits, 1)
 	var out *autograd.Var
 	if target.DType().IsFloat() {
 		out = l.probTargets(logp, target, wb)

@@ -313,3 +313,51 @@ func TestEncodeTensorsDTypes(t *testing.T) {
 	assert.Equal(t, 0, out["scalar"].Dim())
 	assert.Error(t, nn.EncodeTensors(&buf, map[string]*tensor.Tensor{"x": nil}, nil))
 }
+
+func TestConv2dLayer(t *testing.T) {
+	g := tensor.NewGenerator(5)
+	c := nn.NewConv2d(g, 4, 6, [2]int{3, 2}, tensor.Conv2dOptions{Padding: [2]int{1, 1}, Groups: 2}, true, tensor.Float64)
+	assert.Equal(t, []int{6, 2, 3, 2}, c.Weight.Shape())
+	assert.Equal(t, []int{6}, c.Bias.Shape())
+	bound := 1 / math.Sqrt(2*3*2)
+	for _, v := range append(c.Weight.Value().Float64s(), c.Bias.Value().Float64s()...) {
+		require.LessOrEqual(t, math.Abs(v), bound)
+	}
+	assert.Equal(t, "Conv2d(4, 6, kernel_size=(3, 2), stride=(1, 1), padding=(1, 1), groups=2)", c.String())
+	y := c.Forward(autograd.New(g.Randn([]int{2, 4, 5, 5}, tensor.Float64)))
+	assert.Equal(t, []int{2, 6, 5, 6}, y.Shape())
+
+	assert.PanicsWithValue(t, "nn.NewConv2d: groups=3 must divide in=4 and out=6", func() {
+		nn.NewConv2d(g, 4, 6, [2]int{3, 3}, tensor.Conv2dOptions{Groups: 3}, true)
+	})
+	assert.PanicsWithValue(t, "nn.Conv2d.Forward: input shape [2 3 5 5] must be [N, 4, H, W] or [4, H, W]", func() {
+		c.Forward(autograd.New(tensor.Zeros([]int{2, 3, 5, 5})))
+	})
+
+	// Gradients by finite differences, through a transposed (non-contiguous)
+	// input and the whole conv -> pool -> flatten -> linear stack.
+	net := nn.NewSequential(
+		nn.NewConv2d(g, 2, 3, [2]int{2, 2}, tensor.Conv2dOptions{Stride: [2]int{1, 2}}, true, tensor.Float64),
+		nn.NewTanh(),
+		nn.NewMaxPool2d(tensor.Pool2dOptions{Kernel: [2]int{2, 1}}),
+		nn.NewFlatten(1, -1),
+		nn.NewLinear(g, 6, 2, true, tensor.Float64),
+		nn.NewLogSoftmax(1),
+	)
+	x := g.Randn([]int{2, 2, 3, 5}, tensor.Float64)
+	err := autograd.GradCheck(func(in []*autograd.Var) *autograd.Var {
+		return net.Forward(in[0].Transpose(2, 3))
+	}, x)
+	require.NoError(t, err)
+}
+
+func TestSoftmaxModules(t *testing.T) {
+	x := autograd.New(tensor.FromSlice([]float64{1, 2, 3, 4}, 2, 2))
+	p := nn.NewSoftmax(1).Forward(x).Value().Float64s()
+	lp := nn.NewLogSoftmax(1).Forward(x).Value().Float64s()
+	e := 1 / (1 + math.E)
+	assert.InDeltaSlice(t, []float64{e, 1 - e, e, 1 - e}, p, 1e-12)
+	assert.InDeltaSlice(t, []float64{math.Log(e), math.Log(1 - e), math.Log(e), math.Log(1 - e)}, lp, 1e-12)
+	assert.Equal(t, "MaxPool2d(kernel_size=[2 2], stride=[2 2], padding=[0 0], ceil_mode=false)",
+		nn.NewMaxPool2d(tensor.Pool2dOptions{Kernel: [2]int{2, 2}}).String())
+}

@@ -7,8 +7,10 @@ when the attr "weighted" is true, class weights) and the loss with the
 gradient of the logits (and of the MSE input and target). Attributes mirror
 torch.nn.CrossEntropyLoss: reduction, ignore_index, label_smoothing.
 
-Layer cases ("linear", "flatten") store the input and the parameters as
-inputs, in the order input, weight, bias.
+Layer cases ("linear", "conv2d", "maxpool2d", "flatten") store the input
+and the parameters as inputs, in the order input, weight, bias; attributes
+give the layer options (stride, padding, dilation, groups, kernel,
+ceil_mode; a zero pooling stride means the kernel size).
 """
 
 import os
@@ -146,6 +148,46 @@ def layer_cases():
                 [x4],
                 start=start,
                 end=end,
+            )
+        )
+    # Conv2d layers (input, weight[, bias]) and max pooling.
+    seed(21)
+    xc = torch.randn(2, 4, 7, 6, dtype=F64)
+    conv_cfgs = [
+        ("conv2d/basic", dict(), (3, 4, 3, 3), True),
+        ("conv2d/stride_pad_dilation_groups", dict(stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2), (6, 2, 3, 2), True),
+        ("conv2d/nobias_1x1", dict(), (5, 4, 1, 1), False),
+    ]
+    for name, kw, wshape, has_bias in conv_cfgs:
+        wc = torch.randn(*wshape, dtype=F64) * 0.3
+        ins = [xc, wc] + ([torch.randn(wshape[0], dtype=F64)] if has_bias else [])
+        cases.append(
+            autograd_case(
+                name,
+                "conv2d",
+                lambda i, ww, *bb, kw=kw: F.conv2d(i, ww, bb[0] if bb else None, **kw),
+                ins,
+                stride=list(kw.get("stride", (1, 1))),
+                padding=list(kw.get("padding", (0, 0))),
+                dilation=list(kw.get("dilation", (1, 1))),
+                groups=kw.get("groups", 1),
+            )
+        )
+    pool_cfgs = [
+        ("maxpool2d/k2", dict(kernel_size=(2, 2))),
+        ("maxpool2d/k3_s2_p1_ceil", dict(kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), ceil_mode=True)),
+    ]
+    for name, kw in pool_cfgs:
+        cases.append(
+            autograd_case(
+                name,
+                "maxpool2d",
+                lambda i, kw=kw: F.max_pool2d(i, **kw),
+                [xc],
+                kernel=list(kw["kernel_size"]),
+                stride=list(kw.get("stride", (0, 0))),
+                padding=list(kw.get("padding", (0, 0))),
+                ceil_mode=kw.get("ceil_mode", False),
             )
         )
     return cases
