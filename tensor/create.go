@@ -112,11 +112,13 @@ func pickDType(dt []DType) DType {
 // including end. The dtype is Int64 when all arguments are whole numbers
 // and no dtype is given, else Float32, as in PyTorch.
 func Arange(start, end, step float64, dt ...DType) *Tensor {
-	if step == 0 || math.IsNaN(start+end+step) {
+	if step == 0 || math.IsNaN(start+end+step) || math.IsInf(start, 0) || math.IsInf(end, 0) || math.IsInf(step, 0) {
 		panic(fmt.Sprintf("tensor.Arange: bad range start=%v end=%v step=%v", start, end, step))
 	}
+	if (end-start)*step < 0 {
+		panic(fmt.Sprintf("tensor.Arange: step %v moves away from end (start=%v end=%v)", step, start, end))
+	}
 	n := int(math.Ceil((end - start) / step))
-	n = max(n, 0)
 	d := Float32
 	if len(dt) > 0 {
 		d = dt[0]

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"math"
 )
 
 // unary runs a unary kernel, promoting integers to Float32 for float-only
@@ -14,7 +15,7 @@ func (t *Tensor) unary(name string, op UnaryOp) *Tensor {
 	if op.Kind.floatOnly() && !t.dtype.IsFloat() {
 		src = t.To(Float32)
 	}
-	if t.dtype == Bool && op.Kind != OpLogicalNot {
+	if src.dtype == Bool && op.Kind != OpLogicalNot {
 		panic(fmt.Sprintf("tensor.%s: not defined for bool tensors", name))
 	}
 	b := src.st.backend
@@ -84,13 +85,21 @@ func (t *Tensor) Square() *Tensor { return t.unary("Square", UnaryOp{Kind: OpSqu
 func (t *Tensor) Erf() *Tensor { return t.unary("Erf", UnaryOp{Kind: OpErf}) }
 
 // Clamp limits every element to [lo, hi]; NaN stays NaN. Pass math.Inf to
-// leave a side open.
+// leave a side open. Integer tensors keep their dtype for whole (or
+// infinite) bounds and compute in Float32 for fractional ones, as PyTorch
+// does with a float bound.
 func (t *Tensor) Clamp(lo, hi float64) *Tensor {
-	if lo > hi {
-		panic(fmt.Sprintf("tensor.Clamp: min %v greater than max %v", lo, hi))
+	if lo > hi || lo != lo || hi != hi {
+		panic(fmt.Sprintf("tensor.Clamp: need min <= max, got min %v, max %v", lo, hi))
+	}
+	if t.dtype.IsInt() && (!wholeOrInf(lo) || !wholeOrInf(hi)) {
+		return t.To(Float32).Clamp(lo, hi)
 	}
 	return t.unary("Clamp", UnaryOp{Kind: OpClamp, A: lo, B: hi})
 }
+
+// wholeOrInf reports whether v is an integer value or an infinity.
+func wholeOrInf(v float64) bool { return v == math.Trunc(v) }
 
 // PowScalar returns t**e.
 func (t *Tensor) PowScalar(e float64) *Tensor {
@@ -242,9 +251,16 @@ func Where(cond, a, b *Tensor) *Tensor {
 
 // CopyFrom writes src (broadcast to t's shape and converted to t's dtype)
 // into t's elements in place, through t's view, and returns t.
+// t must not be a broadcast view (stride 0 on an axis longer than 1): its
+// elements would share memory, as PyTorch refuses too.
 func (t *Tensor) CopyFrom(src *Tensor) *Tensor {
 	if !sameShape(BroadcastShapes("CopyFrom", t.shape, src.shape), t.shape) {
 		panic(fmt.Sprintf("tensor.CopyFrom: source shape %v does not broadcast to %v", src.shape, t.shape))
+	}
+	for i, st := range t.strides {
+		if st == 0 && t.shape[i] > 1 {
+			panic(fmt.Sprintf("tensor.CopyFrom: destination of shape %v has stride 0 on axis %d (an Expand view): several elements share one memory location; write to a Contiguous copy", t.shape, i))
+		}
 	}
 	if src.Device() != t.Device() {
 		panic(fmt.Sprintf("tensor.CopyFrom: source on %s, destination on %s", src.Device(), t.Device()))

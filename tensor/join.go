@@ -62,8 +62,13 @@ func Stack(ts []*Tensor, axis int) *Tensor {
 func (t *Tensor) Flip(axes ...int) *Tensor {
 	st := slices.Clone(t.strides)
 	off := t.offset
+	seen := make([]bool, t.Dim())
 	for _, ax := range axes {
 		a := normAxis("Flip", ax, t.Dim())
+		if seen[a] {
+			panic(fmt.Sprintf("tensor.Flip: axis %d repeated in %v", a, axes))
+		}
+		seen[a] = true
 		if t.shape[a] > 0 {
 			off += (t.shape[a] - 1) * st[a]
 		}

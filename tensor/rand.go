@@ -42,11 +42,24 @@ func (g *Generator) Rand(shape []int, dt ...DType) *Tensor {
 	return g.Uniform(shape, 0, 1, dt...)
 }
 
-// Uniform returns values uniform in [lo, hi).
+// Uniform returns values uniform in [lo, hi). For Float32 the bound holds
+// after rounding: no value rounds up to hi.
 func (g *Generator) Uniform(shape []int, lo, hi float64, dt ...DType) *Tensor {
 	checkShape("Uniform", shape)
-	v := g.fill(numel(shape), func(r *rand.Rand) float64 { return lo + (hi-lo)*r.Float64() })
-	return FromSlice(v, shape...).To(pickDType(dt))
+	if !(lo <= hi) || math.IsInf(hi-lo, 0) {
+		panic(fmt.Sprintf("tensor.Uniform: need finite lo <= hi, got [%v, %v)", lo, hi))
+	}
+	d := pickDType(dt)
+	top := hi // largest value allowed, once rounded to d
+	if lo < hi {
+		top = math.Nextafter(hi, lo)
+		if d == Float32 {
+			top = float64(math.Nextafter32(float32(hi), float32(lo)))
+		}
+		top = max(top, lo)
+	}
+	v := g.fill(numel(shape), func(r *rand.Rand) float64 { return min(lo+(hi-lo)*r.Float64(), top) })
+	return FromSlice(v, shape...).To(d)
 }
 
 // Randn returns standard normal values.

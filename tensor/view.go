@@ -259,6 +259,8 @@ func (t *Tensor) Expand(shape ...int) *Tensor {
 		}
 		d, s := t.shape[i-lead], t.strides[i-lead]
 		switch {
+		case shape[i] < -1:
+			panic(fmt.Sprintf("tensor.Expand: negative size %d in %v", shape[i], shape))
 		case shape[i] == -1 || shape[i] == d:
 			out[i], st[i] = d, s
 		case d == 1:

@@ -128,16 +128,18 @@ func Reduce[T Number](op ReduceOp, dst, src []T, outer, n int) {
 		row := src[r*n : r*n+n]
 		switch op {
 		case Sum:
-			var s float64
-			var si int64
-			for _, v := range row {
-				s += float64(v)
-				si += int64(v)
-			}
 			if isFloat[T]() {
+				var s float64
+				for _, v := range row {
+					s += float64(v)
+				}
 				dst[r] = T(s)
 			} else {
-				dst[r] = T(si)
+				var s T
+				for _, v := range row {
+					s += v
+				}
+				dst[r] = s
 			}
 		case Prod:
 			p := T(1)
