@@ -301,9 +301,13 @@ func TestNNMisuse(t *testing.T) {
 	panicsWith(t, func() { tensor.Conv2d(x, tensor.Zeros([]int{3, 3, 3, 3}), nil, tensor.Conv2dOptions{}) }, "Conv2d", "[2 4 5 5]", "channels")
 	panicsWith(t, func() { tensor.Conv2d(x, tensor.Zeros([]int{3, 2, 3, 3}), nil, tensor.Conv2dOptions{Groups: 2}) }, "Conv2d", "divisible by groups=2")
 	panicsWith(t, func() { tensor.Conv2d(x, tensor.Zeros([]int{3, 4, 7, 7}), nil, tensor.Conv2dOptions{}) }, "Conv2d", "smaller than the dilated kernel")
-	panicsWith(t, func() { tensor.Conv2d(x, tensor.Zeros([]int{3, 4, 3, 3}), tensor.Zeros([]int{4}), tensor.Conv2dOptions{}) }, "Conv2d", "bias", "[3]")
+	panicsWith(t, func() {
+		tensor.Conv2d(x, tensor.Zeros([]int{3, 4, 3, 3}), tensor.Zeros([]int{4}), tensor.Conv2dOptions{})
+	}, "Conv2d", "bias", "[3]")
 	panicsWith(t, func() { tensor.Conv2d(x, tensor.Zeros([]int{3, 4, 3, 3}, tensor.Float64), nil, tensor.Conv2dOptions{}) }, "Conv2d", "float32 and float64")
-	panicsWith(t, func() { tensor.Conv2d(x.To(tensor.Int64), tensor.Zeros([]int{3, 4, 3, 3}), nil, tensor.Conv2dOptions{}) }, "Conv2d", "int64")
+	panicsWith(t, func() {
+		tensor.Conv2d(x.To(tensor.Int64), tensor.Zeros([]int{3, 4, 3, 3}), nil, tensor.Conv2dOptions{})
+	}, "Conv2d", "int64")
 	panicsWith(t, func() {
 		tensor.ConvTranspose2d(x, tensor.Zeros([]int{4, 2, 3, 3}), nil, tensor.ConvTranspose2dOptions{Stride: [2]int{2, 2}, OutputPadding: [2]int{2, 0}})
 	}, "ConvTranspose2d", "output padding")
