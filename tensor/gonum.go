@@ -18,7 +18,8 @@ func FromDense(m *mat.Dense) *Tensor {
 }
 
 // ToDense returns a copy of the 2-d tensor t as a gonum matrix, converting
-// any dtype to float64 (bools become 0 and 1). It panics if t is not 2-d.
+// any dtype to float64 (bools become 0 and 1). It panics if t is not 2-d or
+// has a zero dimension (gonum matrices cannot be empty).
 func (t *Tensor) ToDense() *mat.Dense {
 	if t.Dim() != 2 {
 		panic(fmt.Sprintf("tensor.ToDense: want a 2-d tensor, got shape %v; use Reshape or Unsqueeze first", t.shape))
@@ -41,7 +42,7 @@ func FromVecDense(v *mat.VecDense) *Tensor {
 }
 
 // ToVecDense returns a copy of the 1-d tensor t as a gonum vector, converting
-// any dtype to float64. It panics if t is not 1-d.
+// any dtype to float64. It panics if t is not 1-d or is empty.
 func (t *Tensor) ToVecDense() *mat.VecDense {
 	if t.Dim() != 1 {
 		panic(fmt.Sprintf("tensor.ToVecDense: want a 1-d tensor, got shape %v; use Reshape(-1) first", t.shape))
