@@ -56,7 +56,7 @@ func DecodeTensors(b []byte) (map[string]*tensor.Tensor, map[string]string, erro
 }
 
 // SaveTensors writes tensors and metadata to the safetensors file at path.
-func SaveTensors(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) (err error) {
+func SaveTensors(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
 	var buf bytes.Buffer
 	if err := EncodeTensors(&buf, tensors, metadata); err != nil {
 		return err

@@ -122,6 +122,10 @@ func NewAdamW(params []*autograd.Var, opt AdamOptions) *Adam {
 // Betas and Eps take the defaults).
 func (a *Adam) AddParamGroup(params []*autograd.Var, opt AdamOptions) { a.addGroup(params, opt) }
 
+// Groups returns the parameter groups. Their Options may be changed between
+// steps (to schedule any hyperparameter); their Params may not.
+func (a *Adam) Groups() []*Group[AdamOptions] { return a.groupList() }
+
 // Step applies one Adam (or AdamW) update to every parameter that has a
 // gradient.
 func (a *Adam) Step() error {

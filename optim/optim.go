@@ -141,9 +141,8 @@ func (c *core[O, P]) ZeroGrad() {
 // NumGroups returns the number of parameter groups.
 func (c *core[O, P]) NumGroups() int { return len(c.groups) }
 
-// Groups returns the parameter groups. Their Options may be changed between
-// steps (for schedules of any hyperparameter); their Params may not.
-func (c *core[O, P]) Groups() []*Group[O] { return slices.Clone(c.groups) }
+// groupList returns the parameter groups (a copy of the slice).
+func (c *core[O, P]) groupList() []*Group[O] { return slices.Clone(c.groups) }
 
 func (c *core[O, P]) group(op string, i int) *Group[O] {
 	if i < 0 || i >= len(c.groups) {

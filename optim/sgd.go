@@ -80,6 +80,10 @@ func NewSGD(params []*autograd.Var, opt SGDOptions) *SGD {
 // AddParamGroup adds parameters with their own hyperparameters.
 func (s *SGD) AddParamGroup(params []*autograd.Var, opt SGDOptions) { s.addGroup(params, opt) }
 
+// Groups returns the parameter groups. Their Options may be changed between
+// steps (to schedule any hyperparameter); their Params may not.
+func (s *SGD) Groups() []*Group[SGDOptions] { return s.groupList() }
+
 // Step applies one SGD update to every parameter that has a gradient.
 func (s *SGD) Step() error {
 	for _, g := range s.groups {
