@@ -115,3 +115,38 @@ func TestNNGradCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestNNRecordedGradMatches checks that the gradients a recorded backward
+// pass (CreateGraph, which takes the Var-operation rules) produces equal
+// those of a plain pass (which may take fused tensor kernels), for every op.
+func TestNNRecordedGradMatches(t *testing.T) {
+	for _, c := range nnGradCases() {
+		t.Run(c.name, func(t *testing.T) {
+			grads := func(create bool) [][]float64 {
+				in := make([]*autograd.Var, len(c.inputs))
+				var targets []*autograd.Var
+				for i, x := range c.inputs {
+					if x.DType().IsFloat() {
+						in[i] = autograd.Param(x)
+						targets = append(targets, in[i])
+					} else {
+						in[i] = autograd.New(x)
+					}
+				}
+				out := c.f(in)
+				w := tensor.Linspace(-1, 2, out.Value().Numel(), tensor.Float64).Reshape(out.Shape()...)
+				gs, err := autograd.Grad([]*autograd.Var{out}, targets, []*tensor.Tensor{w}, autograd.Options{CreateGraph: create})
+				require.NoError(t, err)
+				res := make([][]float64, len(gs))
+				for i, g := range gs {
+					res[i] = g.Value().Float64s()
+				}
+				return res
+			}
+			plain, recorded := grads(false), grads(true)
+			for i := range plain {
+				require.InDeltaSlice(t, plain[i], recorded[i], 1e-10, "input %d", i)
+			}
+		})
+	}
+}

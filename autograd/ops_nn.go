@@ -11,8 +11,13 @@ import (
 // (tensor/nn*.go); each gradient rule sits beside its op. Every rule here is
 // itself recordable, so all of these ops support higher-order gradients:
 //
-//   - Softmax, LogSoftmax, the normalizations, Dropout: closed-form
-//     gradients written in Var operations.
+//   - Softmax, LogSoftmax, Dropout: closed-form gradients written in Var
+//     operations.
+//   - BatchNorm, LayerNorm, GroupNorm: a plain backward pass uses the fused
+//     tensor kernels (tensor.BatchNormBackward, ...); when the pass is being
+//     recorded through the input, weight or output gradient (CreateGraph),
+//     the same closed form is written in Var operations, recomputing the
+//     batch statistics from x so that second derivatives see them.
 //   - Convolutions: the forward convolution C(x, w), its input gradient
 //     T(g, w) (which is also the transposed convolution) and its weight
 //     gradient W(x, g) are three recorded ops whose gradients are each other
@@ -325,6 +330,33 @@ func (s normStats) grads(x, gw, m, r *Var, batchStats bool) (xhat, dx *Var) {
 	return xh.Reshape(shape...), g3.Sub(m1).Sub(xh.Mul(m2)).Mul(r).Reshape(shape...)
 }
 
+// constant reports whether none of vs (nil entries allowed) requires a
+// gradient: the backward pass is not being recorded through them, so a
+// normalization can use its fused tensor-level backward instead of Var
+// operations.
+func constant(vs ...*Var) bool {
+	for _, v := range vs {
+		if needs(v) {
+			return false
+		}
+	}
+	return true
+}
+
+// pick3 wraps the gradients whose inputs need one.
+func pick3(n0, n1, n2 bool, g0, g1, g2 *tensor.Tensor) []*Var {
+	res := make([]*Var, 3)
+	for i, p := range []struct {
+		need bool
+		g    *tensor.Tensor
+	}{{n0, g0}, {n1, g1}, {n2, g2}} {
+		if p.need {
+			res[i] = New(p.g)
+		}
+	}
+	return res
+}
+
 // BatchNorm normalizes x ([N, C, ...]) per channel; see tensor.BatchNorm.
 // weight and bias ([C]) may be nil. With training (or with nil running
 // statistics) it uses the batch mean and biased variance and, in training,
@@ -344,6 +376,10 @@ func BatchNorm(x, weight, bias *Var, runningMean, runningVar *tensor.Tensor, tra
 	nx, nw, nb := needs(x), needs(weight), needs(bias)
 	return record("BatchNorm", out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0]
+		if constant(g, x, in[1]) {
+			dx, dw, db := tensor.BatchNormBackward(g.value, x.value, mean, variance, value(in[1]), batchStats, eps)
+			return pick3(nx, nw, nb, dx, dw, db)
+		}
 		gw := g
 		if in[1] != nil {
 			gw = g.Mul(in[1].Reshape(bshape...))
@@ -392,6 +428,10 @@ func LayerNorm(x *Var, normalizedShape []int, weight, bias *Var, eps float64) *V
 	nx, nw, nb := needs(x), needs(weight), needs(bias)
 	return record("LayerNorm", out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0]
+		if constant(g, x, in[1]) {
+			dx, dw, db := tensor.LayerNormBackward(g.value, x.value, mean, variance, normalizedShape, value(in[1]), eps)
+			return pick3(nx, nw, nb, dx, dw, db)
+		}
 		gw := g
 		if in[1] != nil {
 			gw = g.Mul(in[1])
@@ -428,6 +468,10 @@ func GroupNorm(x *Var, groups int, weight, bias *Var, eps float64) *Var {
 	nx, nw, nb := needs(x), needs(weight), needs(bias)
 	return record("GroupNorm", out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0]
+		if constant(g, x, in[1]) {
+			dx, dw, db := tensor.GroupNormBackward(g.value, x.value, mean, variance, groups, value(in[1]), eps)
+			return pick3(nx, nw, nb, dx, dw, db)
+		}
 		gw := g
 		if in[1] != nil {
 			gw = g.Mul(in[1].Reshape(bshape...))

@@ -141,3 +141,14 @@ func (cpuBackend) ScaleShift(dst, src Buffer, srcOff int, scale, shift Buffer, o
 		cpu.ScaleShift(dst.(*cpuBuffer).data.([]float64), s, optional[float64](scale), optional[float64](shift), outer, n, inner)
 	}
 }
+
+func (cpuBackend) NormBackward(dx, sumG, sumGX, grad Buffer, gradOff int, x Buffer, xOff int, mean, rstd, scale Buffer, outer, n, inner int) {
+	switch g := floatData("NormBackward", grad, gradOff).(type) {
+	case []float32:
+		cpu.NormBackward(optional[float32](dx), optional[float32](sumG), optional[float32](sumGX), g, floatData("NormBackward", x, xOff).([]float32),
+			optional[float32](mean), optional[float32](rstd), optional[float32](scale), outer, n, inner)
+	case []float64:
+		cpu.NormBackward(optional[float64](dx), optional[float64](sumG), optional[float64](sumGX), g, floatData("NormBackward", x, xOff).([]float64),
+			optional[float64](mean), optional[float64](rstd), optional[float64](scale), outer, n, inner)
+	}
+}

@@ -139,16 +139,39 @@ func TestNNGolden(t *testing.T) {
 				if c.Bool("running") {
 					rm, rv = in[i].Clone(), in[i+1].Clone()
 				}
-				y := tensor.BatchNorm(in[0], rm, rv, w, b, c.Bool("training"), c.Float("momentum"), c.Float("eps"))
+				training, eps := c.Bool("training"), c.Float("eps")
+				y, mean, variance := tensor.BatchNormWithStats(in[0], rm, rv, w, b, training, c.Float("momentum"), eps)
 				check(t, "out", c.Outputs[0], y)
 				if rm != nil {
 					check(t, "running_mean", c.Outputs[1], rm)
 					check(t, "running_var", c.Outputs[2], rv)
 				}
+				dx, dw, db := tensor.BatchNormBackward(gout, in[0], mean, variance, w, training || rm == nil, eps)
+				check(t, "dx", *c.Grads[0], dx)
+				if w != nil {
+					check(t, "dw", *c.Grads[1], dw)
+					check(t, "db", *c.Grads[2], db)
+				}
 			case "layer_norm":
-				check(t, "out", c.Outputs[0], tensor.LayerNorm(in[0], c.Ints("normalized_shape"), optInput(in, 1), optInput(in, 2), c.Float("eps")))
+				ns, w, eps := c.Ints("normalized_shape"), optInput(in, 1), c.Float("eps")
+				y, mean, variance := tensor.LayerNormWithStats(in[0], ns, w, optInput(in, 2), eps)
+				check(t, "out", c.Outputs[0], y)
+				dx, dw, db := tensor.LayerNormBackward(gout, in[0], mean, variance, ns, w, eps)
+				check(t, "dx", *c.Grads[0], dx)
+				if w != nil {
+					check(t, "dw", *c.Grads[1], dw)
+					check(t, "db", *c.Grads[2], db)
+				}
 			case "group_norm":
-				check(t, "out", c.Outputs[0], tensor.GroupNorm(in[0], c.Int("groups"), optInput(in, 1), optInput(in, 2), c.Float("eps")))
+				groups, w, eps := c.Int("groups"), optInput(in, 1), c.Float("eps")
+				y, mean, variance := tensor.GroupNormWithStats(in[0], groups, w, optInput(in, 2), eps)
+				check(t, "out", c.Outputs[0], y)
+				dx, dw, db := tensor.GroupNormBackward(gout, in[0], mean, variance, groups, w, eps)
+				check(t, "dx", *c.Grads[0], dx)
+				if w != nil {
+					check(t, "dw", *c.Grads[1], dw)
+					check(t, "db", *c.Grads[2], db)
+				}
 			case "embedding":
 				check(t, "out", c.Outputs[0], tensor.Embedding(in[0], in[1]))
 			default:

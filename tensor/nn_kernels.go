@@ -84,4 +84,12 @@ type NNKernels interface {
 	// src laid out as [outer, n, inner]. A nil scale means ones and a nil
 	// shift zeros. dst may be src's buffer when srcOff is 0.
 	ScaleShift(dst, src Buffer, srcOff int, scale, shift Buffer, outer, n, inner int)
+	// NormBackward is the backward pass of a normalization. With grad and x
+	// laid out as [outer, n, inner] and xhat = (x - mean[j]) * rstd[j], it
+	// writes sumG[j] = sum(grad) and sumGX[j] = sum(grad*xhat) over the
+	// outer*inner elements of index j and, when dx is non-nil,
+	// dx = scale[j]*rstd[j]*(grad - sumG[j]/count - xhat*sumGX[j]/count),
+	// the input gradient when the statistics are x's own. A nil mean, rstd
+	// or scale means zeros, ones, ones.
+	NormBackward(dx, sumG, sumGX, grad Buffer, gradOff int, x Buffer, xOff int, mean, rstd, scale Buffer, outer, n, inner int)
 }

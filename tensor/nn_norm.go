@@ -219,3 +219,119 @@ func GroupNormWithStats(x *Tensor, groups int, weight, bias *Tensor, eps float64
 	}
 	return out, mean.Reshape(n, groups), variance.Reshape(n, groups)
 }
+
+// normBackward runs the NormBackward kernel over grad and x viewed as
+// [outer, n, inner] and returns (dx or nil, sumG, sumGX); mean, rstd and
+// scale are [n] tensors or nil.
+func normBackward(grad, x, mean, rstd, scale *Tensor, outer, n, inner int, wantDx bool) (dx, sumG, sumGX *Tensor) {
+	gc, xc := grad.Contiguous(), x.Contiguous()
+	be := gc.st.backend
+	sumG = empty(be, gc.dtype, []int{n})
+	sumGX = empty(be, gc.dtype, []int{n})
+	var dxb Buffer
+	if wantDx {
+		dx = empty(be, gc.dtype, gc.shape)
+		dxb = dx.st.buf
+	}
+	if outer*n*inner == 0 {
+		return dx, sumG, sumGX
+	}
+	buf := func(t *Tensor) Buffer {
+		if t == nil {
+			return nil
+		}
+		return dense(t).st.buf
+	}
+	be.NormBackward(dxb, sumG.st.buf, sumGX.st.buf, gc.st.buf, gc.offset, xc.st.buf, xc.offset, buf(mean), buf(rstd), buf(scale), outer, n, inner)
+	return dx, sumG, sumGX
+}
+
+// checkSameShape panics unless grad has x's shape.
+func checkSameShape(op string, grad, x *Tensor) {
+	if !sameShape(grad.shape, x.shape) {
+		panic(fmt.Sprintf("tensor.%s: grad shape %v differs from input shape %v", op, grad.shape, x.shape))
+	}
+}
+
+// BatchNormBackward returns the gradients of BatchNorm with respect to its
+// input, weight and bias, given the output gradient grad, the input x and
+// the [C] mean and biased variance it normalized with (as
+// BatchNormWithStats returns them). batchStats says whether those were x's
+// own statistics (training, or no running statistics), in which case the
+// input gradient flows through them too. weight may be nil; dweight and
+// dbias are returned either way.
+func BatchNormBackward(grad, x, mean, variance, weight *Tensor, batchStats bool, eps float64) (dx, dweight, dbias *Tensor) {
+	const op = "BatchNormBackward"
+	nnFloat(op, grad, x, mean, variance, weight)
+	checkSameShape(op, grad, x)
+	n, c, rest := channelDims(op, x)
+	checkPerChannel(op, "mean", mean, c)
+	checkPerChannel(op, "variance", variance, c)
+	checkPerChannel(op, "weight", weight, c)
+	rstd := invStd(variance, eps)
+	dx, dbias, dweight = normBackward(grad, x, mean, rstd, weight, n, c, rest, batchStats)
+	if !batchStats {
+		scale := rstd
+		if weight != nil {
+			scale = scale.Mul(weight)
+		}
+		dx = scaleShift(grad, scale, nil, n, c, rest, false)
+	}
+	return dx, dweight, dbias
+}
+
+// LayerNormBackward returns the gradients of LayerNorm with respect to its
+// input, weight and bias (the latter two of shape normalizedShape), given
+// the output gradient, the input and the mean and biased variance
+// LayerNormWithStats returned. weight may be nil.
+func LayerNormBackward(grad, x, mean, variance *Tensor, normalizedShape []int, weight *Tensor, eps float64) (dx, dweight, dbias *Tensor) {
+	const op = "LayerNormBackward"
+	nnFloat(op, grad, x, mean, variance, weight)
+	checkSameShape(op, grad, x)
+	k := len(normalizedShape)
+	if k == 0 || k > x.Dim() || !slices.Equal(x.shape[x.Dim()-k:], normalizedShape) {
+		panic(fmt.Sprintf("tensor.%s: normalized shape %v must be a non-empty suffix of the input shape %v", op, normalizedShape, x.shape))
+	}
+	rows, cols := numel(x.shape[:x.Dim()-k]), numel(normalizedShape)
+	if mean.Numel() != rows || variance.Numel() != rows {
+		panic(fmt.Sprintf("tensor.%s: mean %v and variance %v must have one value per normalized slice (%d)", op, mean.shape, variance.shape, rows))
+	}
+	if weight != nil && !slices.Equal(weight.shape, normalizedShape) {
+		panic(fmt.Sprintf("tensor.%s: weight has shape %v, want %v", op, weight.shape, normalizedShape))
+	}
+	mean, rstd := mean.Reshape(rows), invStd(variance.Reshape(rows), eps)
+	gw := grad
+	if weight != nil {
+		gw = scaleShift(grad, weight.Reshape(cols), nil, rows, cols, 1, false)
+	}
+	dx, _, _ = normBackward(gw, x, mean, rstd, nil, 1, rows, cols, true)
+	xhat := scaleShift(x, rstd, mean.Mul(rstd).Neg(), 1, rows, cols, false)
+	_, dbias, dweight = normBackward(grad, xhat, nil, nil, nil, rows, cols, 1, false)
+	return dx, dweight.Reshape(normalizedShape...), dbias.Reshape(normalizedShape...)
+}
+
+// GroupNormBackward returns the gradients of GroupNorm with respect to its
+// input, weight and bias ([C]), given the output gradient, the input and the
+// [N, groups] mean and biased variance GroupNormWithStats returned. weight
+// may be nil.
+func GroupNormBackward(grad, x, mean, variance *Tensor, groups int, weight *Tensor, eps float64) (dx, dweight, dbias *Tensor) {
+	const op = "GroupNormBackward"
+	nnFloat(op, grad, x, mean, variance, weight)
+	checkSameShape(op, grad, x)
+	n, c, rest := channelDims(op, x)
+	checkGroups(op, x, groups)
+	checkPerChannel(op, "weight", weight, c)
+	if mean.Numel() != n*groups || variance.Numel() != n*groups {
+		panic(fmt.Sprintf("tensor.%s: mean %v and variance %v must be [%d %d]", op, mean.shape, variance.shape, n, groups))
+	}
+	mean, rstd := mean.Reshape(n*groups), invStd(variance.Reshape(n*groups), eps)
+	gw := grad
+	if weight != nil {
+		gw = scaleShift(grad, weight, nil, n, c, rest, false)
+	}
+	inner := c / groups * rest
+	dx, _, _ = normBackward(gw, x, mean, rstd, nil, 1, n*groups, inner, true)
+	xhat := scaleShift(x, rstd, mean.Mul(rstd).Neg(), 1, n*groups, inner, false)
+	_, dbias, dweight = normBackward(grad, xhat, nil, nil, nil, n, c, rest, false)
+	return dx, dweight, dbias
+}

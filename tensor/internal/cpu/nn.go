@@ -461,3 +461,51 @@ func ScaleShift[T Float](dst, src, scale, shift []T, outer, n, inner int) {
 		}
 	})
 }
+
+// NormBackward writes the per-index sums of grad and grad*xhat and,
+// if dx is non-nil, the input gradient of a normalization by the
+// statistics of x itself (see tensor.NNKernels). nil mean, rstd and scale
+// mean 0, 1 and 1.
+func NormBackward[T Float](dx, sumG, sumGX, grad, x, mean, rstd, scale []T, outer, n, inner int) {
+	cnt := float64(outer * inner)
+	parallelFor(n, outer*inner, func(j0, j1 int) {
+		for j := j0; j < j1; j++ {
+			m, r, k := 0.0, 1.0, 1.0
+			if mean != nil {
+				m = float64(mean[j])
+			}
+			if rstd != nil {
+				r = float64(rstd[j])
+			}
+			if scale != nil {
+				k = float64(scale[j])
+			}
+			var s1, s2 float64
+			for a := range outer {
+				off := (a*n + j) * inner
+				xs := x[off : off+inner]
+				for i, gv := range grad[off : off+inner] {
+					g := float64(gv)
+					s1 += g
+					s2 += g * (float64(xs[i]) - m)
+				}
+			}
+			s2 *= r
+			sumG[j], sumGX[j] = T(s1), T(s2)
+			if dx == nil {
+				continue
+			}
+			kr := k * r
+			m1, m2 := s1/cnt, s2/cnt
+			for a := range outer {
+				off := (a*n + j) * inner
+				xs, gs := x[off:off+inner], grad[off:off+inner]
+				d := dx[off : off+inner]
+				for i := range d {
+					xh := (float64(xs[i]) - m) * r
+					d[i] = T(kr * (float64(gs[i]) - m1 - xh*m2))
+				}
+			}
+		}
+	})
+}
