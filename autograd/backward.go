@@ -40,6 +40,8 @@ func (v *Var) BackwardWith(grad *tensor.Tensor, opt Options) error {
 		grad = tensor.OnesLike(v.value)
 	} else if !sameShape(grad.Shape(), v.value.Shape()) {
 		return fmt.Errorf("autograd: gradient of shape %v given for an output of shape %v", grad.Shape(), v.value.Shape())
+	} else if grad.DType() != v.DType() {
+		grad = grad.To(v.DType())
 	}
 	_, err := run([]*Var{v}, []*Var{New(grad)}, nil, opt)
 	return err
@@ -59,11 +61,16 @@ func Grad(outputs, inputs []*Var, gradOutputs []*tensor.Tensor, opt Options) ([]
 		if i < len(gradOutputs) {
 			g = gradOutputs[i]
 		}
-		if g == nil {
+		switch {
+		case g == nil:
 			if o.value.Numel() != 1 {
 				return nil, fmt.Errorf("autograd.Grad: output %d has shape %v; give its gradient", i, o.value.Shape())
 			}
 			g = tensor.OnesLike(o.value)
+		case !sameShape(g.Shape(), o.value.Shape()):
+			return nil, fmt.Errorf("autograd.Grad: gradient %d has shape %v for an output of shape %v", i, g.Shape(), o.value.Shape())
+		case g.DType() != o.DType():
+			g = g.To(o.DType())
 		}
 		gouts[i] = New(g)
 	}
@@ -133,6 +140,12 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 			if !sameShape(gi.value.Shape(), x.value.Shape()) {
 				panic(fmt.Sprintf("autograd: %s produced a gradient of shape %v for an input of shape %v", n.op, gi.value.Shape(), x.value.Shape()))
 			}
+			if gi.DType() != x.DType() {
+				// Mixed-dtype ops (float32 with float64, say) compute the
+				// gradient in the promoted dtype; every input receives its
+				// own dtype, as in PyTorch.
+				gi = gi.To(x.DType())
+			}
 			accumulate(grads, x, gi)
 		}
 		if !want[v] {
@@ -164,24 +177,27 @@ func accumulate(grads map[*Var]*Var, v, g *Var) {
 	grads[v] = g
 }
 
-// accumulateGrad adds g to v's stored gradient.
+// accumulateGrad adds g to v's stored gradient. Without keepGraph the
+// stored gradient is a dense tensor that v owns: the gradient pushed back by
+// an op is often a view or shared with other inputs (Add hands the same
+// tensor to both operands, Expand a stride-0 view), and an optimizer that
+// updates one Grad in place must not change another.
 func (v *Var) accumulateGrad(g *Var, keepGraph bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if !keepGraph {
-		g = New(g.value)
-	}
-	if v.grad == nil {
-		if !keepGraph && g.value.SharesStorage(v.value) {
-			g = New(g.value.Clone())
+	if keepGraph {
+		if v.grad == nil {
+			v.grad = g
+		} else {
+			v.grad = v.grad.Add(g)
 		}
-		v.grad = g
 		return
 	}
-	v.grad = v.grad.Add(g)
-	if !keepGraph {
-		v.grad = New(v.grad.value)
+	if v.grad == nil {
+		v.grad = New(g.value.Clone())
+		return
 	}
+	v.grad = New(v.grad.value.Add(g.value))
 }
 
 // topoOrder lists every Var reachable from outputs that requires a gradient,

@@ -86,7 +86,7 @@ func GradCheckWith(opt GradCheckOptions, f func(in []*Var) *Var, inputs ...*tens
 		for j := range nOut {
 			oh := make([]float64, nOut)
 			oh[j] = 1
-			gs, err := Grad([]*Var{out}, targets, []*tensor.Tensor{tensor.FromSlice(oh, out.Shape()...)}, Options{RetainGraph: true})
+			gs, err := Grad([]*Var{out}, targets, []*tensor.Tensor{tensor.FromSlice(oh).Reshape(out.Shape()...)}, Options{RetainGraph: true})
 			if err != nil {
 				return err
 			}
@@ -110,7 +110,7 @@ func GradCheckWith(opt GradCheckOptions, f func(in []*Var) *Var, inputs ...*tens
 				p := append([]float64(nil), base...)
 				p[e] += delta
 				ts := append([]*tensor.Tensor(nil), xs...)
-				ts[i] = tensor.FromSlice(p, shape...)
+				ts[i] = tensor.FromSlice(p).Reshape(shape...)
 				return f(vars(ts, false)).value.Float64s()
 			}
 			hi, lo := eval(opt.Eps), eval(-opt.Eps)

@@ -116,6 +116,13 @@ func (v *Var) AddScalar(s float64) *Var {
 	})
 }
 
+// SubScalar returns v - s.
+func (v *Var) SubScalar(s float64) *Var {
+	return record("SubScalar", v.value.SubScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+		return []*Var{g}
+	})
+}
+
 // MulScalar returns v * s.
 func (v *Var) MulScalar(s float64) *Var {
 	return record("MulScalar", v.value.MulScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
@@ -124,7 +131,11 @@ func (v *Var) MulScalar(s float64) *Var {
 }
 
 // DivScalar returns v / s.
-func (v *Var) DivScalar(s float64) *Var { return v.MulScalar(1 / s) }
+func (v *Var) DivScalar(s float64) *Var {
+	return record("DivScalar", v.value.DivScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+		return []*Var{g.DivScalar(s)}
+	})
+}
 
 // PowScalar returns v ** e.
 func (v *Var) PowScalar(e float64) *Var {
@@ -265,10 +276,11 @@ func (v *Var) Erf() *Var {
 	})
 }
 
-// stepOp wraps a piecewise-constant function: its gradient is zero.
+// stepOp wraps a piecewise-constant function: its gradient is zero (also
+// where the incoming gradient is Inf or NaN).
 func (v *Var) stepOp(name string, out *tensor.Tensor) *Var {
-	return record(name, out, []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
-		return []*Var{g.MulScalar(0)}
+	return record(name, out, []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+		return []*Var{New(tensor.ZerosLike(in[0].value))}
 	})
 }
 

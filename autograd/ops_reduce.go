@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"math"
 	"slices"
 
 	"github.com/emberml/ember/tensor"
@@ -53,12 +54,13 @@ func (v *Var) Sum(axes []int, keepDim bool) *Var {
 
 // Mean averages over axes.
 func (v *Var) Mean(axes []int, keepDim bool) *Var {
+	sum := v.Sum(axes, keepDim) // validates axes
 	n := 1
 	s := v.Shape()
 	for _, a := range normAxes(axes, len(s)) {
 		n *= s[a]
 	}
-	return v.Sum(axes, keepDim).DivScalar(float64(n))
+	return sum.DivScalar(float64(n))
 }
 
 // Prod multiplies over axes. The gradient is exact when inputs contain
@@ -81,23 +83,47 @@ func (v *Var) Prod(axes []int, keepDim bool) *Var {
 }
 
 // prodOthers returns, for each element, the product over its reduction lane
-// of all other elements.
+// of all other elements, without dividing (so zeros are fine): the reduced
+// axes are moved last and flattened into lanes, and each element gets the
+// product of the exclusive prefix and the exclusive suffix of its lane. It
+// is written in Var operations, so it can be differentiated again.
 func prodOthers(x *Var, axes []int) *Var {
 	shape := x.Shape()
-	n := x.value.Numel()
-	res := make([]float64, n)
-	flat := x.value.Float64s()
-	for i := range n {
-		mask := make([]bool, n)
-		mask[i] = true
-		m := tensor.FromSlice(mask, shape...)
-		p := x.Where0(m).value.Prod(axes, true)
-		// Pick the lane value that contains element i.
-		pe := p.Expand(shape...).Float64s()
-		res[i] = pe[i]
+	red := normAxes(axes, len(shape))
+	isRed := make([]bool, len(shape))
+	for _, a := range red {
+		isRed[a] = true
 	}
-	_ = flat
-	return New(tensor.FromSlice(res, shape...).To(x.DType()))
+	var perm, lane []int
+	n := 1
+	for i, d := range shape {
+		if !isRed[i] {
+			perm = append(perm, i)
+			lane = append(lane, d)
+		}
+	}
+	for _, a := range red {
+		perm = append(perm, a)
+		n *= shape[a]
+	}
+	if n <= 1 {
+		return New(tensor.OnesLike(x.value))
+	}
+	inv := make([]int, len(perm))
+	for i, a := range perm {
+		inv[a] = i
+	}
+	xp := x.Permute(perm...)
+	permShape := xp.Shape()
+	last := len(lane)
+	l := xp.Reshape(append(slices.Clone(lane), n)...)
+	onesShape := append(slices.Clone(lane), 1)
+	ones := New(tensor.Ones(onesShape, x.DType()))
+	// prefix[i] = x[0]·…·x[i-1], suffix[i] = x[i+1]·…·x[n-1].
+	prefix := Concat([]*Var{ones, l.Narrow(last, 0, n-1).CumProd(last)}, last)
+	suffix := Concat([]*Var{l.Flip(last).Narrow(last, 0, n-1).CumProd(last), ones}, last)
+	suffix = Concat([]*Var{suffix.Narrow(last, 0, n-1).Flip(last), ones}, last)
+	return prefix.Mul(suffix).Reshape(permShape...).Permute(inv...)
 }
 
 // Max returns the maximum over axes; the gradient is split evenly among
@@ -118,12 +144,17 @@ func (v *Var) extreme(name string, isMax bool, axes []int, keepDim bool) *Var {
 	return record(name, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		x := in[0]
 		s := x.Shape()
-		ok := unreduce(o, s, axes, keepDim).value
-		hit := x.value.Eq(ok).To(g.DType())
-		count := hit.Sum(axes, true)
-		w := New(hit.Div(count))
+		w := New(evenShare(x.value, unreduce(o, s, axes, keepDim).value, axes))
 		return []*Var{unreduce(g, s, axes, keepDim).Mul(w)}
 	})
+}
+
+// evenShare returns weights that split a reduction's gradient evenly among
+// the elements of x equal to the (keepDim) extreme ext of their lane; a NaN
+// extreme goes to the lane's NaNs, as in PyTorch.
+func evenShare(x, ext *tensor.Tensor, axes []int) *tensor.Tensor {
+	hit := x.Eq(ext).LogicalOr(x.Ne(x).LogicalAnd(ext.Ne(ext))).To(x.DType())
+	return hit.Div(hit.Sum(axes, true))
 }
 
 // Var returns the variance over axes with the given correction (1 =
@@ -163,11 +194,19 @@ func (v *Var) Norm(p float64, axes []int, keepDim bool) *Var {
 		s := x.Shape()
 		gk := unreduce(g, s, axes, keepDim)
 		ok := unreduce(o, s, axes, keepDim)
+		switch {
+		case p == 0:
+			return []*Var{New(tensor.ZerosLike(x.value))}
+		case p == 1:
+			return []*Var{gk.Mul(x.Sign())}
+		case math.IsInf(p, 1):
+			// The max of |x|: split evenly among the lane's maxima.
+			w := evenShare(x.value.Abs(), ok.value, axes)
+			return []*Var{gk.Mul(x.Sign()).Mul(New(w))}
+		}
 		zero := ok.value.Eq(tensor.ZerosLike(ok.value))
 		safe := ok.Where0(zero)
 		switch p {
-		case 1:
-			return []*Var{gk.Mul(x.Sign())}
 		case 2:
 			return []*Var{gk.Mul(x).Div(safe).MaskedZero(zero.Expand(s...))}
 		}
