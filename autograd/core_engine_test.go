@@ -2,6 +2,7 @@ package autograd_test
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"testing"
 
@@ -299,4 +300,64 @@ func TestCoreConcurrentGraphs(t *testing.T) {
 		}
 	}
 	assert.InDeltaSlice(t, want, shared.Grad().Float64s(), 1e-9)
+}
+
+func TestCoreEdgeGrads(t *testing.T) {
+	nan := math.NaN()
+	// A NaN maximum sends the gradient to the NaN, as PyTorch does.
+	x := autograd.Param(coreVec(1, nan, 3))
+	require.NoError(t, x.Max(nil, false).Backward())
+	assert.Equal(t, []float64{0, 1, 0}, x.Grad().Float64s())
+	// Ties share the gradient evenly.
+	y := autograd.Param(coreVec(3, 1, 3, 3))
+	require.NoError(t, y.Max(nil, false).Backward())
+	assert.InDeltaSlice(t, []float64{1.0 / 3, 0, 1.0 / 3, 1.0 / 3}, y.Grad().Float64s(), 1e-15)
+	// The infinity norm splits among the largest magnitudes with their sign.
+	z := autograd.Param(coreVec(-2, 1, 2))
+	require.NoError(t, z.Norm(math.Inf(1), nil, false).Backward())
+	assert.Equal(t, []float64{-0.5, 0, 0.5}, z.Grad().Float64s())
+	// The 0-"norm" counts non-zeros: zero gradient.
+	z.ZeroGrad()
+	require.NoError(t, z.Norm(0, nil, false).Backward())
+	assert.Equal(t, []float64{0, 0, 0}, z.Grad().Float64s())
+	// Step functions give zero gradients, even for an infinite upstream one.
+	s := autograd.Param(coreVec(0.5, -1.5))
+	require.NoError(t, s.Floor().BackwardWith(coreVec(math.Inf(1), nan), autograd.Options{}))
+	assert.Equal(t, []float64{0, 0}, s.Grad().Float64s())
+	// Prod with two zeros in a lane: every gradient in it is zero but the
+	// gradient of a zero is the product of the others.
+	p := autograd.Param(tensor.FromSlice([]float64{0, 2, 0, 3, 0, 5}, 2, 3))
+	require.NoError(t, p.Prod([]int{1}, false).Sum(nil, false).Backward())
+	assert.Equal(t, []float64{0, 0, 0, 0, 15, 0}, p.Grad().Float64s())
+	// Integer division of a Var stays float: DivScalar is a true division.
+	d := autograd.Param(coreVec(1, 2))
+	assert.Equal(t, []float64{1.0 / 3, 2.0 / 3}, d.DivScalar(3).Value().Float64s())
+}
+
+func TestCorePanics(t *testing.T) {
+	a, b := autograd.Param(coreVec(1, 2)), autograd.Param(coreVec(1, 2, 3))
+	assert.PanicsWithValue(t, "autograd.Dot: want two 1-d Vars of equal length, got [2] and [3]", func() { a.Dot(b) })
+	assert.PanicsWithValue(t, "autograd.Outer: want two 1-d Vars, got [2] and []", func() {
+		a.Outer(autograd.New(tensor.Scalar(1)))
+	})
+	assert.PanicsWithValue(t, "autograd.Stack: no Vars", func() { autograd.Stack(nil, 0) })
+	assert.PanicsWithValue(t, "autograd.Concat: no Vars", func() { autograd.Concat(nil, 0) })
+	corePanicsContaining(t, func() { a.Add(b) }, "tensor.Add", "[2]", "[3]")
+	corePanicsContaining(t, func() { a.Mean([]int{1}, false) }, "tensor.Sum", "axis 1")
+	corePanicsContaining(t, func() { a.MatMul(b) }, "tensor.MatMul", "[2]", "[3]")
+	corePanicsContaining(t, func() { a.Reshape(3) }, "tensor.Reshape", "[3]")
+}
+
+func corePanicsContaining(t *testing.T, f func(), parts ...string) {
+	t.Helper()
+	var msg any
+	func() {
+		defer func() { msg = recover() }()
+		f()
+	}()
+	s, ok := msg.(string)
+	require.True(t, ok, "want a string panic, got %v", msg)
+	for _, p := range parts {
+		assert.Contains(t, s, p)
+	}
 }

@@ -1,5 +1,7 @@
 package autograd
 
+import "fmt"
+
 // MatMul returns the matrix product with PyTorch matmul semantics (1-d
 // operands promoted, batch axes broadcast).
 func (v *Var) MatMul(u *Var) *Var {
@@ -26,16 +28,18 @@ func (v *Var) MatMul(u *Var) *Var {
 	})
 }
 
-// Dot returns the inner product of two 1-d Vars.
+// Dot returns the inner product of two 1-d Vars of equal length.
 func (v *Var) Dot(u *Var) *Var {
-	if v.Dim() != 1 || u.Dim() != 1 {
-		v.value.Dot(u.value) // panics with the shapes
+	if v.Dim() != 1 || u.Dim() != 1 || v.Shape()[0] != u.Shape()[0] {
+		panic(fmt.Sprintf("autograd.Dot: want two 1-d Vars of equal length, got %v and %v", v.Shape(), u.Shape()))
 	}
 	return v.MatMul(u)
 }
 
 // Outer returns the outer product of two 1-d Vars.
 func (v *Var) Outer(u *Var) *Var {
-	v.value.Outer(u.value) // validates
+	if v.Dim() != 1 || u.Dim() != 1 {
+		panic(fmt.Sprintf("autograd.Outer: want two 1-d Vars, got %v and %v", v.Shape(), u.Shape()))
+	}
 	return v.Unsqueeze(1).Mul(u.Unsqueeze(0))
 }

@@ -144,6 +144,9 @@ func (v *Var) Flip(axes ...int) *Var {
 
 // Concat joins Vars along axis.
 func Concat(vs []*Var, axis int) *Var {
+	if len(vs) == 0 {
+		panic("autograd.Concat: no Vars")
+	}
 	ts := make([]*tensor.Tensor, len(vs))
 	for i, v := range vs {
 		ts[i] = v.value
@@ -167,6 +170,9 @@ func Concat(vs []*Var, axis int) *Var {
 
 // Stack joins same-shaped Vars along a new axis.
 func Stack(vs []*Var, axis int) *Var {
+	if len(vs) == 0 {
+		panic("autograd.Stack: no Vars")
+	}
 	us := make([]*Var, len(vs))
 	a := axis
 	if a < 0 {

@@ -113,3 +113,18 @@ func TestCopyMapZipWhere(t *testing.T) {
 	Where(w, []int{2, 2}, []bool{true, false}, []int{0, 1}, 0, src, []int{2, 1}, 0, []int32{-1}, []int{0, 0}, 0)
 	assert.Equal(t, []int32{0, -1, 2, -1}, w)
 }
+
+var benchSink float32
+
+func BenchmarkExpf(b *testing.B) {
+	xs := make([]float32, 1024)
+	for i := range xs {
+		xs[i] = float32(i)/64 - 8
+	}
+	b.ResetTimer()
+	var s float32
+	for i := range b.N {
+		s += Expf(xs[i&1023])
+	}
+	benchSink = s
+}
