@@ -161,39 +161,51 @@ func Col2Im[T Float](dst, src []T, g ConvGeom) {
 // strict maximum in row-major window order, or the last NaN.
 func MaxPool2d[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
+	w, ow, dh, dw := g.W, g.OW, g.DilationH, g.DilationW
+	h0, h1 := maxWindows(g.OH, g.StrideH, g.PadH, g.KH, dh, g.H)
+	w0, w1 := maxWindows(g.OW, g.StrideW, g.PadW, g.KW, dw, g.W)
 	parallelFor(g.Planes, ohw*g.KH*g.KW, func(p0, p1 int) {
 		negInf := T(math.Inf(-1))
 		for p := p0; p < p1; p++ {
 			plane := src[p*hw:][:hw]
 			out := dst[p*ohw:][:ohw]
 			oidx := idx[p*ohw:][:ohw]
-			for oh := range g.OH {
-				ih0 := oh*g.StrideH - g.PadH
-				ih1 := min(ih0+(g.KH-1)*g.DilationH+1, g.H)
-				for ih0 < 0 {
-					ih0 += g.DilationH
-				}
-				for ow := range g.OW {
-					iw0 := ow*g.StrideW - g.PadW
-					iw1 := min(iw0+(g.KW-1)*g.DilationW+1, g.W)
-					for iw0 < 0 {
-						iw0 += g.DilationW
-					}
-					best, bi := negInf, ih0*g.W+iw0
-					for ih := ih0; ih < ih1; ih += g.DilationH {
-						row := plane[ih*g.W:]
-						for iw := iw0; iw < iw1; iw += g.DilationW {
+			for oh, ih0 := range h0 {
+				ih1 := h1[oh]
+				o, oi := out[oh*ow:][:ow], oidx[oh*ow:][:ow]
+				for j, iw0 := range w0 {
+					iw1 := w1[j]
+					best, bi := negInf, ih0*w+iw0
+					for ih := ih0; ih < ih1; ih += dh {
+						row := plane[ih*w:][:w]
+						for iw := iw0; iw < iw1; iw += dw {
 							if v := row[iw]; v > best || v != v {
-								best, bi = v, ih*g.W+iw
+								best, bi = v, ih*w+iw
 							}
 						}
 					}
-					out[oh*g.OW+ow] = best
-					oidx[oh*g.OW+ow] = int64(bi)
+					o[j] = best
+					oi[j] = int64(bi)
 				}
 			}
 		}
 	})
+}
+
+// maxWindows returns, for each of n outputs, the first input position of
+// its max-pooling window inside the input (the start moved forward by the
+// dilation past the padding, as PyTorch does) and the clipped end.
+func maxWindows(n, stride, pad, k, dil, size int) (lo, hi []int) {
+	lo, hi = make([]int, n), make([]int, n)
+	for o := range n {
+		s := o*stride - pad
+		hi[o] = min(s+(k-1)*dil+1, size)
+		for s < 0 {
+			s += dil
+		}
+		lo[o] = s
+	}
+	return lo, hi
 }
 
 // PlaneGather writes dst[p*m+j] = src[p*n+idx[p*m+j]].
