@@ -359,6 +359,10 @@ func AdaptiveAvgPool2dBackward[T Float](dst, grad []T, planes, h, w, oh, ow int)
 // [outer, n, inner], accumulating in float64.
 func Softmax[T Float](log bool, dst, src []T, outer, n, inner int) {
 	parallelFor(outer, n*inner, func(o0, o1 int) {
+		var mx, sum []float64
+		if inner > 1 {
+			mx, sum = make([]float64, inner), make([]float64, inner)
+		}
 		for o := o0; o < o1; o++ {
 			base := o * n * inner
 			if inner == 1 {
@@ -369,10 +373,8 @@ func Softmax[T Float](log bool, dst, src []T, outer, n, inner int) {
 			// memory is read row by row.
 			s := src[base : base+n*inner]
 			d := dst[base : base+n*inner]
-			mx := make([]float64, inner)
-			sum := make([]float64, inner)
 			for i := range mx {
-				mx[i] = math.Inf(-1)
+				mx[i], sum[i] = math.Inf(-1), 0
 			}
 			for k := range n {
 				for i, v := range s[k*inner : (k+1)*inner] {
