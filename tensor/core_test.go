@@ -592,3 +592,159 @@ func TestCoreStridedKernels(t *testing.T) {
 		})
 	}
 }
+
+func TestCoreScalarOps(t *testing.T) {
+	b := tensor.FromSlice([]bool{true, false})
+	i := tensor.FromSlice([]int32{3, -4})
+	cases := []struct {
+		name string
+		got  *tensor.Tensor
+		dt   tensor.DType
+		vals []float64
+	}{
+		{"bool+1", b.AddScalar(1), tensor.Int64, []float64{2, 1}},
+		{"bool*0.5", b.MulScalar(0.5), tensor.Float32, []float64{0.5, 0}},
+		{"int32+2", i.AddScalar(2), tensor.Int32, []float64{5, -2}},
+		{"int32-inf", i.SubScalar(math.Inf(1)), tensor.Float32, []float64{math.Inf(-1), math.Inf(-1)}},
+		{"int32 affine whole", i.Affine(2, 1), tensor.Int32, []float64{7, -7}},
+		{"int32 affine fraction", i.Affine(0.5, 1), tensor.Float32, []float64{2.5, -1}},
+		{"float32 affine", tensor.FromSlice([]float32{1, 2}).Affine(-1, 0.5), tensor.Float32, []float64{-0.5, -1.5}},
+		{"logsumexp empty", tensor.Zeros([]int{2, 0}).LogSumExp([]int{1}, false), tensor.Float32, []float64{math.Inf(-1), math.Inf(-1)}},
+		{"sum 0-d axis", tensor.Scalar(2).Sum([]int{0}, true), tensor.Float32, []float64{2}},
+		{"argmax 0-d", tensor.Scalar(2).ArgMax(-1, false), tensor.Int64, []float64{0}},
+		{"cumsum 0-d", tensor.Scalar(2).CumSum(0), tensor.Float32, []float64{2}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.dt, c.got.DType())
+			assert.Equal(t, c.vals, c.got.Float64s())
+		})
+	}
+}
+
+// TestCoreViewRandom reshapes random strided views (permuted, sliced,
+// narrowed, expanded, with size-1 axes) into random shapes: whenever View
+// succeeds its elements must be the row-major elements of the source, and
+// Reshape must always give them.
+func TestCoreViewRandom(t *testing.T) {
+	g := tensor.NewGenerator(9)
+	rnd := func(n int) int { return int(g.RandInt([]int{1}, 0, int64(n)).Int64s()[0]) }
+	factor := func(n int) []int {
+		var shape []int
+		for n > 1 {
+			d := 2 + rnd(n-1)
+			for n%d != 0 {
+				d++
+			}
+			shape = append(shape, d)
+			n /= d
+		}
+		for range rnd(3) {
+			shape = slices.Insert(shape, rnd(len(shape)+1), 1)
+		}
+		return shape
+	}
+	views := 0
+	for trial := range 3000 {
+		x := coreIota(4, 3, 2, 6)
+		for range 1 + rnd(3) {
+			switch rnd(6) {
+			case 0:
+				p := make([]int, x.Dim())
+				for i := range p {
+					p[i] = i
+				}
+				for i := range p {
+					j := rnd(i + 1)
+					p[i], p[j] = p[j], p[i]
+				}
+				x = x.Permute(p...)
+			case 1:
+				a := rnd(x.Dim())
+				if n := x.Size(a); n > 1 {
+					start := rnd(n - 1)
+					x = x.Narrow(a, start, 1+rnd(n-start))
+				}
+			case 2:
+				a := rnd(x.Dim())
+				x = x.Slice(a, 0, x.Size(a), 1+rnd(2))
+			case 3:
+				x = x.Unsqueeze(rnd(x.Dim() + 1))
+			case 4:
+				a := rnd(x.Dim())
+				if x.Size(a) == 1 {
+					shape := x.Shape()
+					shape[a] = 2 + rnd(2)
+					x = x.Expand(shape...)
+				}
+			case 5:
+				if x.Dim() > 1 {
+					x = x.Select(rnd(x.Dim()), 0)
+				}
+			}
+		}
+		want := x.Contiguous().Float32s()
+		shape := factor(x.Numel())
+		if x.Numel() == 1 && rnd(2) == 0 {
+			shape = nil
+		}
+		require.Equal(t, want, x.Reshape(shape...).Float32s(), "trial %d: Reshape%v of shape %v strides %v", trial, shape, x.Shape(), x.Strides())
+		var v *tensor.Tensor
+		func() {
+			defer func() { _ = recover() }()
+			v = x.View(shape...)
+		}()
+		assert.Equal(t, coreViewable(x, shape), v != nil, "trial %d: View%v of shape %v strides %v", trial, shape, x.Shape(), x.Strides())
+		if v != nil {
+			views++
+			require.True(t, v.SharesStorage(x))
+			require.Equal(t, want, v.Float32s(), "trial %d: View%v of shape %v strides %v gave strides %v", trial, shape, x.Shape(), x.Strides(), v.Strides())
+		}
+	}
+	assert.Greater(t, views, 500, "the random views should often be viewable")
+}
+
+// coreViewable reports, by brute force, whether some strides for shape
+// enumerate x's elements in x's row-major order.
+func coreViewable(x *tensor.Tensor, shape []int) bool {
+	offs := coreOffsets(x.Shape(), x.Strides(), x.Offset())
+	if len(offs) <= 1 {
+		return true
+	}
+	st := make([]int, len(shape))
+	for i := range shape {
+		step := 1
+		for _, d := range shape[i+1:] {
+			step *= d
+		}
+		if shape[i] > 1 {
+			st[i] = offs[step] - offs[0]
+		}
+	}
+	return slices.Equal(coreOffsets(shape, st, offs[0]), offs)
+}
+
+// coreOffsets lists the storage offset of every element in row-major order.
+func coreOffsets(shape, strides []int, off int) []int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	out := make([]int, 0, n)
+	idx := make([]int, len(shape))
+	for range n {
+		o := off
+		for d, i := range idx {
+			o += i * strides[d]
+		}
+		out = append(out, o)
+		for d := len(idx) - 1; d >= 0; d-- {
+			idx[d]++
+			if idx[d] < shape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
+	return out
+}

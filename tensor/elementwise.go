@@ -109,8 +109,12 @@ func (t *Tensor) PowScalar(e float64) *Tensor {
 	return t.unary("PowScalar", UnaryOp{Kind: OpPowScalar, A: e})
 }
 
-// Affine returns t*a + b in one pass.
+// Affine returns t*a + b in one pass. Integer tensors keep their dtype when
+// a and b are whole numbers and compute in Float32 otherwise.
 func (t *Tensor) Affine(a, b float64) *Tensor {
+	if t.dtype.IsInt() && (a != math.Trunc(a) || b != math.Trunc(b) || math.IsInf(a, 0) || math.IsInf(b, 0)) {
+		return t.To(Float32).Affine(a, b)
+	}
 	return t.unary("Affine", UnaryOp{Kind: OpAffine, A: a, B: b})
 }
 
@@ -131,10 +135,14 @@ func (t *Tensor) DivScalar(s float64) *Tensor { return t.Div(t.scalarOperand(s))
 // t op s.
 func (t *Tensor) scalarOperand(s float64) *Tensor {
 	dt := t.dtype
-	if !dt.IsFloat() && s != float64(int64(s)) || dt == Bool {
+	switch {
+	case dt.IsFloat():
+		dt = computeDType(dt)
+	case s != math.Trunc(s) || math.IsInf(s, 0):
 		dt = Float32
+	case dt == Bool:
+		dt = Int64 // bool + 1 is int64 in PyTorch
 	}
-	dt = computeDType(dt)
 	return ScalarOf(s, dt)
 }
 

@@ -148,6 +148,10 @@ func (t *Tensor) Std(axes []int, correction int, keepDim bool) *Tensor {
 // LogSumExp returns log(sum(exp(t))) over axes, computed stably.
 func (t *Tensor) LogSumExp(axes []int, keepDim bool) *Tensor {
 	f := t.floatOrF32()
+	if t.reducedCount(axes) == 0 {
+		// log(0): an empty sum.
+		return f.Sum(axes, keepDim).AddScalar(math.Inf(-1))
+	}
 	m := f.Max(axes, true)
 	// An all -Inf (or +Inf) lane would give NaN from Inf-Inf; shift by 0.
 	m = Where(m.Abs().Eq(ScalarOf(math.Inf(1), m.dtype)), ZerosLike(m), m)
