@@ -23,8 +23,17 @@ func (v *Var) MatMul(u *Var) *Var {
 			gu = g.Unsqueeze(-1)
 		}
 		da := gu.MatMul(bv.Transpose(-1, -2))
-		db := av.Transpose(-1, -2).MatMul(gu)
-		return []*Var{da.SumTo(av.Shape()).Reshape(a.Shape()...), db.SumTo(bv.Shape()).Reshape(b.Shape()...)}
+		var db *Var
+		if bv.Dim() == 2 && av.Dim() > 2 {
+			// A matrix shared by a batch: sum the batch inside one product,
+			// (batch·m × k)ᵀ @ (batch·m × n), instead of forming a
+			// [batch, k, n] gradient and reducing it.
+			as, gs := av.Shape(), gu.Shape()
+			db = av.Reshape(-1, as[len(as)-1]).T().MatMul(gu.Reshape(-1, gs[len(gs)-1]))
+		} else {
+			db = av.Transpose(-1, -2).MatMul(gu).SumTo(bv.Shape())
+		}
+		return []*Var{da.SumTo(av.Shape()).Reshape(a.Shape()...), db.Reshape(b.Shape()...)}
 	})
 }
 

@@ -556,6 +556,26 @@ func TestCoreMatMulLayouts(t *testing.T) {
 	assert.InDeltaSlice(t, naive(v.Unsqueeze(0).Contiguous(), m.Contiguous()), v.MatMul(m).Float64s(), 1e-12)
 	assert.Equal(t, []int{5}, v.MatMul(m).Shape())
 	assert.Empty(t, v.MatMul(v).Shape())
+	// A batch sharing one right operand folds into one product: dense and
+	// row-strided left operands, a 2-d and an expanded 3-d right operand.
+	w := base.Select(0, 0).Narrow(1, 0, 3).Narrow(0, 0, 4) // [4, 3], row stride 10
+	for name, a := range map[string]*tensor.Tensor{
+		"dense":        g.Randn([]int{3, 2, 4}, tensor.Float64),
+		"row strided":  base.Reshape(12, 10).Narrow(1, 2, 4).View(3, 4, 4),
+		"4-d batch":    g.Randn([]int{2, 3, 2, 4}, tensor.Float64),
+		"single batch": g.Randn([]int{1, 5, 4}, tensor.Float64),
+	} {
+		for bname, b := range map[string]*tensor.Tensor{"2-d": w, "expanded": w.Unsqueeze(0).Expand(3, 4, 3)} {
+			if bname == "expanded" && (a.Dim() != 3 || a.Size(0) != 3) {
+				continue
+			}
+			got := a.MatMul(b)
+			want := naive(a.Contiguous().Reshape(-1, 4), w.Contiguous())
+			require.Len(t, got.Float64s(), len(want), "%s @ %s %v", name, bname, got.Shape())
+			assert.InDeltaSlice(t, want, got.Float64s(), 1e-12, "%s @ %s", name, bname)
+			assert.Equal(t, append(a.Shape()[:a.Dim()-1], 3), got.Shape())
+		}
+	}
 	// Empty products.
 	assert.Equal(t, []float64{0, 0, 0, 0}, tensor.Zeros([]int{2, 0}).MatMul(tensor.Zeros([]int{0, 2})).Float64s())
 	assert.Equal(t, []int{0, 3}, tensor.Zeros([]int{0, 2}).MatMul(tensor.Zeros([]int{2, 3})).Shape())

@@ -40,6 +40,7 @@ func (t *Tensor) MatMul(u *Tensor) *Tensor {
 	p := MatMulParams{M: m, N: n, K: k, TransA: transA, TransB: transB, LDA: lda, LDB: ldb}
 	p.AOffsets = batchOffsets(a, batch)
 	p.BOffsets = batchOffsets(b, batch)
+	foldBatch(&p)
 	be := a.st.backend
 	outShape := append(slices.Clone(batch), m, n)
 	out := empty(be, dt, outShape)
@@ -71,6 +72,25 @@ func matOperand(x *Tensor) (*Tensor, bool, int) {
 	// Make the matrices dense, keeping broadcast batch axes at stride 0.
 	y := x.Clone()
 	return y, false, max(c, 1)
+}
+
+// foldBatch turns a batch of products that share one right operand (a
+// broadcast weight, as in a linear layer on [batch, m, k] input) into a
+// single product with batch·m rows when the left matrices are stacked rows
+// at a constant stride: one large GEMM instead of many small ones.
+func foldBatch(p *MatMulParams) {
+	nb := len(p.AOffsets)
+	if nb < 2 || p.TransA || p.M == 0 {
+		return
+	}
+	a0, b0 := p.AOffsets[0], p.BOffsets[0]
+	for i := 1; i < nb; i++ {
+		if p.BOffsets[i] != b0 || p.AOffsets[i] != a0+i*p.M*p.LDA {
+			return
+		}
+	}
+	p.M *= nb
+	p.AOffsets, p.BOffsets = p.AOffsets[:1], p.BOffsets[:1]
 }
 
 // batchOffsets lists the storage offset of every matrix of x over the
