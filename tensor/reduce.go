@@ -224,6 +224,9 @@ func (t *Tensor) argReduce(name string, max bool, axis int, keepDim bool) *Tenso
 		panic(fmt.Sprintf("tensor.%s: axis %d of shape %v is empty", name, axis, t.shape))
 	}
 	c, outer, n, inner := src.aroundAxis(a)
+	if c.offset != 0 { // the kernel reads its buffer from element 0
+		c = c.Clone()
+	}
 	shape := slices.Clone(t.shape)
 	if keepDim {
 		shape[a] = 1
@@ -273,6 +276,9 @@ func (t *Tensor) scan(name string, prod bool, axis int) *Tensor {
 	}
 	a := normAxis(name, axis, t.Dim())
 	c, outer, n, inner := src.aroundAxis(a)
+	if c.offset != 0 { // the kernel reads its buffer from element 0
+		c = c.Clone()
+	}
 	b := t.st.backend
 	out := empty(b, src.dtype, t.shape)
 	b.Scan(prod, out.st.buf, c.st.buf, outer, n, inner)
