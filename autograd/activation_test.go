@@ -138,7 +138,8 @@ func TestActivationGradCheck(t *testing.T) {
 		raw[i] = v
 	}
 	x := tensor.FromSlice(raw, 5, 4)
-	xt := x.T() // non-contiguous [4, 5]
+	xt := x.T()               // non-contiguous [4, 5]
+	xs := x.Slice(0, 0, 5, 2) // strided rows [3, 4]
 	one := func(f func(*autograd.Var) *autograd.Var) func(in []*autograd.Var) *autograd.Var {
 		return func(in []*autograd.Var) *autograd.Var { return f(in[0]) }
 	}
@@ -172,6 +173,7 @@ func TestActivationGradCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			require.NoError(t, autograd.GradCheck(tt.f, x))
 			require.NoError(t, autograd.GradCheck(tt.f, xt), "transposed input")
+			require.NoError(t, autograd.GradCheck(tt.f, xs), "sliced input")
 		})
 	}
 	t.Run("PReLU", func(t *testing.T) {
