@@ -1,0 +1,258 @@
+// Package gemm is a cache-blocked, register-tiled single-precision matrix
+// multiply (SGEMM) in the style of BLIS: panels of A and B are packed into
+// contiguous buffers sized for the caches (MC×KC of A, KC×NC of B), and a
+// micro-kernel computes one MR×NR tile of C at a time from those panels.
+//
+// On amd64 the micro-kernel is written in assembly (AVX-512F when the CPU
+// has it, else AVX2+FMA), chosen at run time; elsewhere, under the purego
+// build tag, or on older x86 CPUs a pure-Go kernel is used.
+package gemm
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// kernel describes one micro-kernel and the blocking it is tuned for.
+type kernel struct {
+	name       string
+	mr, nr     int // register tile of C
+	mc, kc, nc int // cache blocks: mc is a multiple of mr, nc of nr
+	// fn adds the product of a packed mr×k panel of A (mr values per step of
+	// k) and a packed k×nr panel of B (nr values per step of k) to the mr×nr
+	// tile of C starting at c[0] whose rows are ldc elements apart.
+	fn func(k int, a, b, c []float32, ldc int)
+}
+
+// minParallelWork is the m·n·k product below which Sgemm stays on the calling
+// goroutine: smaller products finish faster than goroutines start.
+const minParallelWork = 1 << 18
+
+// bufPool recycles packing buffers (*[]float32) between calls.
+var bufPool sync.Pool
+
+// Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
+// matrices, where op(X) is X or, when the matching trans flag is set, Xᵀ.
+// op(A) is m×k, op(B) is k×n and C is m×n; lda, ldb and ldc are the row
+// strides (in elements) of A, B and C as stored. When beta is zero C is not
+// read, so it may hold NaN or Inf. Large products are split over
+// runtime.GOMAXPROCS(0) goroutines; see SgemmThreads to choose the count.
+//
+// Sgemm panics, naming the broken rule, if a dimension is negative, a
+// leading dimension is smaller than its stored row, or a slice is too short.
+func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	SgemmThreads(0, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// SgemmThreads is Sgemm using at most threads goroutines; threads <= 0 means
+// runtime.GOMAXPROCS(0). Small products always run on the calling goroutine.
+func SgemmThreads(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	sgemm(availableKernels()[0], threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// checkMatrix panics unless a rows×cols row-major matrix with row stride ld
+// fits in a slice of length n.
+func checkMatrix(name string, rows, cols, ld, n int) {
+	if ld < max(1, cols) {
+		panic(fmt.Sprintf("gemm: Sgemm: ld%s = %d must be at least max(1, %d), the row length of %s as stored", name, ld, cols, name))
+	}
+	if rows > 0 && cols > 0 && n < (rows-1)*ld+cols {
+		panic(fmt.Sprintf("gemm: Sgemm: len(%s) = %d is shorter than the %d×%d matrix with stride %d it must hold (%d elements)", name, n, rows, cols, ld, (rows-1)*ld+cols))
+	}
+}
+
+func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: Sgemm: dimensions m=%d n=%d k=%d must be non-negative", m, n, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if transB {
+		br, bc = n, k
+	}
+	checkMatrix("a", ar, ac, lda, len(a))
+	checkMatrix("b", br, bc, ldb, len(b))
+	checkMatrix("c", m, n, ldc, len(c))
+	if m == 0 || n == 0 {
+		return
+	}
+	if beta != 1 {
+		for i := range m {
+			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+				continue
+			}
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+	if k == 0 || alpha == 0 {
+		return
+	}
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if float64(m)*float64(n)*float64(k) < minParallelWork {
+		threads = 1
+	}
+	if threads == 1 {
+		blocked(kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		return
+	}
+	var wg sync.WaitGroup
+	if n >= m {
+		// Split the columns of op(B) and C into runs of whole NR panels.
+		per := roundUp((n+threads-1)/threads, kern.nr)
+		for j0 := 0; j0 < n; j0 += per {
+			nj := min(per, n-j0)
+			boff := j0
+			if transB {
+				boff = j0 * ldb
+			}
+			wg.Go(func() {
+				blocked(kern, transA, transB, m, nj, k, alpha, a, lda, b[boff:], ldb, c[j0:], ldc)
+			})
+		}
+	} else {
+		// Split the rows of op(A) and C into runs of whole MR panels.
+		per := roundUp((m+threads-1)/threads, kern.mr)
+		for i0 := 0; i0 < m; i0 += per {
+			mi := min(per, m-i0)
+			aoff := i0 * lda
+			if transA {
+				aoff = i0
+			}
+			wg.Go(func() {
+				blocked(kern, transA, transB, mi, n, k, alpha, a[aoff:], lda, b, ldb, c[i0*ldc:], ldc)
+			})
+		}
+	}
+	wg.Wait()
+}
+
+func roundUp(x, to int) int { return (x + to - 1) / to * to }
+
+// getBuf returns a pooled buffer of at least n elements (contents arbitrary).
+func getBuf(n int) *[]float32 {
+	if p, ok := bufPool.Get().(*[]float32); ok {
+		if cap(*p) >= n {
+			*p = (*p)[:n]
+			return p
+		}
+	}
+	s := make([]float32, n)
+	return &s
+}
+
+// blocked runs C += alpha·op(A)·op(B) on the calling goroutine with the
+// BLIS loop nest: NC columns of B, KC depth, MC rows of A, then NR×MR tiles.
+func blocked(kern *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	mr, nr := kern.mr, kern.nr
+	kcMax := min(kern.kc, k)
+	pa := getBuf(roundUp(min(kern.mc, m), mr) * kcMax)
+	pb := getBuf(roundUp(min(kern.nc, n), nr) * kcMax)
+	pt := getBuf(mr * nr)
+	defer bufPool.Put(pa)
+	defer bufPool.Put(pb)
+	defer bufPool.Put(pt)
+	bufA, bufB, tile := *pa, *pb, *pt
+	for jc := 0; jc < n; jc += kern.nc {
+		nb := min(kern.nc, n-jc)
+		for pc := 0; pc < k; pc += kern.kc {
+			kb := min(kern.kc, k-pc)
+			packB(bufB, transB, b, ldb, pc, jc, kb, nb, nr)
+			for ic := 0; ic < m; ic += kern.mc {
+				mb := min(kern.mc, m-ic)
+				packA(bufA, transA, a, lda, ic, pc, mb, kb, mr, alpha)
+				for jr := 0; jr < nb; jr += nr {
+					nrr := min(nr, nb-jr)
+					bp := bufB[jr*kb:]
+					for ir := 0; ir < mb; ir += mr {
+						mrr := min(mr, mb-ir)
+						ap := bufA[ir*kb:]
+						ci := (ic+ir)*ldc + jc + jr
+						if mrr == mr && nrr == nr {
+							kern.fn(kb, ap, bp, c[ci:], ldc)
+							continue
+						}
+						// Edge tile: compute the full tile into scratch and
+						// add back only the part inside C.
+						clear(tile)
+						kern.fn(kb, ap, bp, tile, nr)
+						for i := range mrr {
+							row := c[ci+i*ldc : ci+i*ldc+nrr]
+							t := tile[i*nr : i*nr+nrr]
+							for j := range row {
+								row[j] += t[j]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// packA copies alpha·op(A)[ic:ic+mb, pc:pc+kb] into dst as consecutive
+// panels of mr rows, each stored k-major (mr values per step of k), padding
+// the last panel with zeros.
+func packA(dst []float32, transA bool, a []float32, lda, ic, pc, mb, kb, mr int, alpha float32) {
+	for ir := 0; ir < mb; ir += mr {
+		rows := min(mr, mb-ir)
+		panel := dst[ir*kb : ir*kb+mr*kb]
+		if rows < mr {
+			clear(panel)
+		}
+		if transA {
+			// op(A)[i][p] = a[p*lda+i]: rows of the panel are contiguous.
+			for p := range kb {
+				src := a[(pc+p)*lda+ic+ir:][:rows]
+				d := panel[p*mr : p*mr+rows]
+				for r, v := range src {
+					d[r] = alpha * v
+				}
+			}
+			continue
+		}
+		// op(A)[i][p] = a[i*lda+p]: walk each row of A along k.
+		for r := range rows {
+			src := a[(ic+ir+r)*lda+pc:][:kb]
+			for p, v := range src {
+				panel[p*mr+r] = alpha * v
+			}
+		}
+	}
+}
+
+// packB copies op(B)[pc:pc+kb, jc:jc+nb] into dst as consecutive panels of
+// nr columns, each stored k-major (nr values per step of k), padding the last
+// panel with zeros.
+func packB(dst []float32, transB bool, b []float32, ldb, pc, jc, kb, nb, nr int) {
+	for jr := 0; jr < nb; jr += nr {
+		cols := min(nr, nb-jr)
+		panel := dst[jr*kb : jr*kb+nr*kb]
+		if cols < nr {
+			clear(panel)
+		}
+		if !transB {
+			// op(B)[p][j] = b[p*ldb+j]: a panel row is a slice of a B row.
+			for p := range kb {
+				copy(panel[p*nr:p*nr+cols], b[(pc+p)*ldb+jc+jr:][:cols])
+			}
+			continue
+		}
+		// op(B)[p][j] = b[j*ldb+p]: walk each row of B (a column of op(B)).
+		for col := range cols {
+			src := b[(jc+jr+col)*ldb+pc:][:kb]
+			for p, v := range src {
+				panel[p*nr+col] = v
+			}
+		}
+	}
+}

@@ -1,0 +1,45 @@
+//go:build amd64 && !purego
+
+package gemm
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// kern12x32AVX512 adds the product of a packed 12×k panel of A and a packed
+// k×32 panel of B to the 12×32 tile of C at c whose rows are ldc floats apart.
+//
+//go:noescape
+func kern12x32AVX512(k int, a, b, c *float32, ldc int)
+
+// kern6x16AVX2 adds the product of a packed 6×k panel of A and a packed k×16
+// panel of B to the 6×16 tile of C at c whose rows are ldc floats apart.
+//
+//go:noescape
+func kern6x16AVX2(k int, a, b, c *float32, ldc int)
+
+var (
+	avx512Kernel = &kernel{name: "avx512", mr: 12, nr: 32, mc: 144, kc: 256, nc: 2048,
+		fn: func(k int, a, b, c []float32, ldc int) {
+			kern12x32AVX512(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc)
+		}}
+	avx2Kernel = &kernel{name: "avx2", mr: 6, nr: 16, mc: 96, kc: 256, nc: 1024,
+		fn: func(k int, a, b, c []float32, ldc int) {
+			kern6x16AVX2(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc)
+		}}
+)
+
+// availableKernels lists the micro-kernels this CPU can run, fastest first;
+// the pure-Go kernel is always last.
+func availableKernels() []*kernel {
+	ks := make([]*kernel, 0, 3)
+	if cpu.X86.HasAVX512F {
+		ks = append(ks, avx512Kernel)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		ks = append(ks, avx2Kernel)
+	}
+	return append(ks, genericKernel)
+}

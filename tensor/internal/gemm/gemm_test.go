@@ -1,0 +1,263 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// naive computes C = alpha·op(A)·op(B) + beta·C in float64 with a triple loop.
+func naive(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := range m {
+		for j := range n {
+			var s float64
+			for p := range k {
+				ai, bi := i*lda+p, p*ldb+j
+				if transA {
+					ai = p*lda + i
+				}
+				if transB {
+					bi = j*ldb + p
+				}
+				av, bv := a[ai], b[bi]
+				s += float64(av) * float64(bv)
+			}
+			old := float64(0)
+			if beta != 0 {
+				old = float64(beta) * float64(c[i*ldc+j])
+			}
+			c[i*ldc+j] = float32(float64(alpha)*s + old)
+		}
+	}
+}
+
+// guarded returns a slice of rows×ld elements with guard elements on both
+// sides, filled with NaN, plus the interior view.
+func guarded(rows, ld int) (all, inner []float32) {
+	const guard = 64
+	all = make([]float32, rows*ld+2*guard)
+	for i := range all {
+		all[i] = float32(math.NaN())
+	}
+	return all, all[guard : guard+rows*ld]
+}
+
+func randFill(r *rand.Rand, s []float32, rows, cols, ld int) {
+	for i := range rows {
+		for j := range cols {
+			s[i*ld+j] = r.Float32()*2 - 1
+		}
+	}
+}
+
+type problem struct {
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	pad            int // extra leading-dimension padding for A, B and C
+}
+
+// run performs the product with kern (and threads) and the naive reference,
+// returning both full guarded C buffers.
+func (p problem) run(t *testing.T, r *rand.Rand, kern *kernel, threads int) (got, want []float32, ldc int) {
+	t.Helper()
+	ar, ac := p.m, p.k
+	if p.transA {
+		ar, ac = p.k, p.m
+	}
+	br, bc := p.k, p.n
+	if p.transB {
+		br, bc = p.n, p.k
+	}
+	lda, ldb := max(ac, 1)+p.pad, max(bc, 1)+p.pad
+	ldc = max(p.n, 1) + p.pad
+	_, a := guarded(ar, lda)
+	_, b := guarded(br, ldb)
+	randFill(r, a, ar, ac, lda)
+	randFill(r, b, br, bc, ldb)
+	gotAll, gotC := guarded(p.m, ldc)
+	wantAll, wantC := guarded(p.m, ldc)
+	if p.beta != 0 {
+		randFill(r, gotC, p.m, p.n, ldc)
+		copy(wantC, gotC)
+	}
+	sgemm(kern, threads, p.transA, p.transB, p.m, p.n, p.k, p.alpha, a, lda, b, ldb, p.beta, gotC, ldc)
+	naive(p.transA, p.transB, p.m, p.n, p.k, p.alpha, a, lda, b, ldb, p.beta, wantC, ldc)
+	return gotAll, wantAll, ldc
+}
+
+// checkClose compares the guarded buffers: inside the m×n region values must
+// agree within a tolerance scaled by k; everywhere else both must still be NaN.
+func checkClose(t *testing.T, p problem, got, want []float32, ldc int) {
+	t.Helper()
+	const guard = 64
+	tol := 1e-5 * float64(p.k+1)
+	for idx := range got {
+		i, j := (idx-guard)/ldc, (idx-guard)%ldc
+		inside := idx >= guard && i < p.m && j < p.n
+		if !inside {
+			if !math.IsNaN(float64(got[idx])) {
+				require.Failf(t, "write outside C", "%+v: element %d outside C was written (%v)", p, idx-guard, got[idx])
+			}
+			continue
+		}
+		if d := math.Abs(float64(want[idx]) - float64(got[idx])); !(d <= tol) {
+			require.Failf(t, "mismatch", "%+v: C[%d][%d] = %v, want %v (tolerance %g)", p, i, j, got[idx], want[idx], tol)
+		}
+	}
+}
+
+func problems(r *rand.Rand) []problem {
+	sizes := []int{1, 2, 3, 5, 7, 12, 13, 17, 31, 33, 48, 67}
+	scal := []struct{ alpha, beta float32 }{{1, 0}, {1, 1}, {-0.5, 2}, {0, 0.5}, {2.5, 0}}
+	var ps []problem
+	for _, tA := range []bool{false, true} {
+		for _, tB := range []bool{false, true} {
+			for range 25 {
+				s := scal[r.IntN(len(scal))]
+				ps = append(ps, problem{tA, tB, sizes[r.IntN(len(sizes))], sizes[r.IntN(len(sizes))], sizes[r.IntN(len(sizes))], s.alpha, s.beta, r.IntN(3) * 3})
+			}
+			for _, s := range scal {
+				ps = append(ps, problem{tA, tB, 67, 67, 67, s.alpha, s.beta, 5})
+				ps = append(ps, problem{tA, tB, 1, 1, 1, s.alpha, s.beta, 0})
+			}
+			ps = append(ps, problem{tA, tB, 4, 5, 0, 1, 0.5, 1}, problem{tA, tB, 0, 5, 3, 1, 0, 0}, problem{tA, tB, 5, 0, 3, 1, 0, 2})
+		}
+	}
+	return ps
+}
+
+func TestSgemmAgainstNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, kern := range availableKernels() {
+		for _, threads := range []int{1, 2, 3} {
+			for _, p := range problems(r) {
+				t.Run(fmt.Sprintf("%s/t%d/%v%v_%dx%dx%d_a%g_b%g_pad%d", kern.name, threads, p.transA, p.transB, p.m, p.n, p.k, p.alpha, p.beta, p.pad), func(t *testing.T) {
+					got, want, ldc := p.run(t, r, kern, threads)
+					checkClose(t, p, got, want, ldc)
+				})
+			}
+		}
+	}
+}
+
+// TestSgemmLargeBlocks crosses the MC, KC and NC block boundaries and the
+// parallel split, for every kernel.
+func TestSgemmLargeBlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, kern := range availableKernels() {
+		for _, p := range []problem{
+			{false, false, 301, 2100, 260, 1, 0.5, 3},
+			{true, true, 150, 45, 520, -1, 0, 1},
+			{false, true, 70, 1100, 9, 1, 1, 0},
+		} {
+			t.Run(fmt.Sprintf("%s/%dx%dx%d", kern.name, p.m, p.n, p.k), func(t *testing.T) {
+				got, want, ldc := p.run(t, r, kern, 2)
+				checkClose(t, p, got, want, ldc)
+			})
+		}
+	}
+}
+
+// TestKernelsAgree runs every available kernel (assembly and pure Go) on the
+// same inputs and requires the same result.
+func TestKernelsAgree(t *testing.T) {
+	kernels := availableKernels()
+	ref := kernels[len(kernels)-1]
+	require.Equal(t, "generic", ref.name)
+	for _, p := range []problem{
+		{false, false, 37, 53, 61, 1, 0, 2},
+		{true, false, 64, 64, 64, 0.5, 1, 0},
+		{false, true, 13, 97, 300, 1, -1, 1},
+		{true, true, 29, 3, 41, 2, 0, 4},
+	} {
+		t.Run(fmt.Sprintf("%dx%dx%d", p.m, p.n, p.k), func(t *testing.T) {
+			refGot, _, ldc := p.run(t, rand.New(rand.NewPCG(5, 6)), ref, 1)
+			for _, kern := range kernels[:len(kernels)-1] {
+				got, _, _ := p.run(t, rand.New(rand.NewPCG(5, 6)), kern, 1)
+				for i := range got {
+					if math.IsNaN(float64(refGot[i])) {
+						require.True(t, math.IsNaN(float64(got[i])), "%s: element %d", kern.name, i)
+						continue
+					}
+					require.InDelta(t, refGot[i], got[i], 1e-5*float64(p.k), "%s vs generic: element %d (ldc %d)", kern.name, i, ldc)
+				}
+			}
+		})
+	}
+}
+
+func TestSgemmBetaZeroIgnoresNaN(t *testing.T) {
+	a := []float32{1, 2, 3, 4}
+	b := []float32{5, 6, 7, 8}
+	c := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.NaN()), 1}
+	Sgemm(false, false, 2, 2, 2, 1, a, 2, b, 2, 0, c, 2)
+	assert.Equal(t, []float32{19, 22, 43, 50}, c)
+}
+
+func TestSgemmPanics(t *testing.T) {
+	a := make([]float32, 6)
+	tests := []struct {
+		name string
+		f    func()
+		msg  string
+	}{
+		{"negative", func() { Sgemm(false, false, -1, 2, 2, 1, a, 2, a, 2, 0, a, 2) }, "gemm: Sgemm: dimensions m=-1 n=2 k=2 must be non-negative"},
+		{"lda", func() { Sgemm(false, false, 2, 2, 3, 1, a, 2, a, 2, 0, a, 2) }, "gemm: Sgemm: lda = 2 must be at least max(1, 3), the row length of a as stored"},
+		{"short c", func() { Sgemm(false, false, 2, 2, 2, 1, a, 2, a, 2, 0, a[:3], 2) }, "gemm: Sgemm: len(c) = 3 is shorter than the 2×2 matrix with stride 2 it must hold (4 elements)"},
+		{"short b trans", func() { Sgemm(false, true, 2, 3, 2, 1, a, 2, a[:5], 2, 0, a, 3) }, "gemm: Sgemm: len(b) = 5 is shorter than the 3×2 matrix with stride 2 it must hold (6 elements)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assert.PanicsWithValue(t, tt.msg, tt.f) })
+	}
+}
+
+func benchSizes() []int { return []int{256, 512, 1024} }
+
+func benchInputs(n int) (a, b, c []float32) {
+	r := rand.New(rand.NewPCG(7, 8))
+	a, b, c = make([]float32, n*n), make([]float32, n*n), make([]float32, n*n)
+	randFill(r, a, n, n, n)
+	randFill(r, b, n, n, n)
+	return a, b, c
+}
+
+func reportGFLOPS(b *testing.B, n int) {
+	b.ReportMetric(2*float64(n)*float64(n)*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkSgemm measures square products with this package (GOMAXPROCS
+// goroutines; use -cpu 1,2 to vary).
+func BenchmarkSgemm(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			x, y, z := benchInputs(n)
+			for b.Loop() {
+				Sgemm(false, false, n, n, n, 1, x, n, y, n, 0, z, n)
+			}
+			reportGFLOPS(b, n)
+		})
+	}
+}
+
+// BenchmarkGonumSgemm measures gonum's blas32.Gemm on the same products.
+func BenchmarkGonumSgemm(b *testing.B) {
+	for _, n := range benchSizes() {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			x, y, z := benchInputs(n)
+			A := blas32.General{Rows: n, Cols: n, Stride: n, Data: x}
+			B := blas32.General{Rows: n, Cols: n, Stride: n, Data: y}
+			C := blas32.General{Rows: n, Cols: n, Stride: n, Data: z}
+			for b.Loop() {
+				blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, A, B, 0, C)
+			}
+			reportGFLOPS(b, n)
+		})
+	}
+}
