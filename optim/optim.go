@@ -85,8 +85,11 @@ type core[O any, P interface {
 	keys []string // per-parameter state names the optimizer uses
 	// required lists the state names a parameter with any state must have.
 	required []string
-	groups   []*Group[O]
-	state    map[*autograd.Var]map[string]*tensor.Tensor
+	// scalars lists the per-parameter state names, besides "step", that
+	// hold one float rather than a tensor of the parameter's shape.
+	scalars []string
+	groups  []*Group[O]
+	state   map[*autograd.Var]map[string]*tensor.Tensor
 }
 
 func newCore[O any, P interface {
@@ -294,7 +297,7 @@ func (c *core[O, P]) LoadStateDict(sd map[string]*tensor.Tensor) error {
 			if t == nil {
 				return errf("%q is nil", prefix+k)
 			}
-			if k == "step" {
+			if k == "step" || slices.Contains(c.scalars, k) {
 				if t.Numel() != 1 || !t.DType().IsFloat() {
 					return errf("%q must be a float scalar, got %s %v", prefix+k, t.DType(), t.Shape())
 				}
