@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	"github.com/emberml/ember/tensor"
 )
 
 // Scheduler adjusts an optimizer's learning rates, once per step (usually
@@ -885,3 +887,66 @@ func (c *ChainedScheduler) Step() {
 
 // LastLR returns the learning rates the last scheduler set.
 func (c *ChainedScheduler) LastLR() []float64 { return c.scheds[len(c.scheds)-1].LastLR() }
+
+// StateDict returns the scheduler's state as tensors: "last_epoch",
+// "base_lrs" and "last_lr" (and "T_cur", "T_i" for
+// CosineAnnealingWarmRestarts). Hyperparameters are not included.
+func (s *lrSched) StateDict() map[string]*tensor.Tensor {
+	sd := map[string]*tensor.Tensor{
+		"last_epoch": tensor.ScalarOf(float64(s.lastEpoch), tensor.Float64),
+		"base_lrs":   tensor.FromSlice(slices.Clone(s.baseLRs), len(s.baseLRs)),
+		"last_lr":    tensor.FromSlice(slices.Clone(s.lastLR), len(s.lastLR)),
+	}
+	if r, ok := s.rule.(*CosineAnnealingWarmRestarts); ok {
+		sd["T_cur"] = tensor.ScalarOf(r.tCur, tensor.Float64)
+		sd["T_i"] = tensor.ScalarOf(float64(r.tI), tensor.Float64)
+	}
+	return sd
+}
+
+// LoadStateDict restores a state dict from StateDict of a scheduler of the
+// same kind over as many parameter groups. It does not change the
+// optimizer's learning rates (load the optimizer's state dict for those).
+// On error the scheduler is unchanged.
+func (s *lrSched) LoadStateDict(sd map[string]*tensor.Tensor) error {
+	errf := func(format string, a ...any) error {
+		return fmt.Errorf("optim."+s.name+".LoadStateDict: "+format, a...)
+	}
+	n := len(s.baseLRs)
+	keys := []string{"last_epoch", "base_lrs", "last_lr"}
+	wr, isWR := s.rule.(*CosineAnnealingWarmRestarts)
+	if isWR {
+		keys = append(keys, "T_cur", "T_i")
+	}
+	for _, k := range keys {
+		t := sd[k]
+		if t == nil {
+			return errf("missing key %q", k)
+		}
+		want := 1
+		if k == "base_lrs" || k == "last_lr" {
+			want = n
+		}
+		if !t.DType().IsFloat() || t.Numel() != want {
+			return errf("%q must hold %d floats, got %s %v", k, want, t.DType(), t.Shape())
+		}
+	}
+	if len(sd) != len(keys) {
+		return errf("state dict has %d keys, want %d (%v)", len(sd), len(keys), keys)
+	}
+	epoch := sd["last_epoch"].Item()
+	if epoch != math.Trunc(epoch) || epoch < -1 {
+		return errf("last_epoch %v is not a step index", epoch)
+	}
+	if isWR {
+		ti := sd["T_i"].Item()
+		if ti != math.Trunc(ti) || ti < 1 {
+			return errf("T_i %v is not a positive integer", ti)
+		}
+		wr.tI, wr.tCur = int(ti), sd["T_cur"].Item()
+	}
+	s.lastEpoch = int(epoch)
+	s.baseLRs = sd["base_lrs"].To(tensor.Float64).Float64s()
+	s.lastLR = sd["last_lr"].To(tensor.Float64).Float64s()
+	return nil
+}

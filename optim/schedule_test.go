@@ -157,3 +157,51 @@ func TestOneCycleStepPastEndPanics(t *testing.T) {
 	s.Step()
 	require.Panics(t, s.Step)
 }
+
+// resumable is a scheduler with a state dict.
+type resumable interface {
+	optim.Scheduler
+	StateDict() map[string]*tensor.Tensor
+	LoadStateDict(map[string]*tensor.Tensor) error
+}
+
+func TestSchedulerStateDictResume(t *testing.T) {
+	tests := []struct {
+		name string
+		make func(o optim.Optimizer) resumable
+	}{
+		{"warm restarts", func(o optim.Optimizer) resumable {
+			return optim.NewCosineAnnealingWarmRestarts(o, 5, 2, 0.001)
+		}},
+		{"cosine", func(o optim.Optimizer) resumable {
+			return optim.NewCosineAnnealingLR(o, 7, 0.001)
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := twoGroupSGD()
+			sa := tc.make(a)
+			for range 13 {
+				sa.Step()
+			}
+			b := twoGroupSGD()
+			b.SetGroupLR(0, 0.3) // a different base, overwritten by the load
+			sb := tc.make(b)
+			require.NoError(t, sb.LoadStateDict(sa.StateDict()))
+			require.Equal(t, sa.LastLR(), sb.LastLR())
+			for i, lr := range sa.LastLR() {
+				b.SetGroupLR(i, lr)
+			}
+			for i := range 20 {
+				sa.Step()
+				sb.Step()
+				require.Equal(t, sa.LastLR(), sb.LastLR(), "step %d after resuming", i)
+			}
+			sd := sa.StateDict()
+			sd["base_lrs"] = tensor.FromSlice([]float64{1, 2, 3}, 3)
+			require.ErrorContains(t, sb.LoadStateDict(sd), `"base_lrs" must hold 2 floats`)
+			delete(sd, "last_epoch")
+			require.ErrorContains(t, sb.LoadStateDict(sd), `missing key "last_epoch"`)
+		})
+	}
+}
