@@ -6,10 +6,10 @@ import (
 
 	"github.com/chewxy/math32"
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/emberml/ember/tensor/internal/cpu"
+	"github.com/emberml/ember/tensor/internal/gemm"
 )
 
 // cpuBuffer is host memory: data is a []float32, []float64, []int64, []int32,
@@ -713,10 +713,7 @@ func (cpuBackend) MatMul(dst, a, b Buffer, p MatMulParams) {
 			if p.K == 0 {
 				continue
 			}
-			A := blas32.General{Rows: ar, Cols: ac, Stride: p.LDA, Data: ad[p.AOffsets[i]:]}
-			B := blas32.General{Rows: br, Cols: bc, Stride: p.LDB, Data: bd[p.BOffsets[i]:]}
-			C := blas32.General{Rows: p.M, Cols: p.N, Stride: max(p.N, 1), Data: dd[i*mn : (i+1)*mn]}
-			blas32.Gemm(tA, tB, 1, A, B, 0, C)
+			gemm.Sgemm(p.TransA, p.TransB, p.M, p.N, p.K, 1, ad[p.AOffsets[i]:], p.LDA, bd[p.BOffsets[i]:], p.LDB, 0, dd[i*mn:(i+1)*mn], max(p.N, 1))
 		}
 	case []float64:
 		ad, bd := a.(*cpuBuffer).data.([]float64), b.(*cpuBuffer).data.([]float64)
