@@ -1,8 +1,11 @@
-// Package optim updates model parameters from their gradients: SGD (with
-// momentum, dampening, Nesterov, weight decay), Adam and AdamW (with
-// AMSGrad), each with PyTorch's exact update formulas (torch 1.13's
-// single-tensor implementations), parameter groups with their own
-// hyperparameters, and state dicts so a training run can resume.
+// Package optim updates model parameters from their gradients. Optimizers:
+// SGD (with momentum, dampening, Nesterov, weight decay), Adam and AdamW
+// (with AMSGrad), Adagrad, RMSprop (centered), Rprop, Adamax, NAdam, RAdam,
+// Adadelta and Lion, each with PyTorch's exact update formulas (torch 1.13's
+// single-tensor implementations; Lion follows its paper), parameter groups
+// with their own hyperparameters, and state dicts so a training run can
+// resume. Learning-rate schedules (schedule.go) match torch's
+// lr_scheduler sequences, and ClipGradNorm / ClipGradValue clip gradients.
 //
 // An optimizer works on *autograd.Var parameters (nn's Module.Parameters()
 // returns them): Step reads each parameter's Grad and updates its value in
