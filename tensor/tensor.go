@@ -30,9 +30,9 @@ type storage struct {
 
 // Tensor is an n-dimensional array of one dtype on one device. The zero value
 // is not usable; make tensors with the constructors (Zeros, FromSlice, ...).
-// A Tensor may be read by several goroutines at once; writes (the in-place
-// methods ending in an underscore-free "InPlace" suffix or Set) need the
-// caller's synchronization, as with Go slices.
+// A Tensor may be read by several goroutines at once; in-place writes
+// (CopyFrom, Fill and the methods ending in InPlace) need the caller's
+// synchronization, as with Go slices.
 type Tensor struct {
 	st      *storage
 	dtype   DType
