@@ -1,0 +1,285 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// benchOptions are the flags of "ember bench".
+type benchOptions struct {
+	workload string // comma-separated names, prefixes ("resnet18") or "all"
+	threads  int    // GOMAXPROCS for the run; 0 keeps the current value
+	steps    int    // timed steps (gemm: samples per size); 0 means the workload's default
+	warmup   int    // untimed steps before timing; 0 means the workload's default
+	json     bool   // print one JSON object per line instead of text
+	sizes    []int  // square GEMM sizes
+	tiny     bool   // shrink batches and sizes (tests only: not comparable to PyTorch)
+}
+
+// benchResult is one measured line of "ember bench". The first six fields
+// are the keys every workload prints (and bench/torch_workloads.py prints the
+// same); gemm adds its size and GFLOP/s.
+type benchResult struct {
+	Workload    string  `json:"workload"`
+	Threads     int     `json:"threads"`
+	Batch       int     `json:"batch"`
+	MedianMS    float64 `json:"median_ms"`
+	SamplesPerS float64 `json:"samples_per_s"`
+	PeakRSSMB   float64 `json:"peak_rss_mb"`
+	Steps       int     `json:"steps"`
+	N           int     `json:"n,omitempty"`
+	GFLOPS      float64 `json:"gflops,omitempty"`
+}
+
+// errUnavailable marks a workload whose layers Ember does not have yet.
+var errUnavailable = errors.New("not available yet")
+
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ember bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o benchOptions
+	var sizes string
+	fs.StringVar(&o.workload, "workload", "all",
+		"workloads to run, comma-separated: "+strings.Join(workloadNames(), ", ")+
+			"; a prefix such as resnet18 selects all its batch sizes; all runs every available one")
+	fs.IntVar(&o.threads, "threads", 0, "threads (GOMAXPROCS) to use; 0 keeps GOMAXPROCS")
+	fs.IntVar(&o.steps, "steps", 0, "timed steps per workload (gemm: samples per size); 0 uses the workload's default")
+	fs.IntVar(&o.warmup, "warmup", 0, "untimed warm-up steps; 0 uses the workload's default")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per line: workload, threads, batch, median_ms, samples_per_s, peak_rss_mb")
+	fs.StringVar(&sizes, "sizes", "256,512,1024,2048", "square matrix sizes of the gemm workload, comma-separated")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: ember bench [-workload all|NAME[,NAME...]] [-threads N] [-steps N] [-warmup N] [-json]")
+		fmt.Fprintln(stderr, "Runs training or inference steps on synthetic data with fixed seeds and prints the")
+		fmt.Fprintln(stderr, "median ms/step, samples/s and the process's peak RSS (VmHWM, reset per workload).")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "ember bench: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	var err error
+	if o.sizes, err = parseSizes(sizes); err != nil {
+		fmt.Fprintf(stderr, "ember bench: -sizes: %v\n", err)
+		return 2
+	}
+	if o.threads < 0 || o.steps < 0 || o.warmup < 0 {
+		fmt.Fprintln(stderr, "ember bench: -threads, -steps and -warmup must be non-negative")
+		return 2
+	}
+	if o.threads > 0 {
+		runtime.GOMAXPROCS(o.threads)
+	}
+	o.threads = runtime.GOMAXPROCS(0)
+
+	all := o.workload == "all"
+	specs, err := selectWorkloads(o.workload)
+	if err != nil {
+		fmt.Fprintf(stderr, "ember bench: %v\n", err)
+		return 2
+	}
+	status := 0
+	for _, w := range specs {
+		if w.needs != "" {
+			if all {
+				fmt.Fprintf(stderr, "ember bench: skipping %s: not available yet: needs %s\n", w.name, w.needs)
+				continue
+			}
+			fmt.Fprintf(stderr, "ember bench: %s not available yet: needs %s\n", w.name, w.needs)
+			status = 1
+			continue
+		}
+		results, err := runWorkload(w, o)
+		if err != nil {
+			fmt.Fprintf(stderr, "ember bench: %s: %v\n", w.name, err)
+			status = 1
+			continue
+		}
+		for _, r := range results {
+			printResult(stdout, r, o.json)
+		}
+	}
+	return status
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// selectWorkloads resolves the -workload value to workload definitions in
+// the canonical order.
+func selectWorkloads(sel string) ([]workload, error) {
+	ws := workloads()
+	if sel == "all" {
+		return ws, nil
+	}
+	var out []workload
+	for name := range strings.SplitSeq(sel, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for _, w := range ws {
+			if w.name == name || strings.HasPrefix(w.name, name+"_") {
+				found = true
+				if !slices.ContainsFunc(out, func(x workload) bool { return x.name == w.name }) {
+					out = append(out, w)
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown workload %q (have %s)", name, strings.Join(workloadNames(), ", "))
+		}
+	}
+	return out, nil
+}
+
+func workloadNames() []string {
+	var names []string
+	for _, w := range workloads() {
+		names = append(names, w.name)
+	}
+	return names
+}
+
+// runWorkload builds one workload, resets the peak-RSS mark, warms up and
+// times its steps.
+func runWorkload(w workload, o benchOptions) ([]benchResult, error) {
+	runtime.GC()
+	debug.FreeOSMemory()
+	resetPeakRSS()
+	if w.name == "gemm" {
+		return runGEMM(o)
+	}
+	run, err := w.build(o.tiny)
+	if err != nil {
+		return nil, err
+	}
+	step, batch := run.step, run.batch
+	steps, warmup := w.steps, w.warmup
+	if o.steps > 0 {
+		steps = o.steps
+	}
+	if o.warmup > 0 {
+		warmup = o.warmup
+	}
+	for range warmup {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	times := make([]float64, 0, steps)
+	for range steps {
+		t0 := time.Now()
+		if err := step(); err != nil {
+			return nil, err
+		}
+		times = append(times, time.Since(t0).Seconds())
+	}
+	med := median(times)
+	return []benchResult{{
+		Workload:    w.name,
+		Threads:     o.threads,
+		Batch:       batch,
+		MedianMS:    round3(med * 1e3),
+		SamplesPerS: round3(float64(batch) / med),
+		PeakRSSMB:   peakRSSMB(),
+		Steps:       steps,
+	}}, nil
+}
+
+func printResult(w io.Writer, r benchResult, asJSON bool) {
+	if asJSON {
+		b, err := json.Marshal(r)
+		if err != nil {
+			panic(fmt.Sprintf("ember bench: encoding result: %v", err)) // plain struct: cannot fail
+		}
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	if r.N > 0 {
+		fmt.Fprintf(w, "%-14s threads=%d n=%-5d median %9.3f ms  %8.1f GFLOP/s  peak RSS %6.0f MB\n",
+			r.Workload, r.Threads, r.N, r.MedianMS, r.GFLOPS, r.PeakRSSMB)
+		return
+	}
+	fmt.Fprintf(w, "%-14s threads=%d batch=%-3d median %9.2f ms/step  %10.1f samples/s  peak RSS %6.0f MB\n",
+		r.Workload, r.Threads, r.Batch, r.MedianMS, r.SamplesPerS, r.PeakRSSMB)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func round3(x float64) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'f', 3, 64), 64)
+	return v
+}
+
+// resetPeakRSS resets the kernel's peak-RSS mark (VmHWM) of this process by
+// writing 5 to /proc/self/clear_refs (Linux ≥ 4.0), so each workload of one
+// run reports its own peak. Elsewhere it does nothing.
+func resetPeakRSS() {
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSSMB returns the process's peak resident set size in MB (VmHWM from
+// /proc/self/status), or -1 where that file does not exist.
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	return parseVmHWM(string(b))
+}
+
+// parseVmHWM extracts VmHWM (in kB) from the text of /proc/self/status and
+// returns it in MB, or -1 when the line is missing or malformed.
+func parseVmHWM(status string) float64 {
+	for line := range strings.SplitSeq(status, "\n") {
+		rest, ok := strings.CutPrefix(line, "VmHWM:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return -1
+		}
+		kb, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return -1
+		}
+		return round3(kb / 1024)
+	}
+	return -1
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/nn"
+	"github.com/emberml/ember/optim"
+	"github.com/emberml/ember/tensor"
+)
+
+// workload is one benchmark of "ember bench". Each mirrors the workload of
+// the same name in bench/torch_workloads.py (model, batch, optimizer, loss,
+// synthetic data, default steps and warm-up).
+type workload struct {
+	name          string
+	steps, warmup int
+	// needs names the missing layers when Ember cannot run the workload
+	// yet; build is nil then.
+	needs string
+	// build constructs the model, optimizer and data. tiny shrinks the
+	// batch for tests.
+	build func(tiny bool) (*benchRun, error)
+}
+
+// benchRun is a built workload: one step and its batch size.
+type benchRun struct {
+	step  func() error
+	batch int
+	// loss returns the loss of the latest training step (NaN before the
+	// first, or for inference workloads).
+	loss func() float64
+}
+
+const (
+	needsResNet = "nn.BatchNorm2d, nn.AdaptiveAvgPool2d and a ResNet model zoo (torchvision's resnet18/resnet50)"
+	needsGRU    = "nn.Embedding and nn.GRU"
+	needsTrans  = "nn.TransformerEncoderLayer (nn.MultiheadAttention, nn.LayerNorm)"
+)
+
+// workloads returns every workload in the order "-workload all" runs them.
+func workloads() []workload {
+	return []workload{
+		{name: "gemm"},
+		{name: "mlp", steps: 200, warmup: 20, build: buildMLP},
+		{name: "cnn", steps: 30, warmup: 5, build: buildCNN},
+		{name: "resnet18_b1", steps: 40, warmup: 3, needs: needsResNet},
+		{name: "resnet18_b16", steps: 8, warmup: 3, needs: needsResNet},
+		{name: "resnet50_b1", steps: 20, warmup: 3, needs: needsResNet},
+		{name: "resnet50_b16", steps: 5, warmup: 3, needs: needsResNet},
+		{name: "gru", steps: 30, warmup: 5, needs: needsGRU},
+		{name: "transformer", steps: 50, warmup: 5, needs: needsTrans},
+	}
+}
+
+// trainStep returns one training step: zero the gradients, cross-entropy of
+// the model's logits against y, backward, optimizer step.
+func trainStep(m nn.Module, opt optim.Optimizer, x, y *tensor.Tensor) *benchRun {
+	m.Train(true)
+	lossf := nn.NewCrossEntropyLoss()
+	in := autograd.New(x)
+	last := math.NaN()
+	return &benchRun{
+		batch: x.Shape()[0],
+		step: func() error {
+			opt.ZeroGrad()
+			loss := lossf.Forward(m.Forward(in), y)
+			if err := loss.Backward(); err != nil {
+				return fmt.Errorf("backward: %w", err)
+			}
+			last = loss.Item()
+			return opt.Step()
+		},
+		loss: func() float64 { return last },
+	}
+}
+
+// buildMLP is the 784-512-512-10 ReLU MLP, batch 128, cross-entropy, SGD
+// (lr 0.01, momentum 0.9).
+func buildMLP(tiny bool) (*benchRun, error) {
+	batch := 128
+	if tiny {
+		batch = 2
+	}
+	pg := tensor.NewGenerator(0)
+	m := nn.NewSequential(
+		nn.NewLinear(pg, 784, 512, true), nn.NewReLU(),
+		nn.NewLinear(pg, 512, 512, true), nn.NewReLU(),
+		nn.NewLinear(pg, 512, 10, true),
+	)
+	dg := tensor.NewGenerator(0)
+	x := dg.Randn([]int{batch, 784})
+	y := dg.RandInt([]int{batch}, 0, 10)
+	opt := optim.NewSGD(m.Parameters(), optim.SGDOptions{LR: 0.01, Momentum: 0.9})
+	return trainStep(m, opt, x, y), nil
+}
+
+// cifarCNN is the CIFAR-10 CNN of the DeepLearningFrameworks benchmark
+// (ilkarman, PyTorch_CNN notebook): two blocks of conv3×3-relu-conv3×3,
+// maxpool 2, relu, dropout .25, then fc 6400→512, relu, dropout .5, fc 512→10.
+type cifarCNN struct {
+	nn.Base
+	conv1, conv2, conv3, conv4 *nn.Conv2d
+	fc1, fc2                   *nn.Linear
+	drop1, drop2, drop3        *nn.Dropout
+	pool                       *nn.MaxPool2d
+}
+
+func newCIFARCNN(g *tensor.Generator) *cifarCNN {
+	same := tensor.Conv2dOptions{Padding: [2]int{1, 1}}
+	k3 := [2]int{3, 3}
+	m := &cifarCNN{
+		conv1: nn.NewConv2d(g, 3, 50, k3, same, true),
+		conv2: nn.NewConv2d(g, 50, 50, k3, same, true),
+		conv3: nn.NewConv2d(g, 50, 100, k3, same, true),
+		conv4: nn.NewConv2d(g, 100, 100, k3, same, true),
+		fc1:   nn.NewLinear(g, 100*8*8, 512, true),
+		fc2:   nn.NewLinear(g, 512, 10, true),
+		drop1: nn.NewDropout(0.25, g),
+		drop2: nn.NewDropout(0.25, g),
+		drop3: nn.NewDropout(0.5, g),
+		pool:  nn.NewMaxPool2d(tensor.Pool2dOptions{Kernel: [2]int{2, 2}}),
+	}
+	for _, c := range []struct {
+		name string
+		mod  nn.Module
+	}{
+		{"conv1", m.conv1}, {"conv2", m.conv2}, {"conv3", m.conv3}, {"conv4", m.conv4},
+		{"fc1", m.fc1}, {"fc2", m.fc2}, {"drop1", m.drop1}, {"drop2", m.drop2}, {"drop3", m.drop3},
+		{"pool", m.pool},
+	} {
+		m.RegisterModule(c.name, c.mod)
+	}
+	return m
+}
+
+// Forward maps [N, 3, 32, 32] images to [N, 10] logits.
+func (m *cifarCNN) Forward(x *autograd.Var) *autograd.Var {
+	x = m.drop1.Forward(m.pool.Forward(m.conv2.Forward(m.conv1.Forward(x).Relu())).Relu())
+	x = m.drop2.Forward(m.pool.Forward(m.conv4.Forward(m.conv3.Forward(x).Relu())).Relu())
+	x = m.drop3.Forward(m.fc1.Forward(x.Flatten(1, -1)).Relu())
+	return m.fc2.Forward(x)
+}
+
+// buildCNN is the CIFAR-10 CNN, batch 64, cross-entropy, SGD (lr 0.01,
+// momentum 0.9).
+func buildCNN(tiny bool) (*benchRun, error) {
+	batch := 64
+	if tiny {
+		batch = 2
+	}
+	m := newCIFARCNN(tensor.NewGenerator(0))
+	dg := tensor.NewGenerator(0)
+	x := dg.Randn([]int{batch, 3, 32, 32})
+	y := dg.RandInt([]int{batch}, 0, 10)
+	opt := optim.NewSGD(m.Parameters(), optim.SGDOptions{LR: 0.01, Momentum: 0.9})
+	return trainStep(m, opt, x, y), nil
+}
+
+// runGEMM times square float32 products a·b with tensor.MatMul for each
+// size: two warm-up products, then o.steps samples (default 15), each the
+// mean over enough products to last about 50 ms, as bench/torch_workloads.py.
+func runGEMM(o benchOptions) ([]benchResult, error) {
+	samples := 15
+	if o.steps > 0 {
+		samples = o.steps
+	}
+	warmup := 2
+	if o.warmup > 0 {
+		warmup = o.warmup
+	}
+	var out []benchResult
+	for _, n := range o.sizes {
+		resetPeakRSS()
+		g := tensor.NewGenerator(0)
+		a := g.Randn([]int{n, n})
+		b := g.Randn([]int{n, n})
+		t0 := time.Now()
+		for range warmup {
+			a.MatMul(b)
+		}
+		per := time.Since(t0).Seconds() / float64(warmup)
+		inner := max(1, int(0.05/max(per, 1e-6)))
+		if o.tiny {
+			inner = 1
+		}
+		times := make([]float64, 0, samples)
+		for range samples {
+			t0 := time.Now()
+			for range inner {
+				a.MatMul(b)
+			}
+			times = append(times, time.Since(t0).Seconds()/float64(inner))
+		}
+		med := median(times)
+		out = append(out, benchResult{
+			Workload:    "gemm",
+			Threads:     o.threads,
+			Batch:       1,
+			MedianMS:    round3(med * 1e3),
+			SamplesPerS: round3(1 / med),
+			PeakRSSMB:   peakRSSMB(),
+			Steps:       samples,
+			N:           n,
+			GFLOPS:      round3(2 * float64(n) * float64(n) * float64(n) / med / 1e9),
+		})
+	}
+	return out, nil
+}
