@@ -1,0 +1,161 @@
+"""Golden values for package nn: recurrent and attention layers.
+
+Writes nn/testdata/golden_rnn_attn.json, checked by nn/rnn_test.go,
+nn/attention_test.go and nn/transformer_test.go.
+
+Every case runs a torch module in float64 and eval mode (dropout off). Its
+inputs are the data inputs (the op decides which: see below) followed by
+the module's parameters in state-dict order, whose names are listed in the
+attribute "params"; the Go test loads them with nn.LoadStateDict. Outputs
+are the module's outputs; "grads" holds the gradients of every input and
+parameter after backward with the random "grad_outputs" (cases with
+"grad": false store none).
+
+Ops and data inputs:
+  rnn_cell, lstm_cell, gru_cell   x, h (and c) -> h' (and c')
+  rnn, lstm, gru                  x, [h0, [c0]] -> output, h_n, [c_n]
+                                  attr "lengths" (optional) runs torch's
+                                  packed path (enforce_sorted=False)
+  sdpa                            q, k, v, [float or bool mask] -> out
+  mha                             query, key, value, [masks] -> out, weights
+  encoder_layer, decoder_layer,
+  encoder, decoder                src / tgt, memory -> out
+"""
+
+import math
+import os
+import sys
+
+sys.dont_write_bytecode = True  # keep __pycache__ out of the tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence  # noqa: E402
+
+from golden import Case, seed, write  # noqa: E402
+
+F64 = torch.float64
+
+
+def module_case(name, op, module, data, fn, grad=True, **attrs):
+    """Run fn(*data) with module's parameters and record a case."""
+    module = module.double().eval()
+    xs = []
+    for x in data:
+        x = x.detach().clone()
+        if grad and x.is_floating_point():
+            x.requires_grad_(True)
+        xs.append(x)
+    names, params = [], []
+    for n, p in module.named_parameters():
+        names.append(n)
+        params.append(p)
+        p.grad = None
+    outs = fn(*xs)
+    if isinstance(outs, torch.Tensor):
+        outs = (outs,)
+    outs = [o for o in outs]
+    attrs["params"] = names
+    if not grad:
+        return Case(name, op, xs + params, outs, **attrs)
+    gouts = [torch.randn(o.shape, dtype=o.dtype) for o in outs]
+    torch.autograd.backward([o for o in outs], gouts)
+    grads = []
+    for x in xs + params:
+        if not x.is_floating_point():
+            grads.append(None)
+        elif x.grad is None:
+            grads.append(torch.zeros_like(x))
+        else:
+            grads.append(x.grad)
+    return Case(name, op, xs + params, outs, grads=grads, grad_outputs=gouts, **attrs)
+
+
+def cell_cases():
+    cases = []
+    seed(1)
+    for kind, cls in (("rnn_cell", nn.RNNCell), ("lstm_cell", nn.LSTMCell), ("gru_cell", nn.GRUCell)):
+        for bias in (True, False):
+            for nl in (("tanh", "relu") if kind == "rnn_cell" else ("",)):
+                kw = {"nonlinearity": nl} if nl else {}
+                m = cls(3, 4, bias=bias, **kw)
+                x = torch.randn(2, 3, dtype=F64)
+                h = torch.randn(2, 4, dtype=F64)
+                data = [x, h]
+                if kind == "lstm_cell":
+                    data.append(torch.randn(2, 4, dtype=F64))
+
+                    def fn(x, h, c, m=m):
+                        return m(x, (h, c))
+
+                else:
+
+                    def fn(x, h, m=m):
+                        return m(x, h)
+
+                name = "%s/bias=%s%s" % (kind, bias, "/" + nl if nl else "")
+                cases.append(module_case(name, kind, m, data, fn, bias=bias, nonlinearity=nl or "tanh"))
+    return cases
+
+
+def seq_case(name, kind, cls, in_size, hidden, t, n, num_layers=1, bidirectional=False, batch_first=False,
+             bias=True, nonlinearity="", h0=False, lengths=None):
+    kw = {"nonlinearity": nonlinearity} if nonlinearity else {}
+    m = cls(in_size, hidden, num_layers=num_layers, bidirectional=bidirectional, batch_first=batch_first,
+            bias=bias, dropout=0.3 if num_layers > 1 else 0.0, **kw)
+    shape = (n, t, in_size) if batch_first else (t, n, in_size)
+    x = torch.randn(*shape, dtype=F64)
+    data = [x]
+    dirs = 2 if bidirectional else 1
+    if h0:
+        data.append(torch.randn(num_layers * dirs, n, hidden, dtype=F64))
+        if kind == "lstm":
+            data.append(torch.randn(num_layers * dirs, n, hidden, dtype=F64))
+
+    def fn(x, *state):
+        st = None
+        if state:
+            st = state if kind == "lstm" else state[0]
+        if lengths is None:
+            out, hn = m(x, st)
+        else:
+            packed = pack_padded_sequence(x, torch.tensor(lengths), batch_first=batch_first, enforce_sorted=False)
+            out, hn = m(packed, st)
+            out, _ = pad_packed_sequence(out, batch_first=batch_first, total_length=t)
+        if kind == "lstm":
+            return out, hn[0], hn[1]
+        return out, hn
+
+    attrs = dict(num_layers=num_layers, bidirectional=bidirectional, batch_first=batch_first, bias=bias,
+                 nonlinearity=nonlinearity or "tanh", h0=h0, input_size=in_size, hidden_size=hidden)
+    if lengths is not None:
+        attrs["lengths"] = lengths
+    return module_case(name, kind, m, data, fn, **attrs)
+
+
+def seq_cases():
+    cases = []
+    seed(2)
+    for kind, cls in (("rnn", nn.RNN), ("lstm", nn.LSTM), ("gru", nn.GRU)):
+        cases.append(seq_case(kind + "/plain", kind, cls, 3, 4, 5, 2))
+        cases.append(seq_case(kind + "/h0_nobias", kind, cls, 3, 4, 4, 2, bias=False, h0=True))
+        cases.append(seq_case(kind + "/2layer_bidir_bf_h0", kind, cls, 3, 4, 4, 3, num_layers=2,
+                              bidirectional=True, batch_first=True, h0=True))
+        cases.append(seq_case(kind + "/packed", kind, cls, 3, 4, 5, 3, lengths=[3, 5, 1]))
+        cases.append(seq_case(kind + "/packed_2layer_bidir_bf_h0", kind, cls, 2, 3, 4, 3, num_layers=2,
+                              bidirectional=True, batch_first=True, h0=True, lengths=[2, 4, 3]))
+    cases.append(seq_case("rnn/relu_2layer", "rnn", nn.RNN, 3, 4, 4, 2, num_layers=2, nonlinearity="relu"))
+    return cases
+
+
+def attn_cases():
+    return []
+
+
+def main():
+    write("nn/testdata/golden_rnn_attn.json", cell_cases() + seq_cases() + attn_cases())
+
+
+if __name__ == "__main__":
+    main()
