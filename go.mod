@@ -7,6 +7,7 @@ require (
 	github.com/stretchr/testify v1.11.1
 	golang.org/x/sys v0.38.0
 	gonum.org/v1/gonum v0.17.0
+	google.golang.org/protobuf v1.36.11
 )
 
 require (

@@ -1,0 +1,245 @@
+package onnx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/emberml/ember/tensor"
+	"github.com/stretchr/testify/require"
+)
+
+// conformanceRoot is where Debian's libonnx-testdata installs the ONNX
+// backend test cases.
+const conformanceRoot = "/usr/share/libonnx-testdata/data"
+
+// conformanceSuites are the suites the conformance test runs.
+var conformanceSuites = []string{"node", "pytorch-converted", "pytorch-operator", "simple"}
+
+// caseResult is the outcome of one conformance case.
+type caseResult int
+
+const (
+	casePassed caseResult = iota
+	caseFailed
+	caseUnsupported // the model uses an operator Ember lacks
+	caseSkipped     // element types or value kinds Ember tensors cannot hold
+)
+
+// opTally counts outcomes per operator type.
+type opTally struct{ passed, failed, unsupported, skipped int }
+
+// TestConformance runs the ONNX backend test data and checks the pass count
+// against the committed floor.
+func TestConformance(t *testing.T) {
+	if _, err := os.Stat(conformanceRoot); err != nil {
+		t.Skipf("ONNX test data not installed (%s missing): apt-get install libonnx-testdata", conformanceRoot)
+	}
+	var counts [4]int
+	perOp := map[string]*opTally{}
+	var failures []string
+	for _, suite := range conformanceSuites {
+		dirs, err := os.ReadDir(filepath.Join(conformanceRoot, suite))
+		if err != nil {
+			continue
+		}
+		for _, d := range dirs {
+			dir := filepath.Join(conformanceRoot, suite, d.Name())
+			if _, err := os.Stat(filepath.Join(dir, "model.onnx")); err != nil {
+				continue
+			}
+			res, ops, msg := runCase(dir)
+			counts[res]++
+			if res == caseFailed {
+				failures = append(failures, suite+"/"+d.Name()+": "+msg)
+			}
+			for _, op := range ops {
+				tl := perOp[op]
+				if tl == nil {
+					tl = &opTally{}
+					perOp[op] = tl
+				}
+				switch res {
+				case casePassed:
+					tl.passed++
+				case caseFailed:
+					tl.failed++
+				case caseUnsupported:
+					tl.unsupported++
+				default:
+					tl.skipped++
+				}
+			}
+		}
+	}
+	passed, failed := counts[casePassed], counts[caseFailed]
+	skipped := counts[caseUnsupported] + counts[caseSkipped]
+	t.Logf("onnx conformance: %d passed, %d failed, %d skipped (%d unsupported ops, %d unsupported types)",
+		passed, failed, skipped, counts[caseUnsupported], counts[caseSkipped])
+	fmt.Printf("onnx conformance: %d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	if testing.Verbose() {
+		ops := make([]string, 0, len(perOp))
+		for op := range perOp {
+			ops = append(ops, op)
+		}
+		sort.Strings(ops)
+		var b strings.Builder
+		fmt.Fprintf(&b, "%-28s %6s %6s %11s %7s\n", "op", "passed", "failed", "unsupported", "skipped")
+		for _, op := range ops {
+			tl := perOp[op]
+			fmt.Fprintf(&b, "%-28s %6d %6d %11d %7d\n", op, tl.passed, tl.failed, tl.unsupported, tl.skipped)
+		}
+		t.Logf("per-op results (a case counts for every op type in its model):\n%s", b.String())
+		for _, f := range failures {
+			t.Logf("FAIL %s", f)
+		}
+	}
+	floorBytes, err := os.ReadFile(filepath.Join("testdata", "conformance_floor.txt"))
+	require.NoError(t, err)
+	floor, err := strconv.Atoi(strings.TrimSpace(string(floorBytes)))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, passed, floor, "conformance pass count fell below the committed floor")
+}
+
+// runCase runs every test_data_set of one case directory. It returns the
+// outcome, the op types of the model and, for failures, a message.
+func runCase(dir string) (res caseResult, ops []string, msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			res, msg = caseFailed, fmt.Sprintf("panic outside Run: %v", r)
+		}
+	}()
+	m, err := Load(filepath.Join(dir, "model.onnx"))
+	if err != nil {
+		var de *DTypeError
+		if errors.As(err, &de) {
+			return caseSkipped, nil, err.Error()
+		}
+		return caseFailed, nil, "load: " + err.Error()
+	}
+	for op := range m.OpCounts() {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	for _, vi := range append(append([]ValueInfo(nil), m.Inputs...), m.Outputs...) {
+		if vi.Kind != "tensor" {
+			return caseSkipped, ops, vi.Name + " is a " + vi.Kind
+		}
+		if _, err := vi.DType(); err != nil {
+			return caseSkipped, ops, err.Error()
+		}
+	}
+	sess, err := m.NewSession(SessionOptions{})
+	if err != nil {
+		var ue *UnsupportedError
+		if errors.As(err, &ue) {
+			return caseUnsupported, ops, err.Error()
+		}
+		var de *DTypeError
+		if errors.As(err, &de) {
+			return caseSkipped, ops, err.Error()
+		}
+		return caseFailed, ops, "session: " + err.Error()
+	}
+	sets, _ := filepath.Glob(filepath.Join(dir, "test_data_set_*"))
+	if len(sets) == 0 {
+		return caseSkipped, ops, "no test data sets"
+	}
+	for _, set := range sets {
+		inputs := map[string]*tensor.Tensor{}
+		for i, vi := range m.Inputs {
+			t, err := readPB(filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
+			if err != nil {
+				if os.IsNotExist(err) {
+					continue
+				}
+				return pbFailure(ops, err)
+			}
+			inputs[vi.Name] = t
+		}
+		got, err := sess.Run(context.Background(), inputs)
+		if err != nil {
+			return caseFailed, ops, "run: " + firstLine(err.Error())
+		}
+		for i, vi := range m.Outputs {
+			want, err := readPB(filepath.Join(set, fmt.Sprintf("output_%d.pb", i)))
+			if err != nil {
+				return pbFailure(ops, err)
+			}
+			if msg := compareTensors(got[vi.Name], want); msg != "" {
+				return caseFailed, ops, fmt.Sprintf("output %q: %s", vi.Name, msg)
+			}
+		}
+	}
+	return casePassed, ops, ""
+}
+
+// pbFailure classifies an error reading a test tensor: element types Ember
+// cannot hold skip the case, anything else fails it.
+func pbFailure(ops []string, err error) (caseResult, []string, string) {
+	var de *DTypeError
+	if errors.As(err, &de) {
+		return caseSkipped, ops, err.Error()
+	}
+	return caseFailed, ops, err.Error()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func readPB(path string) (*tensor.Tensor, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ReadTensor(f)
+}
+
+// compareTensors checks dtype, shape and values (rtol 1e-3, atol 1e-7;
+// NaNs must match) and describes the first difference.
+func compareTensors(got, want *tensor.Tensor) string {
+	if got == nil {
+		return "missing"
+	}
+	if got.DType() != want.DType() {
+		return fmt.Sprintf("dtype %s, want %s", got.DType(), want.DType())
+	}
+	gs, ws := got.Shape(), want.Shape()
+	if fmt.Sprint(gs) != fmt.Sprint(ws) {
+		return fmt.Sprintf("shape %v, want %v", gs, ws)
+	}
+	g, w := got.Float64s(), want.Float64s()
+	if want.DType() == tensor.Int64 {
+		gi, wi := got.Int64s(), want.Int64s()
+		for i := range wi {
+			if gi[i] != wi[i] {
+				return fmt.Sprintf("element %d: %d, want %d", i, gi[i], wi[i])
+			}
+		}
+		return ""
+	}
+	for i := range w {
+		if math.IsNaN(w[i]) != math.IsNaN(g[i]) {
+			return fmt.Sprintf("element %d: %v, want %v", i, g[i], w[i])
+		}
+		if math.IsNaN(w[i]) || g[i] == w[i] {
+			continue
+		}
+		if math.Abs(g[i]-w[i]) > 1e-7+1e-3*math.Abs(w[i]) {
+			return fmt.Sprintf("element %d: %v, want %v", i, g[i], w[i])
+		}
+	}
+	return ""
+}

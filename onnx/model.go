@@ -1,0 +1,208 @@
+// Package onnx imports ONNX models and runs them on Ember tensors.
+//
+// Load or Read parses a model (protobuf decoded by field number, external
+// data read from the model's folder), NewSession checks every operator
+// against the registry, sorts the graph and folds constant subgraphs, and
+// Session.Run executes it for one set of inputs. A Session is safe for
+// concurrent use by many goroutines.
+package onnx
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// maxModelBytes bounds what Read accepts (protobuf messages are at most 2 GiB).
+const maxModelBytes = 2 << 30
+
+// Dim is one dimension of a declared shape: Value is the static size, or -1
+// when the dimension is symbolic (Param names it) or unknown.
+type Dim struct {
+	Value int64
+	Param string
+}
+
+// String returns the size, the symbol, or "?".
+func (d Dim) String() string {
+	switch {
+	case d.Value >= 0:
+		return fmt.Sprint(d.Value)
+	case d.Param != "":
+		return d.Param
+	}
+	return "?"
+}
+
+// ValueInfo describes a graph input or output as the model declares it.
+type ValueInfo struct {
+	// Name is the value's name in the graph.
+	Name string
+	// Kind is "tensor", "sequence", "map", "optional" or "sparse_tensor"
+	// ("" when the model gives no type).
+	Kind string
+	// ElemType is the ONNX element type name ("FLOAT", "INT64", ...).
+	ElemType string
+	// HasShape reports whether a shape was declared; Shape holds it.
+	HasShape bool
+	Shape    []Dim
+	elemType int64
+}
+
+// DType returns the tensor dtype of the value's element type, or an error
+// for element types Ember cannot hold.
+func (v ValueInfo) DType() (tensor.DType, error) { return dtypeFromONNX(v.elemType) }
+
+func toValueInfo(vi *valueInfo) ValueInfo {
+	v := ValueInfo{Name: vi.name, Kind: vi.kind, HasShape: vi.hasShape, Shape: vi.dims, elemType: vi.elemType}
+	if vi.kind == "tensor" {
+		v.ElemType = typeName(vi.elemType)
+	}
+	return v
+}
+
+// Model is a parsed ONNX model: its metadata, its declared inputs and
+// outputs, and the graph with its initializers decoded.
+type Model struct {
+	// IRVersion is the ONNX IR version of the file.
+	IRVersion int64
+	// ProducerName and ProducerVersion name the exporter.
+	ProducerName, ProducerVersion string
+	// Opsets maps each imported operator-set domain ("" is the default
+	// ai.onnx domain) to its version.
+	Opsets map[string]int64
+	// Inputs are the graph inputs a caller must feed (those without an
+	// initializer); Outputs are the graph outputs.
+	Inputs, Outputs []ValueInfo
+
+	graph        *graphProto
+	baseDir      string
+	initializers map[string]*tensor.Tensor
+	// overridable holds initializers that are also graph inputs: a caller
+	// may feed them, otherwise the initializer is the value.
+	overridable map[string]bool
+}
+
+// Load reads the ONNX model file at path. External data is read relative to
+// the file's folder.
+func Load(path string) (*Model, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	return parse(b, dir)
+}
+
+// Read parses an ONNX model from r. Models with external data must be read
+// with Load, which knows their folder.
+func Read(r io.Reader) (*Model, error) {
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(r, maxModelBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > maxModelBytes {
+		return nil, fmt.Errorf("onnx: model is larger than %d bytes", int64(maxModelBytes))
+	}
+	return parse(buf.Bytes(), "")
+}
+
+func parse(b []byte, baseDir string) (*Model, error) {
+	mp, err := decodeModel(b)
+	if err != nil {
+		return nil, err
+	}
+	if mp.irVersion < 3 || mp.irVersion > 11 {
+		return nil, fmt.Errorf("onnx: IR version %d is not supported (want 3 to 11)", mp.irVersion)
+	}
+	m := &Model{
+		IRVersion:       mp.irVersion,
+		ProducerName:    mp.producerName,
+		ProducerVersion: mp.producerVer,
+		Opsets:          map[string]int64{},
+		graph:           mp.graph,
+		baseDir:         baseDir,
+		initializers:    map[string]*tensor.Tensor{},
+		overridable:     map[string]bool{},
+	}
+	for _, o := range mp.opsets {
+		d := o.domain
+		if d == "ai.onnx" {
+			d = ""
+		}
+		m.Opsets[d] = o.version
+	}
+	for _, tp := range mp.graph.initializers {
+		if tp.name == "" {
+			return nil, fmt.Errorf("onnx: graph has an initializer without a name")
+		}
+		if _, dup := m.initializers[tp.name]; dup {
+			return nil, fmt.Errorf("onnx: initializer %q is defined twice", tp.name)
+		}
+		t, err := tp.toTensor(baseDir)
+		if err != nil {
+			return nil, err
+		}
+		m.initializers[tp.name] = t
+	}
+	for _, in := range mp.graph.inputs {
+		if _, ok := m.initializers[in.name]; ok {
+			m.overridable[in.name] = true
+			continue
+		}
+		m.Inputs = append(m.Inputs, toValueInfo(in))
+	}
+	for _, out := range mp.graph.outputs {
+		m.Outputs = append(m.Outputs, toValueInfo(out))
+	}
+	return m, nil
+}
+
+// OpCounts returns how many nodes of each operator type the main graph has;
+// types outside the default domain are written "domain.Type".
+func (m *Model) OpCounts() map[string]int {
+	c := map[string]int{}
+	for _, n := range m.graph.nodes {
+		c[qualified(n.domain, n.opType)]++
+	}
+	return c
+}
+
+// Parameters returns the number of initializers and their total element
+// count.
+func (m *Model) Parameters() (tensors, elements int) {
+	for _, t := range m.initializers {
+		tensors++
+		elements += t.Numel()
+	}
+	return tensors, elements
+}
+
+// Initializer returns the initializer named name, or nil.
+func (m *Model) Initializer(name string) *tensor.Tensor { return m.initializers[name] }
+
+// InitializerNames returns the initializer names in sorted order.
+func (m *Model) InitializerNames() []string {
+	names := make([]string, 0, len(m.initializers))
+	for n := range m.initializers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func qualified(domain, op string) string {
+	if domain == "" || domain == "ai.onnx" {
+		return op
+	}
+	return domain + "." + op
+}

@@ -1,0 +1,348 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Elementwise operators: arithmetic, comparisons, logic, unary math and the
+// pointwise activations.
+
+func elementwiseOps() opTable {
+	return opTable{
+		"Add": {{since: 1, impl: arith((*tensor.Tensor).Add)}},
+		"Sub": {{since: 1, impl: arith((*tensor.Tensor).Sub)}},
+		"Mul": {{since: 1, impl: arith((*tensor.Tensor).Mul)}},
+		"Div": {{since: 1, impl: opDiv}},
+		"Pow": {{since: 1, impl: opPow}},
+		"Mod": {{since: 10, impl: opMod}},
+
+		"Equal":          {{since: 1, impl: compare((*tensor.Tensor).Eq)}},
+		"Less":           {{since: 1, impl: compare((*tensor.Tensor).Lt)}},
+		"Greater":        {{since: 1, impl: compare((*tensor.Tensor).Gt)}},
+		"LessOrEqual":    {{since: 12, impl: compare((*tensor.Tensor).Le)}},
+		"GreaterOrEqual": {{since: 12, impl: compare((*tensor.Tensor).Ge)}},
+		"And":            {{since: 1, impl: compare((*tensor.Tensor).LogicalAnd)}},
+		"Or":             {{since: 1, impl: compare((*tensor.Tensor).LogicalOr)}},
+		"Xor":            {{since: 1, impl: compare((*tensor.Tensor).LogicalXor)}},
+		"Not":            {{since: 1, impl: unary((*tensor.Tensor).LogicalNot)}},
+		"Where":          {{since: 9, impl: opWhere}},
+
+		"Max":  {{since: 1, impl: variadic((*tensor.Tensor).Maximum, false)}},
+		"Min":  {{since: 1, impl: variadic((*tensor.Tensor).Minimum, false)}},
+		"Sum":  {{since: 1, impl: variadic((*tensor.Tensor).Add, false)}},
+		"Mean": {{since: 1, impl: variadic((*tensor.Tensor).Add, true)}},
+
+		"Neg":        {{since: 1, impl: unary((*tensor.Tensor).Neg)}},
+		"Abs":        {{since: 1, impl: unary((*tensor.Tensor).Abs)}},
+		"Sign":       {{since: 9, impl: unary((*tensor.Tensor).Sign)}},
+		"Exp":        {{since: 1, impl: floatUnary((*tensor.Tensor).Exp)}},
+		"Log":        {{since: 1, impl: floatUnary((*tensor.Tensor).Log)}},
+		"Sqrt":       {{since: 1, impl: floatUnary((*tensor.Tensor).Sqrt)}},
+		"Reciprocal": {{since: 1, impl: floatUnary((*tensor.Tensor).Reciprocal)}},
+		"Relu":       {{since: 1, impl: unary((*tensor.Tensor).Relu)}},
+		"Sigmoid":    {{since: 1, impl: floatUnary((*tensor.Tensor).Sigmoid)}},
+		"Tanh":       {{since: 1, impl: floatUnary((*tensor.Tensor).Tanh)}},
+		"Erf":        {{since: 9, impl: floatUnary((*tensor.Tensor).Erf)}},
+		"Floor":      {{since: 1, impl: floatUnary((*tensor.Tensor).Floor)}},
+		"Ceil":       {{since: 1, impl: floatUnary((*tensor.Tensor).Ceil)}},
+		"Round":      {{since: 11, impl: floatUnary((*tensor.Tensor).Round)}},
+		"Sin":        {{since: 7, impl: floatUnary((*tensor.Tensor).Sin)}},
+		"Cos":        {{since: 7, impl: floatUnary((*tensor.Tensor).Cos)}},
+
+		"Cast":        {{since: 1, impl: opCast}},
+		"Clip":        {{since: 1, until: 10, impl: opClipAttr}, {since: 11, impl: opClipInputs}},
+		"LeakyRelu":   {{since: 1, impl: opLeakyRelu}},
+		"Elu":         {{since: 1, impl: opElu}},
+		"Selu":        {{since: 1, impl: opSelu}},
+		"HardSigmoid": {{since: 1, impl: opHardSigmoid}},
+		"Softplus":    {{since: 1, impl: opSoftplus}},
+	}
+}
+
+// unary adapts a one-input tensor method.
+func unary(f func(*tensor.Tensor) *tensor.Tensor) opImpl {
+	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		x, err := n.need(in, 0)
+		if err != nil {
+			return nil, err
+		}
+		return one(f(x))
+	}
+}
+
+// floatUnary adapts a unary method defined for floating inputs; the ONNX
+// result keeps the input's type.
+func floatUnary(f func(*tensor.Tensor) *tensor.Tensor) opImpl {
+	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		x, err := n.need(in, 0)
+		if err != nil {
+			return nil, err
+		}
+		if !x.DType().IsFloat() {
+			return nil, fmt.Errorf("onnx: %v: input has type %s, want a floating type", n, x.DType())
+		}
+		return one(f(x))
+	}
+}
+
+// sameType checks that two operands of an elementwise op share a dtype, as
+// ONNX's type constraints require.
+func (n *node) sameType(a, b *tensor.Tensor) error {
+	if a.DType() != b.DType() {
+		return fmt.Errorf("onnx: %v: operand types %s and %s differ", n, a.DType(), b.DType())
+	}
+	return nil
+}
+
+// arith adapts a broadcasting two-input method whose result keeps the
+// operand type.
+func arith(f func(a, b *tensor.Tensor) *tensor.Tensor) opImpl {
+	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		a, err := n.need(in, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := n.need(in, 1)
+		if err != nil {
+			return nil, err
+		}
+		if err := n.sameType(a, b); err != nil {
+			return nil, err
+		}
+		return one(f(a, b).To(a.DType()))
+	}
+}
+
+// compare adapts a comparison or logical method giving Bool.
+func compare(f func(a, b *tensor.Tensor) *tensor.Tensor) opImpl {
+	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		a, err := n.need(in, 0)
+		if err != nil {
+			return nil, err
+		}
+		b, err := n.need(in, 1)
+		if err != nil {
+			return nil, err
+		}
+		if err := n.sameType(a, b); err != nil {
+			return nil, err
+		}
+		return one(f(a, b).To(tensor.Bool))
+	}
+}
+
+// variadic folds f over one or more broadcasting inputs; mean divides the
+// result by their count.
+func variadic(f func(a, b *tensor.Tensor) *tensor.Tensor, mean bool) opImpl {
+	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		if len(in) == 0 || in[0] == nil {
+			return nil, fmt.Errorf("onnx: %v needs at least one input", n)
+		}
+		acc := in[0]
+		for _, t := range in[1:] {
+			if t == nil {
+				return nil, fmt.Errorf("onnx: %v: inputs must all be present", n)
+			}
+			if err := n.sameType(acc, t); err != nil {
+				return nil, err
+			}
+			acc = f(acc, t)
+		}
+		if len(in) == 1 {
+			acc = acc.Clone()
+		}
+		if mean {
+			acc = acc.DivScalar(float64(len(in)))
+		}
+		return one(acc.To(in[0].DType()))
+	}
+}
+
+// opDiv divides; integer division truncates toward zero as in C.
+func opDiv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	a, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.sameType(a, b); err != nil {
+		return nil, err
+	}
+	if a.DType().IsFloat() {
+		return one(a.Div(b))
+	}
+	q := a.To(tensor.Float64).Div(b.To(tensor.Float64))
+	return one(q.Abs().Floor().Mul(q.Sign()).To(a.DType()))
+}
+
+// opMod is the remainder: with fmod=1 it takes the dividend's sign (C
+// fmod), else the divisor's (Python %).
+func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	a, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.sameType(a, b); err != nil {
+		return nil, err
+	}
+	fa, fb := a.To(tensor.Float64), b.To(tensor.Float64)
+	q := fa.Div(fb)
+	if n.attrInt("fmod", 0) == 1 {
+		q = q.Abs().Floor().Mul(q.Sign())
+	} else {
+		if a.DType().IsFloat() {
+			return nil, fmt.Errorf("onnx: %v: fmod must be 1 for floating inputs", n)
+		}
+		q = q.Floor()
+	}
+	return one(fa.Sub(q.Mul(fb)).To(a.DType()))
+}
+
+// opPow raises the base to the exponent; the result has the base's type.
+func opPow(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	a, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	if a.DType() == b.DType() && a.DType().IsFloat() {
+		return one(a.Pow(b))
+	}
+	return one(a.To(tensor.Float64).Pow(b.To(tensor.Float64)).To(a.DType()))
+}
+
+func opWhere(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	c, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	a, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	b, err := n.need(in, 2)
+	if err != nil {
+		return nil, err
+	}
+	if c.DType() != tensor.Bool {
+		return nil, fmt.Errorf("onnx: %v: condition has type %s, want bool", n, c.DType())
+	}
+	if err := n.sameType(a, b); err != nil {
+		return nil, err
+	}
+	return one(tensor.Where(c, a, b))
+}
+
+func opCast(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	if !n.has("to") {
+		return nil, fmt.Errorf("onnx: %v: attribute \"to\" is required", n)
+	}
+	dt, err := dtypeFromONNX(n.attrInt("to", 0))
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
+	return one(x.To(dt))
+}
+
+// clip clamps x to [lo, hi] keeping its type.
+func clip(x *tensor.Tensor, lo, hi float64) *tensor.Tensor {
+	if x.DType().IsFloat() {
+		return x.Clamp(lo, hi)
+	}
+	return x.To(tensor.Float64).Clamp(lo, hi).To(x.DType())
+}
+
+func opClipAttr(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	return one(clip(x, n.attrFloat("min", math.Inf(-1)), n.attrFloat("max", math.Inf(1))))
+}
+
+func opClipInputs(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	if t := arg(in, 1); t != nil {
+		lo = t.Item()
+	}
+	if t := arg(in, 2); t != nil {
+		hi = t.Item()
+	}
+	if lo > hi {
+		// ONNX (like numpy.clip) sets every element to max when min > max.
+		return one(tensor.FullLike(x, hi))
+	}
+	return one(clip(x, lo, hi))
+}
+
+// negPart returns where(x < 0, f(x), x).
+func negPart(x *tensor.Tensor, f func(*tensor.Tensor) *tensor.Tensor) *tensor.Tensor {
+	return tensor.Where(x.Lt(tensor.ZerosLike(x)), f(x), x)
+}
+
+func opLeakyRelu(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	alpha := n.attrFloat("alpha", 0.01)
+	return one(negPart(x, func(t *tensor.Tensor) *tensor.Tensor { return t.MulScalar(alpha) }))
+}
+
+func opElu(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	alpha := n.attrFloat("alpha", 1)
+	return one(negPart(x, func(t *tensor.Tensor) *tensor.Tensor { return t.Expm1().MulScalar(alpha) }))
+}
+
+func opSelu(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	alpha := n.attrFloat("alpha", 1.67326319217681884765625)
+	gamma := n.attrFloat("gamma", 1.05070102214813232421875)
+	y := tensor.Where(x.Le(tensor.ZerosLike(x)), x.Exp().MulScalar(alpha).SubScalar(alpha), x)
+	return one(y.MulScalar(gamma))
+}
+
+func opHardSigmoid(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	return one(x.Affine(n.attrFloat("alpha", 0.2), n.attrFloat("beta", 0.5)).Clamp(0, 1))
+}
+
+// opSoftplus is log(1+exp(x)), computed as relu(x) + log1p(exp(-|x|)).
+func opSoftplus(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	return one(x.Relu().Add(x.Abs().Neg().Exp().Log1p()))
+}

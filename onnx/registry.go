@@ -1,0 +1,213 @@
+package onnx
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Operator registry.
+//
+// An operator is a function from the node (attributes, opset) and its input
+// tensors to its output tensors. Absent optional inputs are nil; trailing
+// absent inputs may be missing from in altogether (use arg). Implementations
+// must not modify their inputs (they may be shared constants or another
+// run's values) and may panic on shape misuse: Run recovers panics into
+// errors.
+//
+// Each family file (ops_<family>.go) defines a function returning an
+// opTable; registry lists them all. To add an operator, add an entry to the
+// family's table:
+//
+//	"Relu": {{since: 1, impl: unary((*tensor.Tensor).Relu)}},
+//
+// Several entries with disjoint opset ranges give per-version semantics; an
+// entry with until 0 is open-ended.
+type opImpl func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error)
+
+// opVersion is one implementation of an operator, valid for opsets
+// since..until (until 0: no upper bound).
+type opVersion struct {
+	since, until int64
+	impl         opImpl
+}
+
+// opTable maps operator types of the default ONNX domain to their
+// implementations.
+type opTable map[string][]opVersion
+
+// registry holds every supported operator. It is built once and never
+// modified.
+var registry = buildRegistry(elementwiseOps(), shapeOps(), nnOps(), reduceOps())
+
+// buildRegistry merges the family tables; an operator in two families is a
+// programming error.
+func buildRegistry(families ...opTable) opTable {
+	r := opTable{}
+	for _, f := range families {
+		for op, vs := range f {
+			if _, dup := r[op]; dup {
+				panic("onnx: operator " + op + " registered twice")
+			}
+			r[op] = vs
+		}
+	}
+	return r
+}
+
+// lookup returns the implementation of op at the given opset, or nil.
+func (r opTable) lookup(domain, op string, opset int64) opImpl {
+	if domain != "" && domain != "ai.onnx" {
+		return nil
+	}
+	for _, v := range r[op] {
+		if opset >= v.since && (v.until == 0 || opset <= v.until) {
+			return v.impl
+		}
+	}
+	return nil
+}
+
+// SupportedOps returns the supported operator types of the default domain,
+// sorted.
+func SupportedOps() []string {
+	ops := make([]string, 0, len(registry))
+	for op := range registry {
+		ops = append(ops, op)
+	}
+	sort.Strings(ops)
+	return ops
+}
+
+// node is a graph node ready to run.
+type node struct {
+	name, opType, domain string
+	inputs, outputs      []string
+	attrs                map[string]*attribute
+	opset                int64
+	baseDir              string
+	impl                 opImpl
+}
+
+// String names the node for error messages.
+func (n *node) String() string {
+	if n.name != "" {
+		return fmt.Sprintf("%s node %q", n.opType, n.name)
+	}
+	return fmt.Sprintf("%s node (outputs %v)", n.opType, n.outputs)
+}
+
+// arg returns input i, or nil when it is absent.
+func arg(in []*tensor.Tensor, i int) *tensor.Tensor {
+	if i < len(in) {
+		return in[i]
+	}
+	return nil
+}
+
+// need returns input i or an error naming the node when it is absent.
+func (n *node) need(in []*tensor.Tensor, i int) (*tensor.Tensor, error) {
+	if t := arg(in, i); t != nil {
+		return t, nil
+	}
+	return nil, fmt.Errorf("onnx: %v: input %d is required", n, i)
+}
+
+// has reports whether attribute name is set.
+func (n *node) has(name string) bool { _, ok := n.attrs[name]; return ok }
+
+// attrInt returns integer attribute name or def.
+func (n *node) attrInt(name string, def int64) int64 {
+	if a, ok := n.attrs[name]; ok {
+		return a.i
+	}
+	return def
+}
+
+// attrFloat returns float attribute name or def.
+func (n *node) attrFloat(name string, def float64) float64 {
+	if a, ok := n.attrs[name]; ok {
+		return float64(a.f)
+	}
+	return def
+}
+
+// attrString returns string attribute name or def.
+func (n *node) attrString(name, def string) string {
+	if a, ok := n.attrs[name]; ok {
+		return string(a.s)
+	}
+	return def
+}
+
+// attrInts returns integer-list attribute name, or nil when unset.
+func (n *node) attrInts(name string) []int64 {
+	if a, ok := n.attrs[name]; ok {
+		return a.ints
+	}
+	return nil
+}
+
+// attrFloats returns float-list attribute name, or nil when unset.
+func (n *node) attrFloats(name string) []float32 {
+	if a, ok := n.attrs[name]; ok {
+		return a.floats
+	}
+	return nil
+}
+
+// attrTensor decodes tensor attribute name (nil, nil when unset).
+func (n *node) attrTensor(name string) (*tensor.Tensor, error) {
+	a, ok := n.attrs[name]
+	if !ok || a.t == nil {
+		return nil, nil
+	}
+	return a.t.toTensor(n.baseDir)
+}
+
+// ints returns the values of an integer tensor input (shape, axes...) as
+// ints.
+func ints(t *tensor.Tensor) []int {
+	v := t.Int64s()
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// toInts converts int64 attribute values to ints.
+func toInts(v []int64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x)
+	}
+	return out
+}
+
+// normAxis maps a possibly negative axis into [0, rank), or returns an error.
+func (n *node) normAxis(axis, rank int) (int, error) {
+	if axis < -rank || axis >= max(rank, 1) {
+		return 0, fmt.Errorf("onnx: %v: axis %d out of range for rank %d", n, axis, rank)
+	}
+	if axis < 0 {
+		axis += rank
+	}
+	return axis, nil
+}
+
+// one wraps a single output.
+func one(t *tensor.Tensor) ([]*tensor.Tensor, error) { return []*tensor.Tensor{t}, nil }
+
+// checkNumel refuses output shapes above maxElements.
+func (n *node) checkShape(shape []int) error {
+	dims := make([]int64, len(shape))
+	for i, d := range shape {
+		dims[i] = int64(d)
+	}
+	if _, err := numelOf(dims); err != nil {
+		return fmt.Errorf("%v: %w", n, err)
+	}
+	return nil
+}

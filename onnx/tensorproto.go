@@ -1,0 +1,307 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// ONNX TensorProto.DataType values.
+const (
+	dtUndefined = 0
+	dtFloat     = 1
+	dtUint8     = 2
+	dtInt8      = 3
+	dtUint16    = 4
+	dtInt16     = 5
+	dtInt32     = 6
+	dtInt64     = 7
+	dtString    = 8
+	dtBool      = 9
+	dtFloat16   = 10
+	dtDouble    = 11
+	dtUint32    = 12
+	dtUint64    = 13
+	dtComplex64 = 14
+	dtComplex12 = 15
+	dtBFloat16  = 16
+)
+
+var onnxTypeNames = map[int64]string{
+	0: "UNDEFINED", 1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32",
+	7: "INT64", 8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32", 13: "UINT64",
+	14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ",
+	19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1",
+}
+
+// typeName returns the ONNX name of data type t.
+func typeName(t int64) string {
+	if s, ok := onnxTypeNames[t]; ok {
+		return s
+	}
+	return "DataType(" + strconv.FormatInt(t, 10) + ")"
+}
+
+// dtypeFromONNX maps an ONNX data type to the tensor dtype holding it.
+func dtypeFromONNX(t int64) (tensor.DType, error) {
+	switch t {
+	case dtFloat:
+		return tensor.Float32, nil
+	case dtDouble:
+		return tensor.Float64, nil
+	case dtInt64:
+		return tensor.Int64, nil
+	case dtInt32:
+		return tensor.Int32, nil
+	case dtBool:
+		return tensor.Bool, nil
+	case dtFloat16:
+		return tensor.Float16, nil
+	case dtBFloat16:
+		return tensor.BFloat16, nil
+	}
+	return 0, &DTypeError{Type: typeName(t)}
+}
+
+// dtypeToONNX maps a tensor dtype to its ONNX data type.
+func dtypeToONNX(d tensor.DType) int64 {
+	switch d {
+	case tensor.Float32:
+		return dtFloat
+	case tensor.Float64:
+		return dtDouble
+	case tensor.Int64:
+		return dtInt64
+	case tensor.Int32:
+		return dtInt32
+	case tensor.Bool:
+		return dtBool
+	case tensor.Float16:
+		return dtFloat16
+	case tensor.BFloat16:
+		return dtBFloat16
+	}
+	return dtUndefined
+}
+
+// DTypeError reports an ONNX element type that Ember's tensor package cannot
+// hold (e.g. UINT8, STRING, COMPLEX64).
+type DTypeError struct {
+	Type string
+}
+
+func (e *DTypeError) Error() string {
+	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, BOOL, FLOAT16, BFLOAT16)"
+}
+
+// maxElements caps the element count of any tensor an ONNX model makes Ember
+// allocate from values it declares (shapes given to ConstantOfShape, Expand,
+// Tile, Range...), so a hostile model cannot ask for terabytes.
+const maxElements = 1 << 31
+
+// numelOf returns the element count of dims, or an error for negative dims
+// or a count above maxElements.
+func numelOf(dims []int64) (int, error) {
+	n := int64(1)
+	for _, d := range dims {
+		if d < 0 {
+			return 0, fmt.Errorf("onnx: negative dimension %d in shape %v", d, dims)
+		}
+		if d != 0 && n > maxElements/d {
+			return 0, fmt.Errorf("onnx: shape %v has more than %d elements", dims, int64(maxElements))
+		}
+		n *= d
+	}
+	return int(n), nil
+}
+
+// toTensor converts the TensorProto to a tensor. baseDir is the folder that
+// external data locations are relative to ("" when the model was not read
+// from a file, in which case external data is refused).
+func (tp *tensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
+	if tp.hasSegment {
+		return nil, fmt.Errorf("onnx: tensor %q is segmented, which is not supported", tp.name)
+	}
+	dt, err := dtypeFromONNX(tp.dataType)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", tp.name, err)
+	}
+	n, err := numelOf(tp.dims)
+	if err != nil {
+		return nil, fmt.Errorf("tensor %q: %w", tp.name, err)
+	}
+	shape := make([]int, len(tp.dims))
+	for i, d := range tp.dims {
+		shape[i] = int(d)
+	}
+	raw := tp.rawData
+	if tp.dataLocation == 1 {
+		if raw, err = tp.readExternal(baseDir, n*dt.Size()); err != nil {
+			return nil, err
+		}
+	}
+	if raw != nil || tp.dataLocation == 1 {
+		if len(raw) != n*dt.Size() {
+			return nil, fmt.Errorf("onnx: tensor %q of shape %v and type %s needs %d bytes of raw data, has %d", tp.name, tp.dims, typeName(tp.dataType), n*dt.Size(), len(raw))
+		}
+		return fromRaw(dt, raw, shape), nil
+	}
+	count := func(have int) error {
+		if have != n {
+			return fmt.Errorf("onnx: tensor %q of shape %v holds %d values, want %d", tp.name, tp.dims, have, n)
+		}
+		return nil
+	}
+	switch dt {
+	case tensor.Float32:
+		if err := count(len(tp.floatData)); err != nil {
+			return nil, err
+		}
+		return tensor.FromSlice(tp.floatData, shape...), nil
+	case tensor.Float64:
+		if err := count(len(tp.doubleData)); err != nil {
+			return nil, err
+		}
+		return tensor.FromSlice(tp.doubleData, shape...), nil
+	case tensor.Int64:
+		if err := count(len(tp.int64Data)); err != nil {
+			return nil, err
+		}
+		return tensor.FromSlice(tp.int64Data, shape...), nil
+	}
+	// INT32, BOOL, FLOAT16 and BFLOAT16 live in int32_data.
+	if err := count(len(tp.int32Data)); err != nil {
+		return nil, err
+	}
+	switch dt {
+	case tensor.Int32:
+		return tensor.FromSlice(tp.int32Data, shape...), nil
+	case tensor.Bool:
+		b := make([]bool, n)
+		for i, v := range tp.int32Data {
+			b[i] = v != 0
+		}
+		return tensor.FromSlice(b, shape...), nil
+	default:
+		bits := make([]uint16, n)
+		for i, v := range tp.int32Data {
+			bits[i] = uint16(v)
+		}
+		return tensor.FromHalfBits(dt, bits, shape...), nil
+	}
+}
+
+// fromRaw decodes little-endian raw_data of exactly the right length.
+func fromRaw(dt tensor.DType, raw []byte, shape []int) *tensor.Tensor {
+	le := binary.LittleEndian
+	switch dt {
+	case tensor.Float32:
+		v := make([]float32, len(raw)/4)
+		for i := range v {
+			v[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
+		}
+		return tensor.FromSlice(v, shape...)
+	case tensor.Float64:
+		v := make([]float64, len(raw)/8)
+		for i := range v {
+			v[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
+		}
+		return tensor.FromSlice(v, shape...)
+	case tensor.Int64:
+		v := make([]int64, len(raw)/8)
+		for i := range v {
+			v[i] = int64(le.Uint64(raw[8*i:]))
+		}
+		return tensor.FromSlice(v, shape...)
+	case tensor.Int32:
+		v := make([]int32, len(raw)/4)
+		for i := range v {
+			v[i] = int32(le.Uint32(raw[4*i:]))
+		}
+		return tensor.FromSlice(v, shape...)
+	case tensor.Bool:
+		v := make([]bool, len(raw))
+		for i := range v {
+			v[i] = raw[i] != 0
+		}
+		return tensor.FromSlice(v, shape...)
+	default:
+		v := make([]uint16, len(raw)/2)
+		for i := range v {
+			v[i] = le.Uint16(raw[2*i:])
+		}
+		return tensor.FromHalfBits(dt, v, shape...)
+	}
+}
+
+// readExternal reads want bytes of external data. The location must be a
+// local path inside baseDir: absolute paths and ".." escapes are refused.
+func (tp *tensorProto) readExternal(baseDir string, want int) ([]byte, error) {
+	loc := tp.externalData["location"]
+	if baseDir == "" {
+		return nil, fmt.Errorf("onnx: tensor %q has external data %q but the model was not loaded from a file (use onnx.Load)", tp.name, loc)
+	}
+	if loc == "" || !filepath.IsLocal(filepath.FromSlash(loc)) {
+		return nil, fmt.Errorf("onnx: tensor %q: external data location %q must be a relative path inside the model's folder", tp.name, loc)
+	}
+	parse := func(key string) (int64, error) {
+		s, ok := tp.externalData[key]
+		if !ok {
+			return -1, nil
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("onnx: tensor %q: external data %s %q is not a non-negative integer", tp.name, key, s)
+		}
+		return v, nil
+	}
+	off, err := parse("offset")
+	if err != nil {
+		return nil, err
+	}
+	off = max(off, 0)
+	length, err := parse("length")
+	if err != nil {
+		return nil, err
+	}
+	if length >= 0 && length != int64(want) {
+		return nil, fmt.Errorf("onnx: tensor %q: external data length %d, want %d bytes", tp.name, length, want)
+	}
+	f, err := os.Open(filepath.Join(baseDir, filepath.FromSlash(loc)))
+	if err != nil {
+		return nil, fmt.Errorf("onnx: tensor %q: %w", tp.name, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("onnx: tensor %q: %w", tp.name, err)
+	}
+	if off > st.Size() || st.Size()-off < int64(want) {
+		return nil, fmt.Errorf("onnx: tensor %q: external file %q has %d bytes, need %d at offset %d", tp.name, loc, st.Size(), want, off)
+	}
+	buf := make([]byte, want)
+	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(want)), buf); err != nil {
+		return nil, fmt.Errorf("onnx: tensor %q: reading external data: %w", tp.name, err)
+	}
+	return buf, nil
+}
+
+// ReadTensor decodes one serialized TensorProto (as in the ONNX test data's
+// input_0.pb files) into a tensor. External data is refused.
+func ReadTensor(r io.Reader) (*tensor.Tensor, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	tp, err := decodeTensor(b)
+	if err != nil {
+		return nil, err
+	}
+	return tp.toTensor("")
+}
