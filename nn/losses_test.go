@@ -175,6 +175,8 @@ func TestRegressionLossesPanics(t *testing.T) {
 	require.Panics(t, func() { (&nn.HuberLoss{}).Forward(x, x) })
 	require.Panics(t, func() { (&nn.SmoothL1Loss{Beta: -1}).Forward(x, x) })
 	require.Panics(t, func() { nn.NewGaussianNLLLoss().Forward(x, x, autograd.New(tensor.Ones([]int{3}, tensor.Float64))) })
-	require.Panics(t, func() { nn.NewGaussianNLLLoss().Forward(x, x, autograd.New(tensor.Full([]int{2, 3}, -1.0, tensor.Float64))) })
+	require.Panics(t, func() {
+		nn.NewGaussianNLLLoss().Forward(x, x, autograd.New(tensor.Full([]int{2, 3}, -1.0, tensor.Float64)))
+	})
 	require.Panics(t, func() { (&nn.L1Loss{Reduction: 7}).Forward(x, x) })
 }
