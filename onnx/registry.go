@@ -179,6 +179,9 @@ func ints(t *tensor.Tensor) []int {
 
 // toInts converts int64 attribute values to ints.
 func toInts(v []int64) []int {
+	if v == nil {
+		return nil
+	}
 	out := make([]int, len(v))
 	for i, x := range v {
 		out[i] = int(x)
