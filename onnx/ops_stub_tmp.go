@@ -1,4 +1,3 @@
 package onnx
 
 func nnOps() opTable     { return opTable{} }
-func reduceOps() opTable { return opTable{} }
