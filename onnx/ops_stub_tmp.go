@@ -1,3 +1,3 @@
 package onnx
 
-func nnOps() opTable     { return opTable{} }
+func nnOps() opTable { return opTable{} }
