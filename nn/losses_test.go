@@ -52,6 +52,39 @@ var lossRunners = map[string]func(c golden.Case, a lossArgs) *autograd.Var{
 		l.Reduction, l.Full, l.Eps = reductionOf(c.String("reduction")), c.Bool("full"), c.Float("eps")
 		return l.Forward(a.v[0], a.v[1], a.v[2])
 	},
+	"nll": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := nn.NewNLLLoss()
+		l.Reduction, l.IgnoreIndex = reductionOf(c.String("reduction")), int64(c.Int("ignore_index"))
+		if c.Has("weighted") {
+			l.Weight = a.t[2]
+		}
+		return l.Forward(a.v[0], a.t[1])
+	},
+	"bce": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := nn.NewBCELoss(reductionOf(c.String("reduction")))
+		if c.Has("weighted") {
+			l.Weight = a.t[2]
+		}
+		return l.Forward(a.v[0], a.t[1])
+	},
+	"bce_logits": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := nn.NewBCEWithLogitsLoss(reductionOf(c.String("reduction")))
+		if c.Has("weighted") {
+			l.Weight = a.t[2]
+		}
+		if c.Has("pos_weighted") {
+			l.PosWeight = a.t[3]
+		}
+		return l.Forward(a.v[0], a.t[1])
+	},
+	"focal": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := &nn.FocalLoss{Alpha: c.Float("alpha"), Gamma: c.Float("gamma"), Reduction: reductionOf(c.String("reduction"))}
+		return l.Forward(a.v[0], a.t[1])
+	},
+	"dice": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := &nn.DiceLoss{Smooth: c.Float("smooth"), Reduction: reductionOf(c.String("reduction"))}
+		return l.Forward(a.v[0], a.t[1])
+	},
 }
 
 // TestLossesGolden checks every loss against PyTorch 1.13 (fixture written
@@ -179,4 +212,62 @@ func TestRegressionLossesPanics(t *testing.T) {
 		nn.NewGaussianNLLLoss().Forward(x, x, autograd.New(tensor.Full([]int{2, 3}, -1.0, tensor.Float64)))
 	})
 	require.Panics(t, func() { (&nn.L1Loss{Reduction: 7}).Forward(x, x) })
+}
+
+// TestClassificationLossesGradCheck checks the classification losses'
+// input gradients with finite differences, including non-contiguous inputs
+// and broadcast weights.
+func TestClassificationLossesGradCheck(t *testing.T) {
+	probs := gradData(1, 4, 3).Sigmoid().T() // [3, 4], non-contiguous
+	tgt := positive(2, 3, 4).DivScalar(4.2)
+	labels := tensor.FromSlice([]int64{0, 3, 2}, 3)
+	spatial := tensor.FromSlice([]int64{0, 2, 1, 1, 2, 0}, 2, 3)
+	w4 := positive(3, 4)
+	tests := []struct {
+		name string
+		f    func(in []*autograd.Var) *autograd.Var
+		in   []*tensor.Tensor
+	}{
+		{"nll", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.NLLLoss{Weight: w4, IgnoreIndex: 2}).Forward(in[0], labels)
+		}, []*tensor.Tensor{gradData(4, 4, 3).T()}},
+		{"nll/spatial", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.NLLLoss{IgnoreIndex: -100, Reduction: nn.ReduceNone}).Forward(in[0], spatial)
+		}, []*tensor.Tensor{gradData(5, 2, 3, 3)}},
+		{"bce", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.BCELoss{Weight: w4}).Forward(in[0], tgt)
+		}, []*tensor.Tensor{probs}},
+		{"bce_logits", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.BCEWithLogitsLoss{Weight: w4, PosWeight: positive(6, 4), Reduction: nn.ReduceNone}).Forward(in[0], tgt)
+		}, []*tensor.Tensor{gradData(7, 4, 3).T()}},
+		{"focal", func(in []*autograd.Var) *autograd.Var {
+			return nn.NewFocalLoss().Forward(in[0], tgt)
+		}, []*tensor.Tensor{gradData(8, 4, 3).T()}},
+		{"dice", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.DiceLoss{Smooth: 0.5, Reduction: nn.ReduceNone}).Forward(in[0], tgt)
+		}, []*tensor.Tensor{probs}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, autograd.GradCheck(tt.f, tt.in...))
+		})
+	}
+}
+
+func TestClassificationLossesUnbatchedAndPanics(t *testing.T) {
+	lp := tensor.FromSlice([]float64{-1.5, -0.3, -2}, 3)
+	got := nn.NewNLLLoss().Forward(autograd.New(lp), tensor.ScalarOf(1, tensor.Int64))
+	require.InDelta(t, 0.3, got.Item(), 1e-15)
+	none := (&nn.NLLLoss{IgnoreIndex: -100, Reduction: nn.ReduceNone}).Forward(autograd.New(lp), tensor.ScalarOf(2, tensor.Int64))
+	require.Empty(t, none.Shape())
+	require.InDelta(t, 2, none.Item(), 1e-15)
+	x := autograd.New(tensor.FromSlice([]float64{0.5, 1.5}, 2))
+	require.PanicsWithValue(t, "nn.BCELoss: input values must be in [0, 1]", func() {
+		nn.NewBCELoss(nn.ReduceMean).Forward(x, tensor.Zeros([]int{2}, tensor.Float64))
+	})
+	require.Panics(t, func() {
+		(&nn.BCEWithLogitsLoss{Weight: tensor.Ones([]int{3}, tensor.Float64)}).Forward(x, tensor.Zeros([]int{2}, tensor.Float64))
+	})
+	require.Panics(t, func() { nn.NewDiceLoss().Forward(x, tensor.Zeros([]int{2}, tensor.Float64)) })
+	require.Panics(t, func() { nn.NewNLLLoss().Forward(x, tensor.Zeros([]int{2}, tensor.Float64)) })
 }
