@@ -1,0 +1,481 @@
+package distributed
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// directLimit is the largest AllReduce payload (bytes) exchanged directly
+// between all ranks; larger ones use the ring.
+const directLimit = 256 << 10
+
+// parallel runs fns concurrently and returns the first error. The first
+// failure aborts the group so the others stop waiting at once.
+func (g *TCPGroup) parallel(fns ...func() error) error {
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for _, fn := range fns {
+		wg.Go(func() {
+			if err := fn(); err != nil {
+				once.Do(func() { first = err })
+				g.abort(err)
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// sendRange sends elements [lo, hi) of v to p in frames of at most
+// g.chunk bytes (one empty frame when the range is empty).
+func (g *TCPGroup) sendRange(p *peer, op byte, seq uint64, v vec, lo, hi int, deadline time.Time) error {
+	h := frameHeader{op: op, seq: seq, dtype: byte(v.dt)}
+	if lo == hi {
+		return g.send(p, h, nil, deadline)
+	}
+	step := max(g.chunk/v.elemSize(), 1)
+	for at := lo; at < hi; at += step {
+		if err := g.send(p, h, v.encode(at, min(at+step, hi)), deadline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recvRange receives the elements [lo, hi) that p sends with sendRange and
+// hands each piece to use(lo, hi, bytes) as it arrives. The sender's chunk
+// size need not match ours.
+func (g *TCPGroup) recvRange(p *peer, op byte, seq uint64, dt tensor.DType, lo, hi int, deadline time.Time, use func(lo, hi int, b []byte)) error {
+	es := dt.Size()
+	if lo == hi {
+		_, err := g.recv(p, op, seq, byte(dt), 0, es, deadline)
+		return err
+	}
+	for at := lo; at < hi; {
+		b, err := g.recv(p, op, seq, byte(dt), (hi-at)*es, es, deadline)
+		if err != nil {
+			return err
+		}
+		k := len(b) / es
+		use(at, at+k, b)
+		at += k
+	}
+	return nil
+}
+
+// recvVec receives a whole vec of n elements of dtype dt from p.
+func (g *TCPGroup) recvVec(p *peer, op byte, seq uint64, dt tensor.DType, n int, deadline time.Time) (vec, error) {
+	v := newVec(dt, n)
+	err := g.recvRange(p, op, seq, dt, 0, n, deadline, v.decode)
+	return v, err
+}
+
+// exchange sends out[j] to every peer j (out(j) is called once per peer)
+// and receives from every peer j a vec of n elements of dtype dt; the
+// result holds nil vecs at this rank's index.
+func (g *TCPGroup) exchange(op byte, seq uint64, dt tensor.DType, n int, out func(j int) vec, deadline time.Time) ([]vec, error) {
+	got := make([]vec, g.size)
+	var fns []func() error
+	for _, p := range g.peers {
+		if p == nil {
+			continue
+		}
+		v := out(p.rank)
+		fns = append(fns,
+			func() error { return g.sendRange(p, op, seq, v, 0, v.len(), deadline) },
+			func() error {
+				var err error
+				got[p.rank], err = g.recvVec(p, op, seq, dt, n, deadline)
+				return err
+			})
+	}
+	return got, g.parallel(fns...)
+}
+
+// reduceInRankOrder combines the vecs of ranks 0..size-1 (own stands for
+// this rank's) in rank order, so that every rank computes the same bits.
+func (g *TCPGroup) reduceInRankOrder(got []vec, own vec, op ReduceOp) vec {
+	pick := func(j int) vec {
+		if j == g.rank {
+			return own
+		}
+		return got[j]
+	}
+	acc := pick(0).clone()
+	for j := 1; j < g.size; j++ {
+		acc.reduceVec(0, acc.len(), pick(j), op)
+	}
+	return acc
+}
+
+// nextSeq numbers a collective.
+func (g *TCPGroup) nextSeq() uint64 {
+	g.seq++
+	return g.seq
+}
+
+// checkRoot panics unless r is a rank of the group.
+func (g *TCPGroup) checkRank(op, what string, r int) {
+	if r < 0 || r >= g.size {
+		panic(fmt.Sprintf("distributed.%s: %s rank %d outside [0, %d)", op, what, r, g.size))
+	}
+}
+
+// checkList panics unless ts holds Size() tensors of ref's shape and dtype.
+func (g *TCPGroup) checkList(op string, ts []*tensor.Tensor, ref *tensor.Tensor) {
+	if len(ts) != g.size {
+		panic(fmt.Sprintf("distributed.%s: %d tensors, want one per rank (%d)", op, len(ts), g.size))
+	}
+	for j, t := range ts {
+		checkDType(op, t)
+		if t.DType() != ref.DType() || !sameShape(t.Shape(), ref.Shape()) {
+			panic(fmt.Sprintf("distributed.%s: tensor %d is %s%v, want %s%v like the others", op, j, t.DType(), t.Shape(), ref.DType(), ref.Shape()))
+		}
+	}
+}
+
+// sameShape reports whether two shapes are equal.
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// AllReduce implements ProcessGroup.
+func (g *TCPGroup) AllReduce(t *tensor.Tensor, op ReduceOp) error {
+	return wait(g.AllReduceAsync(t, op))
+}
+
+// AllReduceAsync implements ProcessGroup.
+func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
+	checkDType("AllReduce", t)
+	checkReduceOp("AllReduce", op, t)
+	return g.submit(func(deadline time.Time) error {
+		seq := g.nextSeq()
+		v := hostVec(t)
+		n := v.len()
+		if g.size > 1 {
+			var err error
+			if n*v.elemSize() <= g.direct || n < g.size {
+				var got []vec
+				got, err = g.exchange(opAllReduce, seq, v.dt, n, func(int) vec { return v }, deadline)
+				if err == nil {
+					v = g.reduceInRankOrder(got, v, op)
+				}
+			} else {
+				err = g.ringAllReduce(seq, v, op, deadline)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if op == Avg {
+			v.divide(g.size)
+		}
+		v.store(t)
+		return nil
+	})
+}
+
+// ringAllReduce runs the bandwidth-optimal ring: size-1 reduce-scatter
+// steps leave each rank with one fully reduced segment, size-1 all-gather
+// steps pass those segments round. Each step sends to the next rank while
+// receiving from the previous one, in chunks reduced as they arrive.
+func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
+	n, s := v.len(), g.size
+	seg := func(i int) (int, int) {
+		i = ((i % s) + s) % s
+		return i * n / s, (i + 1) * n / s
+	}
+	next, prev := g.peers[(g.rank+1)%s], g.peers[(g.rank-1+s)%s]
+	for step := range s - 1 {
+		slo, shi := seg(g.rank - step)
+		rlo, rhi := seg(g.rank - step - 1)
+		err := g.parallel(
+			func() error { return g.sendRange(next, opAllReduce, seq, v, slo, shi, deadline) },
+			func() error {
+				return g.recvRange(prev, opAllReduce, seq, v.dt, rlo, rhi, deadline, func(lo, hi int, b []byte) {
+					v.reduceBytes(lo, hi, b, op)
+				})
+			})
+		if err != nil {
+			return err
+		}
+	}
+	for step := range s - 1 {
+		slo, shi := seg(g.rank + 1 - step)
+		rlo, rhi := seg(g.rank - step)
+		err := g.parallel(
+			func() error { return g.sendRange(next, opAllReduce, seq, v, slo, shi, deadline) },
+			func() error { return g.recvRange(prev, opAllReduce, seq, v.dt, rlo, rhi, deadline, v.decode) })
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Broadcast implements ProcessGroup.
+func (g *TCPGroup) Broadcast(t *tensor.Tensor, root int) error {
+	return wait(g.BroadcastAsync(t, root))
+}
+
+// BroadcastAsync implements ProcessGroup.
+func (g *TCPGroup) BroadcastAsync(t *tensor.Tensor, root int) Work {
+	checkDType("Broadcast", t)
+	g.checkRank("Broadcast", "root", root)
+	return g.submit(func(deadline time.Time) error {
+		seq := g.nextSeq()
+		if g.size == 1 {
+			return nil
+		}
+		if g.rank == root {
+			v := hostVec(t)
+			var fns []func() error
+			for _, p := range g.peers {
+				if p != nil {
+					fns = append(fns, func() error { return g.sendRange(p, opBroadcast, seq, v, 0, v.len(), deadline) })
+				}
+			}
+			return g.parallel(fns...)
+		}
+		v, err := g.recvVec(g.peers[root], opBroadcast, seq, t.DType(), t.Numel(), deadline)
+		if err != nil {
+			return err
+		}
+		v.store(t)
+		return nil
+	})
+}
+
+// Reduce implements ProcessGroup.
+func (g *TCPGroup) Reduce(t *tensor.Tensor, root int, op ReduceOp) error {
+	return wait(g.ReduceAsync(t, root, op))
+}
+
+// ReduceAsync implements ProcessGroup.
+func (g *TCPGroup) ReduceAsync(t *tensor.Tensor, root int, op ReduceOp) Work {
+	checkDType("Reduce", t)
+	checkReduceOp("Reduce", op, t)
+	g.checkRank("Reduce", "root", root)
+	return g.submit(func(deadline time.Time) error {
+		seq := g.nextSeq()
+		v := hostVec(t)
+		if g.rank != root {
+			return g.sendRange(g.peers[root], opReduce, seq, v, 0, v.len(), deadline)
+		}
+		got := make([]vec, g.size)
+		var fns []func() error
+		for _, p := range g.peers {
+			if p != nil {
+				fns = append(fns, func() error {
+					var err error
+					got[p.rank], err = g.recvVec(p, opReduce, seq, v.dt, v.len(), deadline)
+					return err
+				})
+			}
+		}
+		if err := g.parallel(fns...); err != nil {
+			return err
+		}
+		v = g.reduceInRankOrder(got, v, op)
+		if op == Avg {
+			v.divide(g.size)
+		}
+		v.store(t)
+		return nil
+	})
+}
+
+// AllGather implements ProcessGroup.
+func (g *TCPGroup) AllGather(outs []*tensor.Tensor, in *tensor.Tensor) error {
+	return wait(g.AllGatherAsync(outs, in))
+}
+
+// AllGatherAsync implements ProcessGroup.
+func (g *TCPGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work {
+	checkDType("AllGather", in)
+	g.checkList("AllGather", outs, in)
+	return g.submit(func(deadline time.Time) error {
+		seq := g.nextSeq()
+		v := hostVec(in)
+		got, err := g.exchange(opAllGather, seq, v.dt, v.len(), func(int) vec { return v }, deadline)
+		if err != nil {
+			return err
+		}
+		got[g.rank] = v
+		for j, o := range outs {
+			got[j].store(o)
+		}
+		return nil
+	})
+}
+
+// ReduceScatter implements ProcessGroup.
+func (g *TCPGroup) ReduceScatter(out *tensor.Tensor, ins []*tensor.Tensor, op ReduceOp) error {
+	return wait(g.ReduceScatterAsync(out, ins, op))
+}
+
+// ReduceScatterAsync implements ProcessGroup.
+func (g *TCPGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, op ReduceOp) Work {
+	checkDType("ReduceScatter", out)
+	checkReduceOp("ReduceScatter", op, out)
+	g.checkList("ReduceScatter", ins, out)
+	return g.submit(func(deadline time.Time) error {
+		seq := g.nextSeq()
+		vs := make([]vec, g.size)
+		for j, t := range ins {
+			vs[j] = hostVec(t)
+		}
+		got, err := g.exchange(opReduceScatter, seq, out.DType(), out.Numel(), func(j int) vec { return vs[j] }, deadline)
+		if err != nil {
+			return err
+		}
+		v := g.reduceInRankOrder(got, vs[g.rank], op)
+		if op == Avg {
+			v.divide(g.size)
+		}
+		v.store(out)
+		return nil
+	})
+}
+
+// Gather implements ProcessGroup.
+func (g *TCPGroup) Gather(outs []*tensor.Tensor, in *tensor.Tensor, root int) error {
+	return wait(g.GatherAsync(outs, in, root))
+}
+
+// GatherAsync implements ProcessGroup.
+func (g *TCPGroup) GatherAsync(outs []*tensor.Tensor, in *tensor.Tensor, root int) Work {
+	checkDType("Gather", in)
+	g.checkRank("Gather", "root", root)
+	if g.rank == root {
+		g.checkList("Gather", outs, in)
+	}
+	return g.submit(func(deadline time.Time) error {
+		seq := g.nextSeq()
+		v := hostVec(in)
+		if g.rank != root {
+			return g.sendRange(g.peers[root], opGather, seq, v, 0, v.len(), deadline)
+		}
+		got := make([]vec, g.size)
+		got[g.rank] = v
+		var fns []func() error
+		for _, p := range g.peers {
+			if p != nil {
+				fns = append(fns, func() error {
+					var err error
+					got[p.rank], err = g.recvVec(p, opGather, seq, v.dt, v.len(), deadline)
+					return err
+				})
+			}
+		}
+		if err := g.parallel(fns...); err != nil {
+			return err
+		}
+		for j, o := range outs {
+			got[j].store(o)
+		}
+		return nil
+	})
+}
+
+// Scatter implements ProcessGroup.
+func (g *TCPGroup) Scatter(out *tensor.Tensor, ins []*tensor.Tensor, root int) error {
+	return wait(g.ScatterAsync(out, ins, root))
+}
+
+// ScatterAsync implements ProcessGroup.
+func (g *TCPGroup) ScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, root int) Work {
+	checkDType("Scatter", out)
+	g.checkRank("Scatter", "root", root)
+	if g.rank == root {
+		g.checkList("Scatter", ins, out)
+	}
+	return g.submit(func(deadline time.Time) error {
+		seq := g.nextSeq()
+		if g.rank != root {
+			v, err := g.recvVec(g.peers[root], opScatter, seq, out.DType(), out.Numel(), deadline)
+			if err != nil {
+				return err
+			}
+			v.store(out)
+			return nil
+		}
+		var fns []func() error
+		for _, p := range g.peers {
+			if p != nil {
+				v := hostVec(ins[p.rank])
+				fns = append(fns, func() error { return g.sendRange(p, opScatter, seq, v, 0, v.len(), deadline) })
+			}
+		}
+		if err := g.parallel(fns...); err != nil {
+			return err
+		}
+		hostVec(ins[g.rank]).store(out)
+		return nil
+	})
+}
+
+// Barrier implements ProcessGroup.
+func (g *TCPGroup) Barrier() error { return wait(g.BarrierAsync()) }
+
+// BarrierAsync implements ProcessGroup.
+func (g *TCPGroup) BarrierAsync() Work {
+	return g.submit(func(deadline time.Time) error {
+		seq := g.nextSeq()
+		empty := newVec(tensor.Float32, 0)
+		_, err := g.exchange(opBarrier, seq, tensor.Float32, 0, func(int) vec { return empty }, deadline)
+		return err
+	})
+}
+
+// Send implements ProcessGroup.
+func (g *TCPGroup) Send(t *tensor.Tensor, dst int) error { return wait(g.SendAsync(t, dst)) }
+
+// SendAsync implements ProcessGroup.
+func (g *TCPGroup) SendAsync(t *tensor.Tensor, dst int) Work {
+	checkDType("Send", t)
+	g.checkRank("Send", "destination", dst)
+	if dst == g.rank {
+		panic(fmt.Sprintf("distributed.Send: rank %d cannot send to itself", dst))
+	}
+	return g.submit(func(deadline time.Time) error {
+		p := g.peers[dst]
+		p.sendSeq++
+		v := hostVec(t)
+		return g.sendRange(p, opP2P, p.sendSeq, v, 0, v.len(), deadline)
+	})
+}
+
+// Recv implements ProcessGroup.
+func (g *TCPGroup) Recv(t *tensor.Tensor, src int) error { return wait(g.RecvAsync(t, src)) }
+
+// RecvAsync implements ProcessGroup.
+func (g *TCPGroup) RecvAsync(t *tensor.Tensor, src int) Work {
+	checkDType("Recv", t)
+	g.checkRank("Recv", "source", src)
+	if src == g.rank {
+		panic(fmt.Sprintf("distributed.Recv: rank %d cannot receive from itself", src))
+	}
+	return g.submit(func(deadline time.Time) error {
+		p := g.peers[src]
+		p.recvSeq++
+		v, err := g.recvVec(p, opP2P, p.recvSeq, t.DType(), t.Numel(), deadline)
+		if err != nil {
+			return err
+		}
+		v.store(t)
+		return nil
+	})
+}

@@ -1,0 +1,257 @@
+package distributed
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// localGroups starts n loopback ranks with small chunks (so chunking and
+// the ring run on small tensors) and closes them when the test ends.
+func localGroups(t *testing.T, n int) []*TCPGroup {
+	t.Helper()
+	gs, err := newLocalGroups(context.Background(), n, Config{Timeout: 20 * time.Second, ChunkBytes: 256})
+	require.NoError(t, err)
+	for _, g := range gs {
+		g.direct = 64
+		t.Cleanup(func() { g.Close() })
+	}
+	return gs
+}
+
+// onAll runs fn on every rank concurrently and returns the ranks' errors.
+func onAll(gs []*TCPGroup, fn func(g *TCPGroup) error) []error {
+	errs := make([]error, len(gs))
+	var wg sync.WaitGroup
+	for i, g := range gs {
+		wg.Go(func() { errs[i] = fn(g) })
+	}
+	wg.Wait()
+	return errs
+}
+
+// requireAll runs fn on every rank and requires that none fails.
+func requireAll(t *testing.T, gs []*TCPGroup, fn func(g *TCPGroup) error) {
+	t.Helper()
+	for r, err := range onAll(gs, fn) {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+// val is rank r's element i of tensor k: small multiples of 1/2 (integers
+// for integer dtypes), so every reduction order gives exact results.
+func val(r, i, k int, dt tensor.DType) float64 {
+	v := float64((r*5+i*3+r*i+k)%7 - 3)
+	if dt.IsFloat() {
+		v /= 2
+	}
+	return v
+}
+
+// rankTensor is rank r's tensor k of n elements.
+func rankTensor(r, k, n int, dt tensor.DType) *tensor.Tensor {
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = val(r, i, k, dt)
+	}
+	return tensor.FromSlice(d).To(dt)
+}
+
+// serialReduce is the reference: rank values combined by op.
+func serialReduce(size, k, n int, dt tensor.DType, op ReduceOp) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		acc := val(0, i, k, dt)
+		for r := 1; r < size; r++ {
+			v := val(r, i, k, dt)
+			switch op {
+			case Sum, Avg:
+				acc += v
+			case Prod:
+				acc *= v
+			case Max:
+				acc = math.Max(acc, v)
+			case Min:
+				acc = math.Min(acc, v)
+			}
+		}
+		if op == Avg {
+			acc /= float64(size)
+		}
+		out[i] = acc
+	}
+	return out
+}
+
+// roundTo rounds reference values to dtype dt's precision.
+func roundTo(x []float64, dt tensor.DType) []float64 {
+	return tensor.FromSlice(x).To(dt).Float64s()
+}
+
+var allDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64}
+
+func TestCollectivesMatchSerialReference(t *testing.T) {
+	sizes := []int{1, 0, 7, 61, 333} // 333 float64 = 2664 bytes: the ring, with 256-byte chunks
+	for n := 1; n <= 8; n++ {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			gs := localGroups(t, n)
+			for _, dt := range allDTypes {
+				for _, size := range sizes {
+					name := fmt.Sprintf("%s/n=%d", dt, size)
+					ops := []ReduceOp{Sum, Max, Min, Prod}
+					if dt.IsFloat() {
+						ops = append(ops, Avg)
+					}
+					for _, op := range ops {
+						requireAll(t, gs, func(g *TCPGroup) error {
+							x := rankTensor(g.Rank(), int(op), size, dt)
+							if err := g.AllReduce(x, op); err != nil {
+								return err
+							}
+							assert.Equal(t, roundTo(serialReduce(n, int(op), size, dt, op), dt), x.Float64s(), "AllReduce %s %s rank %d", op, name, g.Rank())
+							return nil
+						})
+						root := (int(op) + 1) % n
+						requireAll(t, gs, func(g *TCPGroup) error {
+							x := rankTensor(g.Rank(), int(op), size, dt)
+							if err := g.Reduce(x, root, op); err != nil {
+								return err
+							}
+							want := rankTensor(g.Rank(), int(op), size, dt).Float64s()
+							if g.Rank() == root {
+								want = roundTo(serialReduce(n, int(op), size, dt, op), dt)
+							}
+							assert.Equal(t, want, x.Float64s(), "Reduce %s %s rank %d", op, name, g.Rank())
+							return nil
+						})
+						requireAll(t, gs, func(g *TCPGroup) error {
+							ins := make([]*tensor.Tensor, n)
+							for j := range ins {
+								// rank r's tensor for rank j is tensor k=j.
+								ins[j] = rankTensor(g.Rank(), j, size, dt)
+							}
+							out := tensor.Zeros([]int{size}, dt)
+							if err := g.ReduceScatter(out, ins, op); err != nil {
+								return err
+							}
+							want := roundTo(serialReduce(n, g.Rank(), size, dt, op), dt)
+							assert.Equal(t, want, out.Float64s(), "ReduceScatter %s %s rank %d", op, name, g.Rank())
+							return nil
+						})
+					}
+					root := size % n
+					requireAll(t, gs, func(g *TCPGroup) error {
+						x := rankTensor(g.Rank(), 0, size, dt)
+						if err := g.Broadcast(x, root); err != nil {
+							return err
+						}
+						assert.Equal(t, rankTensor(root, 0, size, dt).Float64s(), x.Float64s(), "Broadcast %s rank %d", name, g.Rank())
+						return nil
+					})
+					requireAll(t, gs, func(g *TCPGroup) error {
+						outs := make([]*tensor.Tensor, n)
+						for j := range outs {
+							outs[j] = tensor.Zeros([]int{size}, dt)
+						}
+						if err := g.AllGather(outs, rankTensor(g.Rank(), 1, size, dt)); err != nil {
+							return err
+						}
+						for j, o := range outs {
+							assert.Equal(t, rankTensor(j, 1, size, dt).Float64s(), o.Float64s(), "AllGather %s rank %d slot %d", name, g.Rank(), j)
+						}
+						return nil
+					})
+					requireAll(t, gs, func(g *TCPGroup) error {
+						var outs []*tensor.Tensor
+						if g.Rank() == root {
+							for range n {
+								outs = append(outs, tensor.Zeros([]int{size}, dt))
+							}
+						}
+						if err := g.Gather(outs, rankTensor(g.Rank(), 2, size, dt), root); err != nil {
+							return err
+						}
+						for j, o := range outs {
+							assert.Equal(t, rankTensor(j, 2, size, dt).Float64s(), o.Float64s(), "Gather %s slot %d", name, j)
+						}
+						return nil
+					})
+					requireAll(t, gs, func(g *TCPGroup) error {
+						var ins []*tensor.Tensor
+						if g.Rank() == root {
+							for j := range n {
+								ins = append(ins, rankTensor(root, 10+j, size, dt))
+							}
+						}
+						out := tensor.Zeros([]int{size}, dt)
+						if err := g.Scatter(out, ins, root); err != nil {
+							return err
+						}
+						assert.Equal(t, rankTensor(root, 10+g.Rank(), size, dt).Float64s(), out.Float64s(), "Scatter %s rank %d", name, g.Rank())
+						return nil
+					})
+				}
+			}
+			requireAll(t, gs, func(g *TCPGroup) error { return g.Barrier() })
+		})
+	}
+}
+
+func TestSendRecvRing(t *testing.T) {
+	gs := localGroups(t, 3)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		next, prev := (g.Rank()+1)%3, (g.Rank()+2)%3
+		for k := range 3 {
+			send := g.SendAsync(rankTensor(g.Rank(), k, 9, tensor.Int64), next)
+			got := tensor.Zeros([]int{9}, tensor.Int64)
+			if err := g.Recv(got, prev); err != nil {
+				return err
+			}
+			if err := send.Wait(context.Background()); err != nil {
+				return err
+			}
+			assert.Equal(t, rankTensor(prev, k, 9, tensor.Int64).Float64s(), got.Float64s())
+		}
+		return nil
+	})
+}
+
+func TestAllReduceNonContiguousAndAsync(t *testing.T) {
+	gs := localGroups(t, 3)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		base := rankTensor(g.Rank(), 0, 15, tensor.Float32).Reshape(3, 5)
+		view := base.T() // [5,3], not contiguous
+		w := g.AllReduceAsync(view, Sum)
+		if err := w.Wait(context.Background()); err != nil {
+			return err
+		}
+		<-w.Done()
+		assert.Equal(t, roundTo(serialReduce(3, 0, 15, tensor.Float32, Sum), tensor.Float32), base.Float64s())
+		return nil
+	})
+}
+
+func TestRingResultsBitIdentical(t *testing.T) {
+	gs := localGroups(t, 5)
+	res := make([][]float32, 5)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		gen := tensor.NewGenerator(uint64(g.Rank()) + 1)
+		x := gen.Randn([]int{1001}, tensor.Float32)
+		if err := g.AllReduce(x, Avg); err != nil {
+			return err
+		}
+		res[g.Rank()] = x.Float32s()
+		return nil
+	})
+	for r := 1; r < 5; r++ {
+		require.Equal(t, res[0], res[r], "rank %d", r)
+	}
+}

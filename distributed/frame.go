@@ -1,0 +1,161 @@
+package distributed
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Wire format. Every message between two ranks is one frame: a fixed
+// 24-byte header followed by a payload of the length it announces.
+//
+//	offset size field
+//	0      4    magic "EMBF"
+//	4      1    kind (frameData, frameAbort)
+//	5      1    op code of the collective (opBarrier ... opP2P)
+//	6      1    dtype of the payload elements (tensor.DType)
+//	7      1    reserved, must be 0
+//	8      8    sequence number of the operation (little endian)
+//	16     8    payload length in bytes (little endian)
+//
+// Payload elements are little endian. An abort frame's payload is the rank
+// that failed (int32, -1 when unknown) and a UTF-8 reason.
+const (
+	frameHeaderLen = 24
+	frameMagic     = "EMBF"
+
+	frameData  byte = 1
+	frameAbort byte = 2
+
+	// maxAbortPayload bounds the reason carried by an abort frame.
+	maxAbortPayload = 4 + 1024
+)
+
+// Op codes carried in frames so that mismatched collectives are detected.
+const (
+	opBarrier byte = iota + 1
+	opBroadcast
+	opAllReduce
+	opReduce
+	opAllGather
+	opReduceScatter
+	opGather
+	opScatter
+	opP2P
+	opLast = opP2P
+)
+
+// opNames names the op codes for error messages.
+var opNames = [...]string{
+	opBarrier: "Barrier", opBroadcast: "Broadcast", opAllReduce: "AllReduce", opReduce: "Reduce",
+	opAllGather: "AllGather", opReduceScatter: "ReduceScatter", opGather: "Gather", opScatter: "Scatter",
+	opP2P: "Send/Recv",
+}
+
+// opName returns the name of op code c.
+func opName(c byte) string {
+	if c >= 1 && c <= opLast {
+		return opNames[c]
+	}
+	return fmt.Sprintf("op(%d)", c)
+}
+
+// frameHeader is a decoded frame header.
+type frameHeader struct {
+	kind  byte
+	op    byte
+	dtype byte
+	seq   uint64
+	n     uint64
+}
+
+// errBadFrame marks a frame that does not follow the wire format.
+var errBadFrame = errors.New("malformed frame")
+
+// putHeader encodes h into b, which must hold frameHeaderLen bytes.
+func putHeader(b []byte, h frameHeader) {
+	copy(b[0:4], frameMagic)
+	b[4] = h.kind
+	b[5] = h.op
+	b[6] = h.dtype
+	b[7] = 0
+	binary.LittleEndian.PutUint64(b[8:16], h.seq)
+	binary.LittleEndian.PutUint64(b[16:24], h.n)
+}
+
+// parseHeader decodes and validates a frame header. maxPayload bounds the
+// announced payload length so that a peer cannot make us allocate without
+// limit.
+func parseHeader(b []byte, maxPayload uint64) (frameHeader, error) {
+	if len(b) < frameHeaderLen {
+		return frameHeader{}, fmt.Errorf("%w: header of %d bytes, want %d", errBadFrame, len(b), frameHeaderLen)
+	}
+	if string(b[0:4]) != frameMagic {
+		return frameHeader{}, fmt.Errorf("%w: bad magic %q", errBadFrame, b[0:4])
+	}
+	h := frameHeader{kind: b[4], op: b[5], dtype: b[6], seq: binary.LittleEndian.Uint64(b[8:16]), n: binary.LittleEndian.Uint64(b[16:24])}
+	if b[7] != 0 {
+		return frameHeader{}, fmt.Errorf("%w: reserved byte is %d", errBadFrame, b[7])
+	}
+	switch h.kind {
+	case frameData:
+		if h.op < 1 || h.op > opLast {
+			return frameHeader{}, fmt.Errorf("%w: unknown op code %d", errBadFrame, h.op)
+		}
+		if h.n > maxPayload {
+			return frameHeader{}, fmt.Errorf("%w: payload of %d bytes exceeds the limit of %d", errBadFrame, h.n, maxPayload)
+		}
+	case frameAbort:
+		if h.n < 4 || h.n > maxAbortPayload {
+			return frameHeader{}, fmt.Errorf("%w: abort payload of %d bytes", errBadFrame, h.n)
+		}
+	default:
+		return frameHeader{}, fmt.Errorf("%w: unknown kind %d", errBadFrame, h.kind)
+	}
+	return h, nil
+}
+
+// frame is one received frame, or the error that ended the stream.
+type frame struct {
+	frameHeader
+	payload []byte
+	err     error
+}
+
+// readFrame reads one frame from r.
+func readFrame(r io.Reader, maxPayload uint64) (frame, error) {
+	var hb [frameHeaderLen]byte
+	if _, err := io.ReadFull(r, hb[:]); err != nil {
+		return frame{}, err
+	}
+	h, err := parseHeader(hb[:], maxPayload)
+	if err != nil {
+		return frame{}, err
+	}
+	p := make([]byte, h.n)
+	if _, err := io.ReadFull(r, p); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return frame{}, err
+	}
+	return frame{frameHeader: h, payload: p}, nil
+}
+
+// abortPayload encodes the failed rank and reason of an abort frame.
+func abortPayload(rank int, reason string) []byte {
+	if len(reason) > maxAbortPayload-4 {
+		reason = reason[:maxAbortPayload-4]
+	}
+	b := binary.LittleEndian.AppendUint32(nil, uint32(int32(rank)))
+	return append(b, reason...)
+}
+
+// parseAbort decodes an abort frame's payload.
+func parseAbort(p []byte) (rank int, reason string) {
+	if len(p) < 4 {
+		return -1, ""
+	}
+	return int(int32(binary.LittleEndian.Uint32(p))), string(p[4:])
+}

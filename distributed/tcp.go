@@ -1,0 +1,708 @@
+package distributed
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a TCP process group.
+type Config struct {
+	// Rank is this process's rank in [0, WorldSize).
+	Rank int
+	// WorldSize is the number of ranks (at least 1).
+	WorldSize int
+	// LocalRank is the rank among the processes of this machine
+	// (informational, e.g. to pick a device).
+	LocalRank int
+	// MasterAddr is "host:port" where rank 0 runs the rendezvous server;
+	// rank 0 listens there, the others connect to it.
+	MasterAddr string
+	// ListenAddr is the address this rank listens on for its peers'
+	// connections during setup: "host" or "host:port". Empty means the
+	// local address of the interface that routes to MasterAddr, with a
+	// port chosen by the system. The listener is closed once every peer
+	// is connected.
+	ListenAddr string
+	// Token is the shared secret peers prove they know (HMAC-SHA256
+	// challenge) before any data moves. Every rank must use the same
+	// token; an empty token still runs the handshake but keeps out only
+	// processes that are not Ember peers.
+	Token string
+	// Timeout bounds the rendezvous and each later operation; 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// MaxFrameBytes bounds the payload of one message from a peer; 0
+	// means 1 GiB. Larger transfers are split into frames of ChunkBytes.
+	MaxFrameBytes int
+	// ChunkBytes is the size of the pieces large transfers are cut into,
+	// so that reduction overlaps communication; 0 means 1 MiB.
+	ChunkBytes int
+}
+
+// Environment variables read by ConfigFromEnv (torchrun's names, plus
+// Ember's token and listen address).
+const (
+	EnvMasterAddr = "MASTER_ADDR"
+	EnvMasterPort = "MASTER_PORT"
+	EnvRank       = "RANK"
+	EnvWorldSize  = "WORLD_SIZE"
+	EnvLocalRank  = "LOCAL_RANK"
+	EnvToken      = "EMBER_DIST_TOKEN"
+	EnvListenAddr = "EMBER_DIST_LISTEN"
+	EnvTimeout    = "EMBER_DIST_TIMEOUT"
+)
+
+// ConfigFromEnv reads a Config from the torchrun-compatible environment:
+// MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE are required, LOCAL_RANK
+// defaults to RANK, EMBER_DIST_TOKEN is the shared secret,
+// EMBER_DIST_LISTEN the optional listen address and EMBER_DIST_TIMEOUT an
+// optional time.Duration string.
+func ConfigFromEnv() (Config, error) {
+	get := func(k string) (string, error) {
+		v, ok := os.LookupEnv(k)
+		if !ok || v == "" {
+			return "", fmt.Errorf("distributed: environment variable %s is not set", k)
+		}
+		return v, nil
+	}
+	atoi := func(k string) (int, error) {
+		v, err := get(k)
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return 0, fmt.Errorf("distributed: %s=%q is not an integer", k, v)
+		}
+		return n, nil
+	}
+	var c Config
+	host, err := get(EnvMasterAddr)
+	if err != nil {
+		return c, err
+	}
+	port, err := get(EnvMasterPort)
+	if err != nil {
+		return c, err
+	}
+	c.MasterAddr = net.JoinHostPort(host, port)
+	if c.Rank, err = atoi(EnvRank); err != nil {
+		return c, err
+	}
+	if c.WorldSize, err = atoi(EnvWorldSize); err != nil {
+		return c, err
+	}
+	c.LocalRank = c.Rank
+	if _, ok := os.LookupEnv(EnvLocalRank); ok {
+		if c.LocalRank, err = atoi(EnvLocalRank); err != nil {
+			return c, err
+		}
+	}
+	c.Token = os.Getenv(EnvToken)
+	c.ListenAddr = os.Getenv(EnvListenAddr)
+	if v := os.Getenv(EnvTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("distributed: %s=%q is not a positive duration", EnvTimeout, v)
+		}
+		c.Timeout = d
+	}
+	return c, c.validate()
+}
+
+// validate checks the fields that do not depend on the network.
+func (c *Config) validate() error {
+	if c.WorldSize < 1 {
+		return fmt.Errorf("distributed: world size %d, want at least 1", c.WorldSize)
+	}
+	if c.Rank < 0 || c.Rank >= c.WorldSize {
+		return fmt.Errorf("distributed: rank %d outside [0, %d)", c.Rank, c.WorldSize)
+	}
+	if c.WorldSize > 1 && c.MasterAddr == "" {
+		return errors.New("distributed: MasterAddr is empty")
+	}
+	if c.Timeout < 0 || c.MaxFrameBytes < 0 || c.ChunkBytes < 0 {
+		return errors.New("distributed: negative Timeout, MaxFrameBytes or ChunkBytes")
+	}
+	return nil
+}
+
+// NewGroupFromEnv is ConfigFromEnv followed by NewTCPGroup.
+func NewGroupFromEnv(ctx context.Context) (*TCPGroup, error) {
+	c, err := ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return NewTCPGroup(ctx, c)
+}
+
+// TCPGroup is the pure-Go ProcessGroup: a full mesh of authenticated TCP
+// connections between the ranks. AllReduce runs a chunked ring
+// (reduce-scatter then all-gather) for large tensors and a direct exchange,
+// reduced in rank order, for small ones; the other collectives exchange
+// directly with the ranks involved.
+type TCPGroup struct {
+	rank, size int
+	timeout    atomic.Int64
+	maxFrame   uint64
+	chunk      int
+	direct     int // AllReduce payloads up to this many bytes skip the ring
+	peers      []*peer
+
+	// failure state: done is closed by the first abort or Close.
+	failMu sync.Mutex
+	err    error
+	done   chan struct{}
+
+	// the operation queue and its worker.
+	qmu     sync.Mutex
+	qcond   *sync.Cond
+	queue   []*work
+	qclosed bool
+	wdone   chan struct{}
+
+	seq uint64 // collective sequence number; worker goroutine only
+}
+
+// peer is the connection to one other rank.
+type peer struct {
+	rank    int
+	addr    string
+	conn    net.Conn
+	in      chan frame
+	wmu     sync.Mutex
+	sendSeq uint64 // point-to-point sequence numbers; worker only
+	recvSeq uint64
+}
+
+var _ ProcessGroup = (*TCPGroup)(nil)
+
+// NewTCPGroup joins the group described by cfg: rank 0 serves the
+// rendezvous at MasterAddr, every rank registers its listen address there,
+// and the ranks connect to each other and authenticate. It returns when
+// the mesh is complete, or an error when ctx ends, cfg.Timeout passes or a
+// peer fails the handshake.
+func NewTCPGroup(ctx context.Context, cfg Config) (*TCPGroup, error) {
+	return newTCPGroup(ctx, cfg, nil)
+}
+
+// newTCPGroup is NewTCPGroup; rank 0 uses storeLn, when not nil, as the
+// already bound rendezvous listener.
+func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGroup, error) {
+	if err := cfg.validate(); err != nil {
+		if storeLn != nil {
+			storeLn.Close()
+		}
+		return nil, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxFrameBytes == 0 {
+		cfg.MaxFrameBytes = 1 << 30
+	}
+	if cfg.ChunkBytes == 0 {
+		cfg.ChunkBytes = 1 << 20
+	}
+	g := &TCPGroup{
+		rank: cfg.Rank, size: cfg.WorldSize,
+		maxFrame: uint64(cfg.MaxFrameBytes), chunk: max(cfg.ChunkBytes, 8), direct: directLimit,
+		peers: make([]*peer, cfg.WorldSize),
+		done:  make(chan struct{}), wdone: make(chan struct{}),
+	}
+	g.timeout.Store(int64(cfg.Timeout))
+	g.qcond = sync.NewCond(&g.qmu)
+	if cfg.WorldSize > 1 {
+		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+		if err := g.connect(ctx, cfg, storeLn); err != nil {
+			for _, p := range g.peers {
+				if p != nil {
+					p.conn.Close()
+				}
+			}
+			return nil, err
+		}
+	} else if storeLn != nil {
+		storeLn.Close()
+	}
+	for _, p := range g.peers {
+		if p != nil {
+			go g.readLoop(p)
+		}
+	}
+	go g.worker()
+	return g, nil
+}
+
+// Rank implements ProcessGroup.
+func (g *TCPGroup) Rank() int { return g.rank }
+
+// Size implements ProcessGroup.
+func (g *TCPGroup) Size() int { return g.size }
+
+// Timeout implements ProcessGroup.
+func (g *TCPGroup) Timeout() time.Duration { return time.Duration(g.timeout.Load()) }
+
+// SetTimeout implements ProcessGroup; it panics if d is not positive.
+func (g *TCPGroup) SetTimeout(d time.Duration) {
+	if d <= 0 {
+		panic(fmt.Sprintf("distributed.SetTimeout: timeout %v must be positive", d))
+	}
+	g.timeout.Store(int64(d))
+}
+
+// connect runs the rendezvous and builds the mesh.
+func (g *TCPGroup) connect(ctx context.Context, cfg Config, storeLn net.Listener) error {
+	deadline, _ := ctx.Deadline()
+	listenAddr, err := resolveListenAddr(cfg)
+	if err != nil {
+		return err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", listenAddr)
+	if err != nil {
+		return fmt.Errorf("distributed: rank %d: listen on %s: %w", g.rank, listenAddr, err)
+	}
+	defer ln.Close()
+	stopOnCancel := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stopOnCancel()
+
+	var addrs []string
+	if g.rank == 0 {
+		if storeLn == nil {
+			if storeLn, err = lc.Listen(ctx, "tcp", cfg.MasterAddr); err != nil {
+				return fmt.Errorf("distributed: rank 0: listen for rendezvous on %s: %w", cfg.MasterAddr, err)
+			}
+		}
+		addrs, err = serveRendezvous(ctx, storeLn, cfg, ln.Addr().String())
+	} else {
+		addrs, err = joinRendezvous(ctx, cfg, ln.Addr().String())
+	}
+	if err != nil {
+		return err
+	}
+	// Dial the lower ranks, accept the higher ones.
+	errs := make(chan error, 2)
+	go func() {
+		for j := 0; j < g.rank; j++ {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", addrs[j])
+			if err != nil {
+				errs <- &PeerError{Op: "connect", Rank: j, Reporter: -1, Err: err}
+				return
+			}
+			if _, err := handshake(c, cfg.Token, purposeMesh, roleDial, g.rank, g.size, j, deadline); err != nil {
+				c.Close()
+				errs <- &PeerError{Op: "connect", Rank: j, Reporter: -1, Err: err}
+				return
+			}
+			g.peers[j] = newPeer(j, addrs[j], c)
+		}
+		errs <- nil
+	}()
+	go func() {
+		for missing := g.size - 1 - g.rank; missing > 0; {
+			c, err := ln.Accept()
+			if err != nil {
+				errs <- fmt.Errorf("distributed: rank %d: waiting for %d higher ranks to connect: %w", g.rank, missing, ctxErr(ctx, err))
+				return
+			}
+			h, err := handshake(c, cfg.Token, purposeMesh, roleAccept, g.rank, g.size, -1, deadline)
+			if err != nil || h.rank <= g.rank || g.peers[h.rank] != nil {
+				c.Close() // a stranger or a duplicate: ignore it
+				continue
+			}
+			g.peers[h.rank] = newPeer(h.rank, addrs[h.rank], c)
+			missing--
+		}
+		errs <- nil
+	}()
+	var first error
+	for range 2 {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			ln.Close()
+		}
+	}
+	return first
+}
+
+// ctxErr prefers the context's error (a timeout reads better than "use of
+// closed network connection").
+func ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// newPeer wraps an authenticated connection.
+func newPeer(rank int, addr string, c net.Conn) *peer {
+	return &peer{rank: rank, addr: addr, conn: c, in: make(chan frame, 16)}
+}
+
+// resolveListenAddr picks the mesh listen address.
+func resolveListenAddr(cfg Config) (string, error) {
+	a := cfg.ListenAddr
+	if a == "" {
+		mh, _, err := net.SplitHostPort(cfg.MasterAddr)
+		if err != nil {
+			return "", fmt.Errorf("distributed: MasterAddr %q: %w", cfg.MasterAddr, err)
+		}
+		if cfg.Rank == 0 {
+			return net.JoinHostPort(mh, "0"), nil
+		}
+		// The local address of the route to the master (UDP "dial" sends
+		// nothing).
+		c, err := net.Dial("udp", cfg.MasterAddr)
+		if err != nil {
+			return "", fmt.Errorf("distributed: finding the interface that reaches %s: %w", cfg.MasterAddr, err)
+		}
+		defer c.Close()
+		h, _, _ := net.SplitHostPort(c.LocalAddr().String())
+		return net.JoinHostPort(h, "0"), nil
+	}
+	if _, _, err := net.SplitHostPort(a); err != nil {
+		return net.JoinHostPort(a, "0"), nil
+	}
+	return a, nil
+}
+
+// maxAddrLen bounds an address in the rendezvous messages.
+const maxAddrLen = 512
+
+// writeString writes a length-prefixed string.
+func writeString(w io.Writer, s string) error {
+	b := binary.LittleEndian.AppendUint16(nil, uint16(len(s)))
+	_, err := w.Write(append(b, s...))
+	return err
+}
+
+// readString reads a length-prefixed string of at most maxAddrLen bytes.
+func readString(r io.Reader) (string, error) {
+	var lb [2]byte
+	if _, err := io.ReadFull(r, lb[:]); err != nil {
+		return "", err
+	}
+	n := binary.LittleEndian.Uint16(lb[:])
+	if n > maxAddrLen {
+		return "", fmt.Errorf("address of %d bytes is too long", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// serveRendezvous runs rank 0's one-shot store: it collects every rank's
+// listen address and sends the full table to each.
+func serveRendezvous(ctx context.Context, ln net.Listener, cfg Config, own string) ([]string, error) {
+	defer ln.Close()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	deadline, _ := ctx.Deadline()
+	addrs := make([]string, cfg.WorldSize)
+	addrs[0] = own
+	conns := make([]net.Conn, cfg.WorldSize)
+	defer func() {
+		for _, c := range conns {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for missing := cfg.WorldSize - 1; missing > 0; {
+		c, err := ln.Accept()
+		if err != nil {
+			return nil, fmt.Errorf("distributed: rank 0: rendezvous waiting for %d ranks: %w", missing, ctxErr(ctx, err))
+		}
+		h, err := handshake(c, cfg.Token, purposeStore, roleAccept, 0, cfg.WorldSize, -1, deadline)
+		if err != nil || h.rank == 0 || conns[h.rank] != nil {
+			c.Close() // unauthenticated, or a duplicate: ignore it
+			continue
+		}
+		c.SetDeadline(deadline)
+		a, err := readString(c)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		addrs[h.rank], conns[h.rank] = a, c
+		missing--
+	}
+	var table []byte
+	for _, a := range addrs {
+		table = binary.LittleEndian.AppendUint16(table, uint16(len(a)))
+		table = append(table, a...)
+	}
+	for r, c := range conns {
+		if c == nil {
+			continue
+		}
+		if _, err := c.Write(table); err != nil {
+			return nil, &PeerError{Op: "rendezvous", Rank: r, Reporter: -1, Err: err}
+		}
+	}
+	return addrs, nil
+}
+
+// joinRendezvous registers own with rank 0's store (retrying until it is
+// up) and returns the address table.
+func joinRendezvous(ctx context.Context, cfg Config, own string) ([]string, error) {
+	deadline, _ := ctx.Deadline()
+	var c net.Conn
+	backoff := 20 * time.Millisecond
+	for {
+		var d net.Dialer
+		var err error
+		c, err = d.DialContext(ctx, "tcp", cfg.MasterAddr)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("distributed: rank %d: reaching rank 0 at %s: %w (last error: %v)", cfg.Rank, cfg.MasterAddr, ctx.Err(), err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if _, err := handshake(c, cfg.Token, purposeStore, roleDial, cfg.Rank, cfg.WorldSize, 0, deadline); err != nil {
+		return nil, &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: err}
+	}
+	c.SetDeadline(deadline)
+	if err := writeString(c, own); err != nil {
+		return nil, &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: err}
+	}
+	addrs := make([]string, cfg.WorldSize)
+	for i := range addrs {
+		a, err := readString(c)
+		if err != nil {
+			return nil, &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: fmt.Errorf("reading the address table: %w", ctxErr(ctx, err))}
+		}
+		addrs[i] = a
+	}
+	return addrs, nil
+}
+
+// readLoop reads p's frames into p.in until the connection ends. An abort
+// frame fails the group at once; an error is queued after the frames that
+// preceded it, so a peer that finished and closed is not mistaken for a
+// failure while its last messages are still unread.
+func (g *TCPGroup) readLoop(p *peer) {
+	r := bufio.NewReaderSize(p.conn, 64<<10)
+	for {
+		f, err := readFrame(r, g.maxFrame)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				err = fmt.Errorf("connection closed (%w)", err)
+			}
+			f = frame{err: &PeerError{Rank: p.rank, Reporter: -1, Err: err}}
+		} else if f.kind == frameAbort {
+			failed, reason := parseAbort(f.payload)
+			pe := &PeerError{Rank: failed, Reporter: p.rank, Err: errors.New(reason)}
+			if failed < 0 || failed >= g.size || failed == g.rank {
+				pe = &PeerError{Rank: p.rank, Reporter: -1, Err: fmt.Errorf("aborted: %s", reason)}
+			}
+			pe.Op = "abort"
+			g.abort(pe)
+			f = frame{err: pe}
+		}
+		select {
+		case p.in <- f:
+		case <-g.done:
+			return
+		}
+		if f.err != nil {
+			return
+		}
+	}
+}
+
+// failure returns the error that stopped the group, or nil.
+func (g *TCPGroup) failure() error {
+	g.failMu.Lock()
+	defer g.failMu.Unlock()
+	return g.err
+}
+
+// abort stops the group after err: it tells every peer which rank failed
+// (best effort) and closes the connections, so that no rank waits for a
+// message that will never come.
+func (g *TCPGroup) abort(err error) {
+	g.failMu.Lock()
+	if g.err != nil {
+		g.failMu.Unlock()
+		return
+	}
+	g.err = err
+	close(g.done)
+	g.failMu.Unlock()
+	failed := -1
+	var pe *PeerError
+	if errors.As(err, &pe) {
+		failed = pe.Rank
+	}
+	payload := abortPayload(failed, err.Error())
+	var hdr [frameHeaderLen]byte
+	putHeader(hdr[:], frameHeader{kind: frameAbort, n: uint64(len(payload))})
+	for _, p := range g.peers {
+		if p == nil {
+			continue
+		}
+		if p.wmu.TryLock() {
+			p.conn.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+			p.conn.Write(append(hdr[:], payload...))
+			p.wmu.Unlock()
+		}
+		p.conn.Close()
+	}
+}
+
+// Close implements ProcessGroup: pending operations fail with ErrClosed
+// and the connections are closed.
+func (g *TCPGroup) Close() error {
+	g.qmu.Lock()
+	g.qclosed = true
+	g.qcond.Broadcast()
+	g.qmu.Unlock()
+	g.failMu.Lock()
+	if g.err == nil {
+		g.err = ErrClosed
+		close(g.done)
+	}
+	g.failMu.Unlock()
+	for _, p := range g.peers {
+		if p != nil {
+			p.conn.Close()
+		}
+	}
+	<-g.wdone
+	return nil
+}
+
+// submit queues fn and returns its Work.
+func (g *TCPGroup) submit(fn func(deadline time.Time) error) Work {
+	w := &work{g: g, fn: fn, done: make(chan struct{})}
+	g.qmu.Lock()
+	if g.qclosed {
+		g.qmu.Unlock()
+		w.finish(ErrClosed)
+		return w
+	}
+	g.queue = append(g.queue, w)
+	g.qcond.Signal()
+	g.qmu.Unlock()
+	return w
+}
+
+// worker runs the queued operations one at a time, in issue order.
+func (g *TCPGroup) worker() {
+	defer close(g.wdone)
+	for {
+		g.qmu.Lock()
+		for len(g.queue) == 0 && !g.qclosed {
+			g.qcond.Wait()
+		}
+		if len(g.queue) == 0 {
+			g.qmu.Unlock()
+			return
+		}
+		w := g.queue[0]
+		g.queue = g.queue[1:]
+		closed := g.qclosed
+		g.qmu.Unlock()
+		if closed {
+			w.finish(ErrClosed)
+			continue
+		}
+		if err := g.failure(); err != nil {
+			w.finish(fmt.Errorf("distributed: process group unusable after an earlier failure: %w", err))
+			continue
+		}
+		err := w.fn(time.Now().Add(g.Timeout()))
+		if err != nil {
+			g.abort(err)
+		}
+		w.finish(err)
+	}
+}
+
+// wait is the blocking form of an operation.
+func wait(w Work) error { return w.Wait(context.Background()) }
+
+// send writes one data frame to p before deadline.
+func (g *TCPGroup) send(p *peer, h frameHeader, payload []byte, deadline time.Time) error {
+	h.kind = frameData
+	h.n = uint64(len(payload))
+	var hdr [frameHeaderLen]byte
+	putHeader(hdr[:], h)
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	select {
+	case <-g.done:
+		return g.failure()
+	default:
+	}
+	p.conn.SetWriteDeadline(deadline)
+	bufs := net.Buffers{hdr[:], payload}
+	if _, err := bufs.WriteTo(p.conn); err != nil {
+		if ferr := g.failure(); ferr != nil {
+			return ferr
+		}
+		return &PeerError{Op: opName(h.op), Seq: h.seq, Rank: p.rank, Reporter: -1, Err: err}
+	}
+	return nil
+}
+
+// recv waits for p's next frame and checks that it belongs to operation
+// (op, seq) and has dtype dt; its payload must be empty when maxN is 0,
+// else hold between 1 and maxN bytes in whole units of unit bytes.
+func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, deadline time.Time) ([]byte, error) {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	fail := func(err error) error {
+		return &PeerError{Op: opName(op), Seq: seq, Rank: p.rank, Reporter: -1, Err: err}
+	}
+	var f frame
+	select {
+	case f = <-p.in:
+	case <-g.done:
+		return nil, g.failure()
+	case <-timer.C:
+		return nil, fail(fmt.Errorf("timed out after %v waiting for its message (is it running the same collective?)", g.Timeout()))
+	}
+	if f.err != nil {
+		var pe *PeerError
+		if errors.As(f.err, &pe) && pe.Op == "" {
+			pe.Op, pe.Seq = opName(op), seq
+		}
+		return nil, f.err
+	}
+	n := len(f.payload)
+	switch {
+	case f.op != op || f.seq != seq:
+		return nil, fail(fmt.Errorf("mismatched operation: it sent %s #%d while this rank runs %s #%d (ranks must issue the same collectives in the same order)", opName(f.op), f.seq, opName(op), seq))
+	case f.dtype != dt:
+		return nil, fail(fmt.Errorf("dtype code %d, this rank has %d (tensors must have the same dtype on every rank)", f.dtype, dt))
+	case maxN == 0 && n != 0, maxN > 0 && (n == 0 || n > maxN || n%unit != 0):
+		return nil, fail(fmt.Errorf("message of %d bytes where this rank expects %d (tensors must have the same shape on every rank)", n, maxN))
+	}
+	return f.payload, nil
+}

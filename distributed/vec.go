@@ -1,0 +1,259 @@
+package distributed
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// ReduceOp selects how AllReduce, Reduce and ReduceScatter combine the
+// ranks' values elementwise.
+type ReduceOp int
+
+// The reduction operations.
+const (
+	// Sum adds the values.
+	Sum ReduceOp = iota
+	// Avg adds the values and divides by the group size (floating dtypes
+	// only).
+	Avg
+	// Max keeps the largest value (NaN wins, as in PyTorch).
+	Max
+	// Min keeps the smallest value (NaN wins).
+	Min
+	// Prod multiplies the values.
+	Prod
+)
+
+// String returns the name of the operation.
+func (o ReduceOp) String() string {
+	switch o {
+	case Sum:
+		return "Sum"
+	case Avg:
+		return "Avg"
+	case Max:
+		return "Max"
+	case Min:
+		return "Min"
+	case Prod:
+		return "Prod"
+	}
+	return fmt.Sprintf("ReduceOp(%d)", int(o))
+}
+
+// number is the element types collectives move.
+type number interface {
+	~float32 | ~float64 | ~int32 | ~int64
+}
+
+// vec is a host copy of a tensor's elements: []float32, []float64, []int32
+// or []int64.
+type vec struct {
+	dt   tensor.DType
+	data any
+}
+
+// checkDType panics unless collectives support dt.
+func checkDType(op string, t *tensor.Tensor) {
+	if t == nil {
+		panic(fmt.Sprintf("distributed.%s: nil tensor", op))
+	}
+	switch t.DType() {
+	case tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64:
+	default:
+		panic(fmt.Sprintf("distributed.%s: dtype %s of tensor %v is not supported; use float32, float64, int32 or int64 (convert with To)", op, t.DType(), t.Shape()))
+	}
+}
+
+// checkReduceOp panics on an unknown op or Avg of an integer tensor.
+func checkReduceOp(op string, r ReduceOp, t *tensor.Tensor) {
+	if r < Sum || r > Prod {
+		panic(fmt.Sprintf("distributed.%s: unknown reduce op %d", op, int(r)))
+	}
+	if r == Avg && !t.DType().IsFloat() {
+		panic(fmt.Sprintf("distributed.%s: Avg of a %s tensor %v: averaging needs a floating dtype; use Sum and divide", op, t.DType(), t.Shape()))
+	}
+}
+
+// hostVec copies t's elements (in row-major order, whatever its strides)
+// into a vec.
+func hostVec(t *tensor.Tensor) vec {
+	switch t.DType() {
+	case tensor.Float32:
+		return vec{t.DType(), t.Float32s()}
+	case tensor.Float64:
+		return vec{t.DType(), t.Float64s()}
+	case tensor.Int32:
+		return vec{t.DType(), t.Int32s()}
+	default:
+		return vec{t.DType(), t.Int64s()}
+	}
+}
+
+// newVec allocates a zeroed vec of n elements of dtype dt.
+func newVec(dt tensor.DType, n int) vec {
+	switch dt {
+	case tensor.Float32:
+		return vec{dt, make([]float32, n)}
+	case tensor.Float64:
+		return vec{dt, make([]float64, n)}
+	case tensor.Int32:
+		return vec{dt, make([]int32, n)}
+	default:
+		return vec{dt, make([]int64, n)}
+	}
+}
+
+// store writes v back into t in place, through t's view (so non-contiguous
+// tensors are updated element by element).
+func (v vec) store(t *tensor.Tensor) {
+	shape := t.Shape()
+	var src *tensor.Tensor
+	switch d := v.data.(type) {
+	case []float32:
+		src = tensor.FromSlice(d, shape...)
+	case []float64:
+		src = tensor.FromSlice(d, shape...)
+	case []int32:
+		src = tensor.FromSlice(d, shape...)
+	case []int64:
+		src = tensor.FromSlice(d, shape...)
+	}
+	t.CopyFrom(src)
+}
+
+// len returns the number of elements.
+func (v vec) len() int {
+	switch d := v.data.(type) {
+	case []float32:
+		return len(d)
+	case []float64:
+		return len(d)
+	case []int32:
+		return len(d)
+	default:
+		return len(d.([]int64))
+	}
+}
+
+// elemSize returns the byte size of one element.
+func (v vec) elemSize() int { return v.dt.Size() }
+
+// encode returns the little-endian bytes of elements [lo, hi).
+func (v vec) encode(lo, hi int) []byte {
+	var data any
+	switch d := v.data.(type) {
+	case []float32:
+		data = d[lo:hi]
+	case []float64:
+		data = d[lo:hi]
+	case []int32:
+		data = d[lo:hi]
+	default:
+		data = v.data.([]int64)[lo:hi]
+	}
+	b, err := binary.Append(make([]byte, 0, (hi-lo)*v.elemSize()), binary.LittleEndian, data)
+	if err != nil {
+		panic("distributed: encode: " + err.Error()) // unreachable: fixed-size element slices
+	}
+	return b
+}
+
+// slice returns elements [lo, hi) as a slice sharing v's memory.
+func (v vec) slice(lo, hi int) any {
+	switch d := v.data.(type) {
+	case []float32:
+		return d[lo:hi]
+	case []float64:
+		return d[lo:hi]
+	case []int32:
+		return d[lo:hi]
+	default:
+		return v.data.([]int64)[lo:hi]
+	}
+}
+
+// decode overwrites elements [lo, hi) with the little-endian bytes b, which
+// must hold exactly that many elements.
+func (v vec) decode(lo, hi int, b []byte) {
+	if _, err := binary.Decode(b, binary.LittleEndian, v.slice(lo, hi)); err != nil {
+		panic("distributed: decode: " + err.Error()) // callers check the length first
+	}
+}
+
+// reduceBytes combines elements [lo, hi) with the little-endian values in
+// b by op (Avg adds; the division happens once at the end).
+func (v vec) reduceBytes(lo, hi int, b []byte, op ReduceOp) {
+	tmp := newVec(v.dt, hi-lo)
+	tmp.decode(0, hi-lo, b)
+	v.reduceVec(lo, hi, tmp, op)
+}
+
+// reduceVec combines elements [lo, hi) of v with all elements of o.
+func (v vec) reduceVec(lo, hi int, o vec, op ReduceOp) {
+	switch d := v.data.(type) {
+	case []float32:
+		reduceInto(d[lo:hi], o.data.([]float32), op)
+	case []float64:
+		reduceInto(d[lo:hi], o.data.([]float64), op)
+	case []int32:
+		reduceInto(d[lo:hi], o.data.([]int32), op)
+	case []int64:
+		reduceInto(d[lo:hi], o.data.([]int64), op)
+	}
+}
+
+// reduceInto combines dst with src elementwise.
+func reduceInto[T number](dst, src []T, op ReduceOp) {
+	src = src[:len(dst)]
+	switch op {
+	case Sum, Avg:
+		for i, s := range src {
+			dst[i] += s
+		}
+	case Prod:
+		for i, s := range src {
+			dst[i] *= s
+		}
+	case Max:
+		for i, s := range src {
+			dst[i] = max(dst[i], s)
+		}
+	case Min:
+		for i, s := range src {
+			dst[i] = min(dst[i], s)
+		}
+	}
+}
+
+// divide divides every element by n (Avg's final step; floats only).
+func (v vec) divide(n int) {
+	switch d := v.data.(type) {
+	case []float32:
+		for i := range d {
+			d[i] /= float32(n)
+		}
+	case []float64:
+		for i := range d {
+			d[i] /= float64(n)
+		}
+	}
+}
+
+// clone returns a copy of v.
+func (v vec) clone() vec {
+	c := newVec(v.dt, v.len())
+	switch d := c.data.(type) {
+	case []float32:
+		copy(d, v.data.([]float32))
+	case []float64:
+		copy(d, v.data.([]float64))
+	case []int32:
+		copy(d, v.data.([]int32))
+	case []int64:
+		copy(d, v.data.([]int64))
+	}
+	return c
+}
