@@ -111,7 +111,11 @@ func rnnOptions(c golden.Case) nn.RNNOptions {
 func TestRNNGolden(t *testing.T) {
 	g := tensor.NewGenerator(7)
 	f64 := tensor.Float64
+	ops := map[string]bool{"rnn_cell": true, "gru_cell": true, "lstm_cell": true, "rnn": true, "gru": true, "lstm": true}
 	for _, c := range golden.Load(t, rnnAttnGolden) {
+		if !ops[c.Op] {
+			continue
+		}
 		t.Run(c.Name, func(t *testing.T) {
 			switch c.Op {
 			case "rnn_cell":

@@ -38,13 +38,14 @@ from golden import Case, seed, write  # noqa: E402
 F64 = torch.float64
 
 
-def module_case(name, op, module, data, fn, grad=True, **attrs):
-    """Run fn(*data) with module's parameters and record a case."""
+def module_case(name, op, module, data, fn, grad=True, const=(), **attrs):
+    """Run fn(*data) with module's parameters and record a case. Data
+    inputs whose index is in const (masks) get no gradient."""
     module = module.double().eval()
     xs = []
-    for x in data:
+    for i, x in enumerate(data):
         x = x.detach().clone()
-        if grad and x.is_floating_point():
+        if grad and x.is_floating_point() and i not in const:
             x.requires_grad_(True)
         xs.append(x)
     names, params = [], []
@@ -63,7 +64,7 @@ def module_case(name, op, module, data, fn, grad=True, **attrs):
     torch.autograd.backward([o for o in outs], gouts)
     grads = []
     for x in xs + params:
-        if not x.is_floating_point():
+        if not x.requires_grad:
             grads.append(None)
         elif x.grad is None:
             grads.append(torch.zeros_like(x))
@@ -149,8 +150,94 @@ def seq_cases():
     return cases
 
 
+def sdpa_cases():
+    cases = []
+    seed(3)
+    empty = nn.Module()
+    q = torch.randn(2, 3, 4, dtype=F64)
+    k = torch.randn(2, 5, 4, dtype=F64)
+    v = torch.randn(2, 5, 6, dtype=F64)
+    bmask = torch.rand(3, 5) > 0.3
+    bmask[:, 0] = True  # every query keeps a key
+    fmask = torch.randn(2, 3, 5, dtype=F64)
+
+    def sdpa(mask=None, causal=False):
+        def fn(q, k, v, *m):
+            return torch.nn.functional._scaled_dot_product_attention(
+                q, k, v, m[0] if m else None, 0.0, False, causal)[0]
+        return fn
+
+    cases.append(module_case("sdpa/plain", "sdpa", empty, [q, k, v], sdpa(), mask="none", is_causal=False))
+    cases.append(module_case("sdpa/causal", "sdpa", empty, [q, k, v], sdpa(causal=True), mask="none", is_causal=True))
+    cases.append(module_case("sdpa/bool_mask", "sdpa", empty, [q, k, v, bmask], sdpa(), const=(3,),
+                             mask="bool", is_causal=False))
+    cases.append(module_case("sdpa/float_mask", "sdpa", empty, [q, k, v, fmask], sdpa(), const=(3,),
+                             mask="float", is_causal=False))
+    q4 = torch.randn(2, 2, 3, 4, dtype=F64)
+    k4 = torch.randn(2, 2, 4, 4, dtype=F64)
+    v4 = torch.randn(2, 2, 4, 3, dtype=F64)
+    cases.append(module_case("sdpa/4d_causal", "sdpa", empty, [q4, k4, v4], sdpa(causal=True), mask="none",
+                             is_causal=True))
+    return cases
+
+
+def mha_case(name, e, h, lq, s, n, batch_first=False, bias=True, self_attn=False, kpm=None, attn_mask=None,
+             need_weights=True, average=True, unbatched=False):
+    m = nn.MultiheadAttention(e, h, bias=bias, batch_first=batch_first, dropout=0.2)
+
+    def shape(t):
+        if unbatched:
+            return (t, e)
+        return (n, t, e) if batch_first else (t, n, e)
+
+    data = [torch.randn(*shape(lq), dtype=F64)]
+    if not self_attn:
+        data += [torch.randn(*shape(s), dtype=F64), torch.randn(*shape(s), dtype=F64)]
+    const = []
+    for extra in (kpm, attn_mask):
+        if extra is not None:
+            const.append(len(data))
+            data.append(extra)
+
+    def fn(*xs):
+        if self_attn:
+            q = k = v = xs[0]
+            rest = list(xs[1:])
+        else:
+            q, k, v = xs[:3]
+            rest = list(xs[3:])
+        kp = rest.pop(0) if kpm is not None else None
+        am = rest.pop(0) if attn_mask is not None else None
+        out, w = m(q, k, v, key_padding_mask=kp, attn_mask=am, need_weights=need_weights,
+                   average_attn_weights=average)
+        return (out, w) if need_weights else (out,)
+
+    return module_case(name, "mha", m, data, fn, const=tuple(const), embed_dim=e, num_heads=h,
+                       batch_first=batch_first, bias=bias, self_attn=self_attn, has_kpm=kpm is not None,
+                       has_attn_mask=attn_mask is not None, need_weights=need_weights, average=average)
+
+
+def mha_cases():
+    cases = []
+    seed(4)
+    cases.append(mha_case("mha/self", 4, 2, 3, 3, 2, self_attn=True))
+    cases.append(mha_case("mha/cross_seqfirst", 6, 3, 3, 4, 2))
+    kpm = torch.tensor([[False, False, True, False], [False, True, True, False]])
+    am = torch.rand(3, 4) > 0.7
+    am[:, 0] = False
+    cases.append(mha_case("mha/cross_bf_masks_perhead", 6, 2, 3, 4, 2, batch_first=True, kpm=kpm, attn_mask=am,
+                          average=False))
+    fam = torch.randn(2 * 2, 3, 4, dtype=F64)
+    fkpm = torch.tensor([[False, True, False, False], [False, False, False, True]])
+    cases.append(mha_case("mha/nobias_float_attn_mask", 4, 2, 3, 4, 2, bias=False, kpm=fkpm, attn_mask=fam))
+    cases.append(mha_case("mha/no_weights_bf", 4, 1, 2, 3, 3, batch_first=True, need_weights=False))
+    cases.append(mha_case("mha/unbatched", 4, 2, 3, 5, 1, unbatched=True,
+                          kpm=torch.tensor([False, True, False, False, True])))
+    return cases
+
+
 def attn_cases():
-    return []
+    return sdpa_cases() + mha_cases()
 
 
 def main():
