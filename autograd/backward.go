@@ -103,6 +103,10 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 		if g == nil {
 			continue
 		}
+		if hg := v.runHooks(g); hg != g {
+			g = hg
+			grads[v] = g
+		}
 		if v.node == nil || v.retainGrad || want[v] {
 			if targets == nil {
 				v.accumulateGrad(g, opt.CreateGraph)

@@ -26,6 +26,7 @@ type Var struct {
 	mu         sync.Mutex
 	grad       *Var
 	retainGrad bool
+	hooks      []*hookEntry // gradient hooks (hooks.go)
 }
 
 // node is one recorded operation.
