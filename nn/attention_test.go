@@ -145,7 +145,9 @@ func TestAttentionPanics(t *testing.T) {
 		f    func()
 		msg  string
 	}{
-		{"sdpa shapes", func() { nn.ScaledDotProductAttention(q, autograd.New(tensor.Zeros([]int{2, 3, 5})), q, nn.AttentionOptions{}) }, "must be [..., L, E]"},
+		{"sdpa shapes", func() {
+			nn.ScaledDotProductAttention(q, autograd.New(tensor.Zeros([]int{2, 3, 5})), q, nn.AttentionOptions{})
+		}, "must be [..., L, E]"},
 		{"causal and mask", func() {
 			nn.ScaledDotProductAttention(q, q, q, nn.AttentionOptions{IsCausal: true, AttnMask: tensor.Zeros([]int{3, 3})})
 		}, "exclude each other"},
