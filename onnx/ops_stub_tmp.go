@@ -1,3 +1,0 @@
-package onnx
-
-func nnOps() opTable { return opTable{} }
