@@ -53,7 +53,9 @@ func TestHookOnIntermediate(t *testing.T) {
 
 func TestRegisterHookMisuse(t *testing.T) {
 	x := autograd.Param(tensor.FromSlice([]float64{1, 2}, 2))
-	assert.Panics(t, func() { autograd.New(tensor.Zeros([]int{2})).RegisterHook(func(g *tensor.Tensor) *tensor.Tensor { return nil }) })
+	assert.Panics(t, func() {
+		autograd.New(tensor.Zeros([]int{2})).RegisterHook(func(g *tensor.Tensor) *tensor.Tensor { return nil })
+	})
 	assert.Panics(t, func() { x.RegisterHook(nil) })
 	x.RegisterHook(func(g *tensor.Tensor) *tensor.Tensor { return tensor.Zeros([]int{3}) })
 	assert.Panics(t, func() { _ = x.Sum(nil, false).Backward() })
