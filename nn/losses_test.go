@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"math"
 	"slices"
 	"sort"
 	"testing"
@@ -85,6 +86,56 @@ var lossRunners = map[string]func(c golden.Case, a lossArgs) *autograd.Var{
 		l := &nn.DiceLoss{Smooth: c.Float("smooth"), Reduction: reductionOf(c.String("reduction"))}
 		return l.Forward(a.v[0], a.t[1])
 	},
+	"margin_ranking": func(c golden.Case, a lossArgs) *autograd.Var {
+		return nn.NewMarginRankingLoss(c.Float("margin"), reductionOf(c.String("reduction"))).Forward(a.v[0], a.v[1], a.t[2])
+	},
+	"hinge_embedding": func(c golden.Case, a lossArgs) *autograd.Var {
+		return (&nn.HingeEmbeddingLoss{Margin: c.Float("margin"), Reduction: reductionOf(c.String("reduction"))}).Forward(a.v[0], a.t[1])
+	},
+	"soft_margin": func(c golden.Case, a lossArgs) *autograd.Var {
+		return nn.NewSoftMarginLoss(reductionOf(c.String("reduction"))).Forward(a.v[0], a.t[1])
+	},
+	"multilabel_margin": func(c golden.Case, a lossArgs) *autograd.Var {
+		return nn.NewMultiLabelMarginLoss(reductionOf(c.String("reduction"))).Forward(a.v[0], a.t[1])
+	},
+	"multilabel_soft_margin": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := nn.NewMultiLabelSoftMarginLoss(reductionOf(c.String("reduction")))
+		if c.Has("weighted") {
+			l.Weight = a.t[2]
+		}
+		return l.Forward(a.v[0], a.t[1])
+	},
+	"multi_margin": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := nn.NewMultiMarginLoss()
+		l.P, l.Margin, l.Reduction = c.Int("p"), c.Float("margin"), reductionOf(c.String("reduction"))
+		if c.Has("weighted") {
+			l.Weight = a.t[2]
+		}
+		return l.Forward(a.v[0], a.t[1])
+	},
+	"cosine_embedding": func(c golden.Case, a lossArgs) *autograd.Var {
+		return nn.NewCosineEmbeddingLoss(c.Float("margin"), reductionOf(c.String("reduction"))).Forward(a.v[0], a.v[1], a.t[2])
+	},
+	"triplet_margin": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := &nn.TripletMarginLoss{Margin: c.Float("margin"), P: c.Float("p"), Eps: c.Float("eps"), Swap: c.Bool("swap"), Reduction: reductionOf(c.String("reduction"))}
+		return l.Forward(a.v[0], a.v[1], a.v[2])
+	},
+	"triplet_distance": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := nn.NewTripletMarginWithDistanceLoss()
+		l.Margin, l.Swap, l.Reduction = c.Float("margin"), c.Bool("swap"), reductionOf(c.String("reduction"))
+		if c.String("distance") == "cosine" {
+			l.Distance = cosineDistance
+		}
+		return l.Forward(a.v[0], a.v[1], a.v[2])
+	},
+}
+
+// cosineDistance is 1 - cosine_similarity(x1, x2) along the last axis, with
+// PyTorch's cosine_similarity eps 1e-8 on each norm.
+func cosineDistance(x1, x2 *autograd.Var) *autograd.Var {
+	n1 := x1.Norm(2, []int{-1}, false).Clamp(1e-8, math.Inf(1))
+	n2 := x2.Norm(2, []int{-1}, false).Clamp(1e-8, math.Inf(1))
+	return x1.Mul(x2).Sum([]int{-1}, false).Div(n1.Mul(n2)).Neg().AddScalar(1)
 }
 
 // TestLossesGolden checks every loss against PyTorch 1.13 (fixture written
@@ -270,4 +321,83 @@ func TestClassificationLossesUnbatchedAndPanics(t *testing.T) {
 	})
 	require.Panics(t, func() { nn.NewDiceLoss().Forward(x, tensor.Zeros([]int{2}, tensor.Float64)) })
 	require.Panics(t, func() { nn.NewNLLLoss().Forward(x, tensor.Zeros([]int{2}, tensor.Float64)) })
+}
+
+// TestMarginLossesGradCheck checks the margin losses' gradients with finite
+// differences (data away from the hinges), including non-contiguous inputs.
+func TestMarginLossesGradCheck(t *testing.T) {
+	pm := tensor.FromSlice([]float64{1, -1, 1, -1, 1, 1}, 6)
+	x1 := gradData(1, 6)
+	x2 := gradData(2, 6).Flip(0)
+	xt := gradData(3, 4, 3).T() // [3, 4] non-contiguous
+	signs := tensor.FromSlice([]float64{1, -1, -1, 1, -1, 1, 1, -1, 1, 1, -1, -1}, 3, 4)
+	ml := tensor.FromSlice([]int64{3, 0, -1, 1, 2, 1, -1, 0, 0, -1, 0, 0}, 3, 4)
+	mm := tensor.FromSlice([]int64{1, 3, 0}, 3)
+	y3 := tensor.FromSlice([]float64{1, -1, -1}, 3)
+	a, p, n := gradData(4, 3, 5), gradData(5, 5, 3).T(), gradData(6, 3, 5)
+	tests := []struct {
+		name string
+		f    func(in []*autograd.Var) *autograd.Var
+		in   []*tensor.Tensor
+	}{
+		{"margin_ranking", func(in []*autograd.Var) *autograd.Var {
+			return nn.NewMarginRankingLoss(0.3, nn.ReduceNone).Forward(in[0], in[1], pm)
+		}, []*tensor.Tensor{x1, x2}},
+		{"hinge_embedding", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.HingeEmbeddingLoss{Margin: 1.05}).Forward(in[0], signs)
+		}, []*tensor.Tensor{xt}},
+		{"soft_margin", func(in []*autograd.Var) *autograd.Var {
+			return nn.NewSoftMarginLoss(nn.ReduceSum).Forward(in[0], signs)
+		}, []*tensor.Tensor{xt}},
+		{"multilabel_margin", func(in []*autograd.Var) *autograd.Var {
+			return nn.NewMultiLabelMarginLoss(nn.ReduceNone).Forward(in[0], ml)
+		}, []*tensor.Tensor{xt}},
+		{"multilabel_soft_margin", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.MultiLabelSoftMarginLoss{Weight: positive(7, 4)}).Forward(in[0], signs.Relu())
+		}, []*tensor.Tensor{xt}},
+		{"multi_margin/p2", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.MultiMarginLoss{P: 2, Margin: 0.95, Weight: positive(8, 4), Reduction: nn.ReduceNone}).Forward(in[0], mm)
+		}, []*tensor.Tensor{xt}},
+		{"multi_margin/p1", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.MultiMarginLoss{P: 1, Margin: 0.95}).Forward(in[0], mm)
+		}, []*tensor.Tensor{xt}},
+		{"cosine_embedding", func(in []*autograd.Var) *autograd.Var {
+			return nn.NewCosineEmbeddingLoss(-0.2, nn.ReduceNone).Forward(in[0], in[1], y3)
+		}, []*tensor.Tensor{a, p}},
+		{"triplet/p3/swap", func(in []*autograd.Var) *autograd.Var {
+			return (&nn.TripletMarginLoss{Margin: 2, P: 3, Eps: 1e-6, Swap: true, Reduction: nn.ReduceNone}).Forward(in[0], in[1], in[2])
+		}, []*tensor.Tensor{a, p, n}},
+		{"triplet/default", func(in []*autograd.Var) *autograd.Var {
+			return nn.NewTripletMarginLoss().Forward(in[0], in[1], in[2])
+		}, []*tensor.Tensor{a, p, n}},
+		{"triplet_distance/cosine", func(in []*autograd.Var) *autograd.Var {
+			l := nn.NewTripletMarginWithDistanceLoss()
+			l.Distance, l.Swap, l.Reduction = cosineDistance, true, nn.ReduceSum
+			return l.Forward(in[0], in[1], in[2])
+		}, []*tensor.Tensor{a, p, n}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.NoError(t, autograd.GradCheck(tt.f, tt.in...))
+		})
+	}
+}
+
+func TestMarginLossesUnbatchedAndPanics(t *testing.T) {
+	x := autograd.New(tensor.FromSlice([]float64{0.1, 0.2, 0.4, 0.8}, 4))
+	// Unbatched samples reduce to a scalar with every reduction.
+	got := nn.NewMultiLabelMarginLoss(nn.ReduceNone).Forward(x, tensor.FromSlice([]int64{3, 0, -1, 1}, 4))
+	require.Empty(t, got.Shape())
+	// pairs (3,1),(3,2),(0,1),(0,2): (0.4+0.6+1.1+1.3)/4
+	require.InDelta(t, 3.4/4, got.Item(), 1e-12)
+	mm := (&nn.MultiMarginLoss{P: 1, Margin: 1, Reduction: nn.ReduceNone}).Forward(x, tensor.ScalarOf(3, tensor.Int64))
+	require.Empty(t, mm.Shape())
+	require.InDelta(t, (0.3+0.4+0.6)/4, mm.Item(), 1e-12)
+	require.Panics(t, func() { nn.NewMultiMarginLoss().Forward(x, tensor.ScalarOf(4, tensor.Int64)) })
+	require.Panics(t, func() { (&nn.MultiMarginLoss{P: 3}).Forward(x, tensor.ScalarOf(1, tensor.Int64)) })
+	require.Panics(t, func() {
+		nn.NewMultiLabelMarginLoss(nn.ReduceMean).Forward(x, tensor.FromSlice([]int64{7, -1, 0, 0}, 4))
+	})
+	require.Panics(t, func() { nn.NewTripletMarginWithDistanceLoss().Forward(x, x, x.Unsqueeze(0)) })
+	require.Panics(t, func() { nn.NewCosineEmbeddingLoss(0, nn.ReduceMean).Forward(x, x, tensor.Ones([]int{4})) })
 }
