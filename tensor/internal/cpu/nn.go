@@ -96,7 +96,9 @@ func Im2Col[T Float](dst, src []T, g ConvGeom) {
 							clear(o[owHi:])
 							srow := plane[ih*g.W:][:g.W]
 							if g.StrideW == 1 {
-								copy(o[owLo:owHi], srow[owLo+offW:owHi+offW])
+								if owLo < owHi { // an empty range may start left of the row
+									copy(o[owLo:owHi], srow[owLo+offW:owHi+offW])
+								}
 								continue
 							}
 							iw := owLo*g.StrideW + offW
@@ -137,6 +139,9 @@ func Col2Im[T Float](dst, src []T, g ConvGeom) {
 							o := in[oh*g.OW:][:g.OW]
 							drow := plane[ih*g.W:][:g.W]
 							if g.StrideW == 1 {
+								if owLo >= owHi { // an empty range may start left of the row
+									continue
+								}
 								d := drow[owLo+offW : owHi+offW]
 								for i, v := range o[owLo:owHi] {
 									d[i] += v
