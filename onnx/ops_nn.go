@@ -284,10 +284,14 @@ func opConvTranspose(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 				out = outShape[i]
 			}
 			total := f + outPad[i] - out
+			half := total / 2 // floor division, as the ONNX reference computes it
+			if total < 0 && total%2 != 0 {
+				half--
+			}
 			if autoPad == "SAME_UPPER" {
-				begin = total / 2
+				begin = half
 			} else {
-				begin = total - total/2
+				begin = total - half
 			}
 		case autoPad == "VALID":
 			out = f + outPad[i]
