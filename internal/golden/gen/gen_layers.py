@@ -66,6 +66,7 @@ def module_case(name, op, mod, xs, train=True, randomize=True, **attrs):
                 p.copy_(torch.randn_like(p) * 0.5 + 1)
     pnames = [n for n, _ in mod.named_parameters()]
     params = [p for _, p in mod.named_parameters()]
+    pbefore = [p.detach().clone() for p in params]
     bnames = [n for n, _ in mod.named_buffers()]
     before = [b.detach().clone() for _, b in mod.named_buffers()]
     keys = list(mod.state_dict().keys())
@@ -93,7 +94,7 @@ def module_case(name, op, mod, xs, train=True, randomize=True, **attrs):
     return Case(
         name,
         op,
-        xin + [p.detach() for p in params] + before,
+        xin + pbefore + before,
         [y] + after,
         grads=grads,
         grad_outputs=gouts,
@@ -198,8 +199,133 @@ def batchnorm_steps():
     return cases
 
 
+def conv_cases():
+    cases = []
+    seed(5)
+    for name, kw, shape in (("pad1", dict(padding=1), (2, 2, 7)),
+                            ("strided_groups", dict(stride=2, dilation=2, groups=2, bias=False), (2, 4, 9))):
+        cin = shape[1]
+        m = nn.Conv1d(cin, 4 if cin == 2 else 2, 3, **kw)
+        cases.append(module_case("conv1d/" + name, "conv1d", m, [rand(*shape)], cin=cin, cout=m.out_channels, k=3,
+                                 stride=m.stride[0], padding=m.padding[0], dilation=m.dilation[0], groups=m.groups,
+                                 bias=m.bias is not None))
+    for name, kw, shape in (("stride_outpad", dict(stride=2, padding=1, output_padding=1), (2, 3, 3, 3)),
+                            ("groups_dilation", dict(groups=2, bias=False, dilation=(1, 2)), (1, 2, 3, 2))):
+        cin = shape[1]
+        m = nn.ConvTranspose2d(cin, 4, (3, 3) if cin == 3 else (2, 3), **kw)
+        cases.append(module_case("convtranspose2d/" + name, "convtranspose2d", m, [rand(*shape)], cin=cin, cout=4,
+                                 kernel=list(m.kernel_size), stride=list(m.stride), padding=list(m.padding),
+                                 output_padding=list(m.output_padding), dilation=list(m.dilation), groups=m.groups,
+                                 bias=m.bias is not None))
+    for name, kw, shape, cout in (("nobias", dict(bias=False), (2, 2, 4), 3),
+                                  ("stride_groups", dict(stride=2, padding=1, output_padding=1, groups=2), (1, 2, 5), 4)):
+        m = nn.ConvTranspose1d(shape[1], cout, 3, **kw)
+        cases.append(module_case("convtranspose1d/" + name, "convtranspose1d", m, [rand(*shape)], cin=shape[1],
+                                 cout=cout, k=3, stride=m.stride[0], padding=m.padding[0],
+                                 output_padding=m.output_padding[0], dilation=m.dilation[0], groups=m.groups,
+                                 bias=m.bias is not None))
+    seed(6)
+    for name, m, shape in (("k2", nn.AvgPool2d(2), (2, 3, 4, 5)),
+                           ("k23_pad_nocount", nn.AvgPool2d((2, 3), stride=1, padding=1, count_include_pad=False),
+                            (1, 2, 4, 5)),
+                           ("k3_pad_count", nn.AvgPool2d(3, stride=2, padding=1), (1, 2, 5, 5))):
+        k = m.kernel_size if isinstance(m.kernel_size, tuple) else (m.kernel_size,) * 2
+        st = m.stride if isinstance(m.stride, tuple) else (m.stride,) * 2
+        pd = m.padding if isinstance(m.padding, tuple) else (m.padding,) * 2
+        cases.append(module_case("avgpool2d/" + name, "avgpool2d", m, [rand(*shape)], kernel=list(k), stride=list(st),
+                                 padding=list(pd), count_include_pad=m.count_include_pad))
+    for size, shape in (((2, 3), (2, 2, 5, 7)), ((3, 3), (1, 2, 4, 4)), ((1, 1), (2, 3, 3, 2))):
+        cases.append(module_case("adaptiveavgpool2d/%dx%d" % size, "adaptiveavgpool2d",
+                                 nn.AdaptiveAvgPool2d(size if size[0] != size[1] else size[0]), [rand(*shape)],
+                                 size=list(size)))
+        cases.append(module_case("adaptivemaxpool2d/%dx%d" % size, "adaptivemaxpool2d",
+                                 nn.AdaptiveMaxPool2d(size if size[0] != size[1] else size[0]), [rand(*shape)],
+                                 size=list(size)))
+    for name, m, shape in (("k3s2p1", nn.MaxPool1d(3, 2, 1), (2, 3, 8)), ("k2", nn.MaxPool1d(2), (2, 3, 7)),
+                           ("k2_ceil_dil", nn.MaxPool1d(2, 2, dilation=2, ceil_mode=True), (1, 2, 8))):
+        cases.append(module_case("maxpool1d/" + name, "maxpool1d", m, [rand(*shape)], kernel=m.kernel_size,
+                                 stride=m.stride, padding=m.padding, dilation=m.dilation, ceil_mode=m.ceil_mode))
+    for name, m, shape in (("k3", nn.AvgPool1d(3), (2, 3, 9)),
+                           ("k3s2p1", nn.AvgPool1d(3, 2, 1), (2, 2, 8)),
+                           ("k3s2p1_nocount", nn.AvgPool1d(3, 2, 1, count_include_pad=False), (2, 2, 8))):
+        cases.append(module_case("avgpool1d/" + name, "avgpool1d", m, [rand(*shape)], kernel=m.kernel_size[0],
+                                 stride=m.stride[0], padding=m.padding[0], count_include_pad=m.count_include_pad))
+    return cases
+
+
+def misc_cases():
+    cases = []
+    seed(7)
+    ids = torch.tensor([[0, 3, 3, 9], [1, 0, 5, 3]])
+    cases.append(module_case("embedding/padding", "embedding", nn.Embedding(10, 3, padding_idx=0), [ids],
+                             num=10, dim=3, padding_idx=0))
+    cases.append(module_case("embedding/negative_padding", "embedding", nn.Embedding(10, 3, padding_idx=-1), [ids],
+                             num=10, dim=3, padding_idx=-1))
+    cases.append(module_case("embedding/plain", "embedding", nn.Embedding(10, 3), [ids], num=10, dim=3))
+    cases.append(module_case("embedding/max_norm", "embedding", nn.Embedding(10, 3, max_norm=1.0), [ids],
+                             num=10, dim=3, max_norm=1.0))
+    cases.append(module_case("embedding/max_norm_p1", "embedding", nn.Embedding(10, 3, max_norm=1.5, norm_type=1.0),
+                             [ids], num=10, dim=3, max_norm=1.5, norm_type=1.0))
+    seed(8)
+    cases.append(module_case("bilinear/bias", "bilinear", nn.Bilinear(3, 4, 5), [rand(6, 3), rand(6, 4)],
+                             in1=3, in2=4, out=5, bias=True))
+    cases.append(module_case("bilinear/nobias_3d", "bilinear", nn.Bilinear(3, 4, 2, bias=False),
+                             [rand(2, 3, 3), rand(2, 3, 4)], in1=3, in2=4, out=2, bias=False))
+    cases.append(module_case("unflatten/1", "unflatten", nn.Unflatten(1, (2, 3)), [rand(4, 6, 2)], dim=1, sizes=[2, 3]))
+    cases.append(module_case("unflatten/infer", "unflatten", nn.Unflatten(-1, (2, -1)), [rand(3, 8)], dim=-1,
+                             sizes=[2, -1]))
+    cases.append(module_case("identity", "identity", nn.Identity(), [rand(2, 3)]))
+    for name, m, shape, mode, value, pad in (
+        ("zeropad2d", nn.ZeroPad2d((1, 2, 0, 1)), (2, 2, 3, 3), "zero", 0.0, [1, 2, 0, 1]),
+        ("zeropad2d_int", nn.ZeroPad2d(1), (1, 2, 2, 3), "zero", 0.0, [1]),
+        ("constantpad1d", nn.ConstantPad1d((1, 2), 3.5), (2, 3, 4), "constant1d", 3.5, [1, 2]),
+        ("constantpad2d", nn.ConstantPad2d((2, 0, 1, 1), -1.0), (1, 2, 3, 3), "constant2d", -1.0, [2, 0, 1, 1]),
+        ("constantpad3d", nn.ConstantPad3d(1, 0.5), (1, 1, 2, 2, 2), "constant3d", 0.5, [1]),
+        ("reflectionpad2d", nn.ReflectionPad2d((1, 1, 2, 0)), (2, 2, 3, 4), "reflect2d", 0.0, [1, 1, 2, 0]),
+        ("reflectionpad1d", nn.ReflectionPad1d(2), (2, 3, 5), "reflect1d", 0.0, [2]),
+        ("replicationpad2d", nn.ReplicationPad2d(2), (1, 2, 3, 3), "replicate2d", 0.0, [2]),
+        ("replicationpad1d", nn.ReplicationPad1d((0, 3)), (2, 2, 4), "replicate1d", 0.0, [0, 3]),
+    ):
+        cases.append(module_case("pad/" + name, "pad", m, [rand(*shape)], mode=mode, value=value, pad=pad))
+    cases.append(module_case("pixelshuffle/2", "pixelshuffle", nn.PixelShuffle(2), [rand(2, 8, 2, 3)], r=2))
+    cases.append(module_case("pixelshuffle/3_unbatched", "pixelshuffle", nn.PixelShuffle(3), [rand(9, 2, 2)], r=3))
+    cases.append(module_case("pixelunshuffle/2", "pixelunshuffle", nn.PixelUnshuffle(2), [rand(2, 2, 4, 6)], r=2))
+    seed(9)
+    for name, kw, shape in (
+        ("nearest/scale2", dict(scale_factor=2), (1, 2, 3, 4)),
+        ("nearest/size", dict(size=(5, 7)), (2, 1, 3, 4)),
+        ("nearest/scale1.5", dict(scale_factor=1.5), (1, 2, 3, 5)),
+        ("nearest/down", dict(size=(2, 3)), (1, 1, 5, 7)),
+        ("bilinear/size", dict(size=(5, 7), mode="bilinear"), (2, 2, 3, 4)),
+        ("bilinear/size_align", dict(size=(5, 7), mode="bilinear", align_corners=True), (2, 2, 3, 4)),
+        ("bilinear/scale2", dict(scale_factor=2, mode="bilinear"), (1, 2, 3, 3)),
+        ("bilinear/scale2_align", dict(scale_factor=2, mode="bilinear", align_corners=True), (1, 2, 3, 3)),
+        ("bilinear/down", dict(size=(2, 3), mode="bilinear"), (1, 2, 5, 7)),
+    ):
+        m = nn.Upsample(**kw)
+        sf = kw.get("scale_factor", 0.0)
+        cases.append(module_case("upsample/" + name, "upsample", m, [rand(*shape)], size=list(kw.get("size", (0, 0))),
+                                 scale=float(sf), mode=kw.get("mode", "nearest"),
+                                 align_corners=kw.get("align_corners", False)))
+    return cases
+
+
+class Containers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Conv1d(2, 3, 3), nn.ReLU(), nn.LayerNorm(3)])
+        self.heads = nn.ModuleDict({"b": nn.Bilinear(3, 3, 1), "a": nn.Embedding(4, 3)})
+        self.norm = nn.BatchNorm1d(3)
+
+
+def container_cases():
+    m = Containers()
+    return [Case("containers", "containers", [], [], keys=list(m.state_dict().keys()),
+                 layers_repr=repr(m.layers), heads_repr=repr(m.heads))]
+
+
 def main():
-    cases = norm_cases() + batchnorm_steps()
+    cases = norm_cases() + batchnorm_steps() + conv_cases() + misc_cases() + container_cases()
     write("nn/testdata/golden_layers.json", cases)
 
 
