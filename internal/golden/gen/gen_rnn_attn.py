@@ -236,8 +236,79 @@ def mha_cases():
     return cases
 
 
+def transformer_case(name, op, d, h, ff, t, s, n, activation="relu", eps=1e-5, batch_first=False, norm_first=False,
+                     num_layers=1, final_norm=False, masks=None):
+    kw = dict(dim_feedforward=ff, dropout=0.1, activation=activation, layer_norm_eps=eps, batch_first=batch_first,
+              norm_first=norm_first)
+    decoder = op.startswith("decoder")
+    if op == "encoder_layer":
+        m = nn.TransformerEncoderLayer(d, h, **kw)
+    elif op == "decoder_layer":
+        m = nn.TransformerDecoderLayer(d, h, **kw)
+    elif op == "encoder":
+        norm = nn.LayerNorm(d, eps=eps) if final_norm else None
+        m = nn.TransformerEncoder(nn.TransformerEncoderLayer(d, h, **kw), num_layers, norm=norm,
+                                  enable_nested_tensor=False)
+    else:
+        norm = nn.LayerNorm(d, eps=eps) if final_norm else None
+        m = nn.TransformerDecoder(nn.TransformerDecoderLayer(d, h, **kw), num_layers, norm=norm)
+    # Distinct weights per layer and non-trivial norms and biases.
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.randn(p.shape) * 0.5)
+    masks = masks or {}
+
+    def shape(k):
+        return (n, k, d) if batch_first else (k, n, d)
+
+    data = [torch.randn(*shape(t), dtype=F64)]
+    if decoder:
+        data.append(torch.randn(*shape(s), dtype=F64))
+    names = list(masks)
+    const = tuple(range(len(data), len(data) + len(names)))
+    data += [masks[k] for k in names]
+    nfixed = 2 if decoder else 1
+
+    def fn(*xs):
+        kws = dict(zip(names, xs[nfixed:]))
+        if decoder:
+            return m(xs[0], xs[1], **kws)
+        return m(xs[0], **kws)
+
+    return module_case(name, op, m, data, fn, const=const, d_model=d, nhead=h, dim_feedforward=ff,
+                       activation=activation, layer_norm_eps=eps, batch_first=batch_first, norm_first=norm_first,
+                       num_layers=num_layers, final_norm=final_norm, masks=names)
+
+
+def transformer_cases():
+    cases = []
+    seed(5)
+    causal3 = torch.triu(torch.full((3, 3), float("-inf"), dtype=F64), diagonal=1)
+    kpm = torch.tensor([[False, False, True], [False, True, False]])
+    mkpm = torch.tensor([[False, False, False, True], [True, False, False, False]])
+    mmask = torch.rand(3, 4) > 0.7
+    mmask[:, 0] = False
+    cases.append(transformer_case("encoder_layer/relu_post_mask", "encoder_layer", 4, 2, 6, 3, 0, 2,
+                                  masks={"src_mask": causal3}))
+    cases.append(transformer_case("encoder_layer/gelu_pre_bf_kpm", "encoder_layer", 4, 2, 6, 3, 0, 2,
+                                  activation="gelu", eps=1e-6, batch_first=True, norm_first=True,
+                                  masks={"src_key_padding_mask": kpm}))
+    cases.append(transformer_case("decoder_layer/relu_post_masks", "decoder_layer", 4, 2, 6, 3, 4, 2,
+                                  masks={"tgt_mask": causal3, "memory_key_padding_mask": mkpm}))
+    cases.append(transformer_case("decoder_layer/gelu_pre_bf", "decoder_layer", 6, 3, 5, 3, 4, 2,
+                                  activation="gelu", batch_first=True, norm_first=True,
+                                  masks={"memory_mask": mmask, "tgt_key_padding_mask": kpm}))
+    cases.append(transformer_case("encoder/2layers_norm", "encoder", 4, 2, 6, 3, 0, 2, num_layers=2,
+                                  final_norm=True, masks={"mask": causal3, "src_key_padding_mask": kpm}))
+    cases.append(transformer_case("encoder/2layers_bf", "encoder", 4, 1, 3, 3, 0, 2, num_layers=2,
+                                  batch_first=True, norm_first=True))
+    cases.append(transformer_case("decoder/2layers_norm", "decoder", 4, 2, 6, 3, 4, 2, num_layers=2,
+                                  final_norm=True, masks={"tgt_mask": causal3, "memory_key_padding_mask": mkpm}))
+    return cases
+
+
 def attn_cases():
-    return sdpa_cases() + mha_cases()
+    return sdpa_cases() + mha_cases() + transformer_cases()
 
 
 def main():
