@@ -90,6 +90,7 @@ type Base struct {
 	buffers  []NamedBuffer
 	children []NamedModule
 	eval     bool
+	hooks    *moduleHooks // forward hooks (hooks.go), created on first use
 }
 
 // checkName panics unless name is a valid, unused attribute name.

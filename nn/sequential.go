@@ -44,10 +44,11 @@ func (s *Sequential) At(i int) Module {
 	return s.layers[i]
 }
 
-// Forward applies the modules in order.
+// Forward applies the modules in order (through Call, so their forward
+// hooks run).
 func (s *Sequential) Forward(x *autograd.Var) *autograd.Var {
 	for _, m := range s.layers {
-		x = m.Forward(x)
+		x = Call(m, x)
 	}
 	return x
 }

@@ -1,0 +1,174 @@
+package nn
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/tensor"
+)
+
+// ownParams returns the parameters registered directly on the module.
+func (b *Base) ownParams() []NamedParam { return b.params }
+
+// summaryRow is one module in a Summary table.
+type summaryRow struct {
+	name, typ string
+	depth     int
+	module    Module
+	out       []int
+	called    bool
+	params    int
+}
+
+// Summary describes model as a table, in the style of torchinfo: one row
+// per module (the model, then its sub-modules depth first, indented), with
+// its dotted name and type, the shape of its output in a forward pass on a
+// zero input of shape inputShape, and the number of parameter elements it
+// registers itself ("--" for none); then the total, trainable (requiring a
+// gradient) and non-trainable parameter counts, each shared parameter
+// counted once. The forward pass runs in evaluation mode (the training flag
+// is restored after) and sees only sub-modules applied through Call
+// (Sequential does); a module the pass does not reach shows "--" as its
+// output shape. The input has the dtype of the model's first parameter
+// (Float32 without parameters).
+func Summary(model Module, inputShape ...int) string {
+	var rows []*summaryRow
+	var walk func(name string, m Module, depth int)
+	walk = func(name string, m Module, depth int) {
+		r := &summaryRow{name: name, typ: moduleType(m), depth: depth, module: m}
+		if b, ok := m.(interface{ ownParams() []NamedParam }); ok {
+			for _, p := range b.ownParams() {
+				r.params += p.Param.Value().Numel()
+			}
+		}
+		rows = append(rows, r)
+		if c, ok := m.(interface{ Children() []NamedModule }); ok {
+			for _, ch := range c.Children() {
+				child := ch.Name
+				if name != "" {
+					child = name + "." + ch.Name
+				}
+				walk(child, ch.Module, depth+1)
+			}
+		}
+	}
+	walk("", model, 0)
+
+	var handles []*autograd.HookHandle
+	for _, r := range rows {
+		if b, ok := r.module.(interface {
+			RegisterForwardHook(ForwardHook) *autograd.HookHandle
+		}); ok {
+			handles = append(handles, b.RegisterForwardHook(func(_ Module, _, out *autograd.Var) *autograd.Var {
+				r.out, r.called = out.Shape(), true
+				return nil
+			}))
+		}
+	}
+	dt := tensor.Float32
+	params := model.Parameters()
+	if len(params) > 0 {
+		dt = params[0].DType()
+	}
+	training := model.IsTraining()
+	func() {
+		defer func() {
+			for _, h := range handles {
+				h.Remove()
+			}
+			model.Train(training)
+		}()
+		model.Train(false)
+		out := Call(model, autograd.New(tensor.Zeros(inputShape, dt)))
+		rows[0].out, rows[0].called = out.Shape(), true
+	}()
+
+	total, trainable := 0, 0
+	for _, p := range params {
+		total += p.Value().Numel()
+		if p.RequiresGrad() {
+			trainable += p.Value().Numel()
+		}
+	}
+	return formatSummary(rows, inputShape, total, trainable)
+}
+
+// moduleType returns the name of m's type without package or pointer.
+func moduleType(m Module) string {
+	t := reflect.TypeOf(m)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Name() == "" {
+		return t.String()
+	}
+	return t.Name()
+}
+
+// formatSummary lays out the Summary table.
+func formatSummary(rows []*summaryRow, inputShape []int, total, trainable int) string {
+	cells := make([][3]string, len(rows))
+	w := [3]int{len("Layer (type)"), len("Output Shape"), len("Param #")}
+	for i, r := range rows {
+		label := r.typ
+		if r.name != "" {
+			label = r.name + " (" + r.typ + ")"
+		}
+		if r.depth > 0 {
+			label = strings.Repeat("  ", r.depth-1) + "└─" + label
+		}
+		shape := "--"
+		if r.called {
+			shape = fmt.Sprint(r.out)
+		}
+		n := "--"
+		if r.params > 0 {
+			n = groupDigits(r.params)
+		}
+		cells[i] = [3]string{label, shape, n}
+		for j, c := range cells[i] {
+			w[j] = max(w[j], len([]rune(c)))
+		}
+	}
+	width := w[0] + w[1] + w[2] + 6
+	rule := strings.Repeat("=", width) + "\n"
+	var b strings.Builder
+	pad := func(s string, n int) string { return s + strings.Repeat(" ", n-len([]rune(s))) }
+	line := func(c [3]string) {
+		b.WriteString(pad(c[0], w[0]) + "   " + pad(c[1], w[1]) + "   " + strings.Repeat(" ", w[2]-len(c[2])) + c[2] + "\n")
+	}
+	b.WriteString(rule)
+	line([3]string{"Layer (type)", "Output Shape", "Param #"})
+	b.WriteString(rule)
+	for _, c := range cells {
+		line(c)
+	}
+	b.WriteString(rule)
+	fmt.Fprintf(&b, "Input shape: %v\n", inputShape)
+	fmt.Fprintf(&b, "Total params: %s\n", groupDigits(total))
+	fmt.Fprintf(&b, "Trainable params: %s\n", groupDigits(trainable))
+	fmt.Fprintf(&b, "Non-trainable params: %s\n", groupDigits(total-trainable))
+	b.WriteString(rule)
+	return b.String()
+}
+
+// groupDigits formats n with commas between groups of three digits.
+func groupDigits(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
