@@ -374,3 +374,37 @@ func withParams(m nn.Module, ps []*autograd.Var, f func() *autograd.Var) *autogr
 	}()
 	return f()
 }
+
+// TestRNNFloat32MatchesFloat64 runs the default Float32 layers against the
+// same weights in Float64.
+func TestRNNFloat32MatchesFloat64(t *testing.T) {
+	g := tensor.NewGenerator(21)
+	opt := nn.RNNOptions{NumLayers: 2, Bidirectional: true}
+	m32 := nn.NewLSTM(g, 3, 4, opt)
+	m64 := nn.NewLSTM(g, 3, 4, opt, tensor.Float64)
+	sd := map[string]*tensor.Tensor{}
+	for k, v := range nn.StateDict(m32) {
+		sd[k] = v.To(tensor.Float64)
+	}
+	require.NoError(t, nn.LoadStateDict(m64, sd, true))
+	x := g.Randn([]int{5, 2, 3}, tensor.Float64)
+	o32, h32, c32 := m32.ForwardState(autograd.New(x.To(tensor.Float32)), nil, nil, []int{5, 3})
+	o64, h64, c64 := m64.ForwardState(autograd.New(x), nil, nil, []int{5, 3})
+	assert.Equal(t, tensor.Float32, o32.DType())
+	for i, pair := range [][2]*autograd.Var{{o32, o64}, {h32, h64}, {c32, c64}} {
+		assert.InDeltaSlice(t, pair[1].Value().Float64s(), pair[0].Value().To(tensor.Float64).Float64s(), 1e-5, "output %d", i)
+	}
+}
+
+func BenchmarkLSTMForwardBackward(b *testing.B) {
+	g := tensor.NewGenerator(1)
+	m := nn.NewLSTM(g, 32, 64, nn.RNNOptions{NumLayers: 2})
+	x := autograd.New(g.Randn([]int{20, 16, 32}))
+	for b.Loop() {
+		m.ZeroGrad()
+		out, _, _ := m.ForwardState(x, nil, nil, nil)
+		if err := out.Sum(nil, false).Backward(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
