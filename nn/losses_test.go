@@ -128,6 +128,10 @@ var lossRunners = map[string]func(c golden.Case, a lossArgs) *autograd.Var{
 		}
 		return l.Forward(a.v[0], a.v[1], a.v[2])
 	},
+	"ctc": func(c golden.Case, a lossArgs) *autograd.Var {
+		l := &nn.CTCLoss{Blank: c.Int("blank"), ZeroInfinity: c.Bool("zero_infinity"), Reduction: reductionOf(c.String("reduction"))}
+		return l.Forward(autograd.LogSoftmax(a.v[0], 2), a.t[1], a.t[2], a.t[3])
+	},
 }
 
 // cosineDistance is 1 - cosine_similarity(x1, x2) along the last axis, with
@@ -148,9 +152,7 @@ func TestLossesGolden(t *testing.T) {
 	for _, c := range cases {
 		seen[c.Op] = true
 		run, ok := lossRunners[c.Op]
-		if !ok {
-			continue
-		}
+		require.True(t, ok, "no runner for op %q", c.Op)
 		t.Run(c.Name, func(t *testing.T) {
 			diff := c.Ints("diff")
 			a := lossArgs{v: make([]*autograd.Var, len(c.Inputs)), t: make([]*tensor.Tensor, len(c.Inputs))}
@@ -400,4 +402,66 @@ func TestMarginLossesUnbatchedAndPanics(t *testing.T) {
 	})
 	require.Panics(t, func() { nn.NewTripletMarginWithDistanceLoss().Forward(x, x, x.Unsqueeze(0)) })
 	require.Panics(t, func() { nn.NewCosineEmbeddingLoss(0, nn.ReduceMean).Forward(x, x, tensor.Ones([]int{4})) })
+}
+
+// TestCTCLossGradCheck checks CTC's analytic alpha-beta gradient with
+// finite differences, directly on (unnormalized) log-probabilities, through
+// LogSoftmax, with repeated labels, a non-default blank, unequal lengths
+// and a transposed input.
+func TestCTCLossGradCheck(t *testing.T) {
+	padded := tensor.FromSlice([]int64{1, 1, 2, 3, 0, 0}, 2, 3)
+	il := tensor.FromSlice([]int64{5, 3}, 2)
+	tl := tensor.FromSlice([]int64{3, 1}, 2)
+	tests := []struct {
+		name string
+		l    *nn.CTCLoss
+		soft bool
+		in   *tensor.Tensor
+		tg   *tensor.Tensor
+	}{
+		{"raw/none", &nn.CTCLoss{Reduction: nn.ReduceNone}, false, gradData(1, 5, 2, 4).MulScalar(0.5), padded},
+		{"softmax/mean", nn.NewCTCLoss(), true, gradData(2, 4, 2, 5).Permute(2, 1, 0), padded},
+		{"blank3/sum", &nn.CTCLoss{Blank: 3, Reduction: nn.ReduceSum}, true, gradData(3, 5, 2, 4),
+			tensor.FromSlice([]int64{0, 0, 1, 2}, 4)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := tt.tg
+			f := func(in []*autograd.Var) *autograd.Var {
+				x := in[0]
+				if tt.soft {
+					x = autograd.LogSoftmax(x, 2)
+				}
+				return tt.l.Forward(x, tg, il, tl)
+			}
+			require.NoError(t, autograd.GradCheck(f, tt.in))
+		})
+	}
+}
+
+func TestCTCLossEdgeCases(t *testing.T) {
+	// One frame, one label: the only alignment emits the label.
+	lp := tensor.FromSlice([]float64{-2, -0.5, -1.5}, 1, 3)
+	one := tensor.ScalarOf(1, tensor.Int64)
+	got := (&nn.CTCLoss{Reduction: nn.ReduceNone}).Forward(autograd.New(lp), tensor.FromSlice([]int64{1}, 1), one, one)
+	require.Empty(t, got.Shape())
+	require.InDelta(t, 0.5, got.Item(), 1e-15)
+	// Empty target: the all-blank path.
+	lp2 := tensor.FromSlice([]float64{-0.25, -2, -0.75, -1}, 2, 1, 2)
+	got = nn.NewCTCLoss().Forward(autograd.New(lp2), tensor.Zeros([]int{1, 0}, tensor.Int64),
+		tensor.FromSlice([]int64{2}, 1), tensor.FromSlice([]int64{0}, 1))
+	require.InDelta(t, 1.0, got.Item(), 1e-15)
+	// Infeasible with zero_infinity: zero loss and zero gradient.
+	x := autograd.Param(gradData(1, 2, 1, 3))
+	y := (&nn.CTCLoss{ZeroInfinity: true, Reduction: nn.ReduceSum}).Forward(x, tensor.FromSlice([]int64{1, 1}, 1, 2),
+		tensor.FromSlice([]int64{2}, 1), tensor.FromSlice([]int64{2}, 1))
+	require.Equal(t, 0.0, y.Item())
+	require.NoError(t, y.Backward())
+	require.Equal(t, []float64{0, 0, 0, 0, 0, 0}, x.Grad().Float64s())
+	require.Panics(t, func() {
+		nn.NewCTCLoss().Forward(x, tensor.FromSlice([]int64{0}, 1, 1), tensor.FromSlice([]int64{2}, 1), tensor.FromSlice([]int64{1}, 1))
+	})
+	require.Panics(t, func() {
+		nn.NewCTCLoss().Forward(x, tensor.FromSlice([]int64{1}, 1, 1), tensor.FromSlice([]int64{3}, 1), tensor.FromSlice([]int64{1}, 1))
+	})
 }
