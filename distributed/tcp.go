@@ -562,17 +562,38 @@ func (g *TCPGroup) abort(err error) {
 	payload := abortPayload(failed, err.Error())
 	var hdr [frameHeaderLen]byte
 	putHeader(hdr[:], frameHeader{kind: frameAbort, n: uint64(len(payload))})
+	msg := append(hdr[:], payload...)
+	var wg sync.WaitGroup
 	for _, p := range g.peers {
-		if p == nil {
-			continue
+		if p != nil {
+			wg.Go(func() { sendAbort(p, msg) })
 		}
-		if p.wmu.TryLock() {
-			p.conn.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-			p.conn.Write(append(hdr[:], payload...))
-			p.wmu.Unlock()
-		}
-		p.conn.Close()
 	}
+	wg.Wait()
+}
+
+// sendAbort writes msg to p at a frame boundary, waiting a moment for a
+// frame being written to finish, then closes the connection.
+func sendAbort(p *peer, msg []byte) {
+	locked := make(chan struct{})
+	go func() {
+		p.wmu.Lock()
+		close(locked)
+	}()
+	select {
+	case <-locked:
+		p.conn.SetWriteDeadline(time.Now().Add(250 * time.Millisecond))
+		p.conn.Write(msg)
+		p.wmu.Unlock()
+	case <-time.After(250 * time.Millisecond):
+		// The peer is not reading: give up on telling it why.
+		p.conn.SetWriteDeadline(time.Now())
+		go func() {
+			<-locked
+			p.wmu.Unlock()
+		}()
+	}
+	p.conn.Close()
 }
 
 // Close implements ProcessGroup: pending operations fail with ErrClosed
@@ -663,12 +684,27 @@ func (g *TCPGroup) send(p *peer, h frameHeader, payload []byte, deadline time.Ti
 	p.conn.SetWriteDeadline(deadline)
 	bufs := net.Buffers{hdr[:], payload}
 	if _, err := bufs.WriteTo(p.conn); err != nil {
-		if ferr := g.failure(); ferr != nil {
-			return ferr
-		}
-		return &PeerError{Op: opName(h.op), Seq: h.seq, Rank: p.rank, Reporter: -1, Err: err}
+		return g.settle(&PeerError{Op: opName(h.op), Seq: h.seq, Rank: p.rank, Reporter: -1, Err: err})
 	}
 	return nil
+}
+
+// settleDelay is how long a rank that lost a connection waits for an abort
+// frame that names the rank that failed first.
+const settleDelay = 100 * time.Millisecond
+
+// settle returns the group's failure if one is recorded within settleDelay
+// (a peer that aborted after another rank's failure sends the cause before
+// closing), else err.
+func (g *TCPGroup) settle(err error) error {
+	t := time.NewTimer(settleDelay)
+	defer t.Stop()
+	select {
+	case <-g.done:
+		return g.failure()
+	case <-t.C:
+		return err
+	}
 }
 
 // recv waits for p's next frame and checks that it belongs to operation
@@ -693,7 +729,7 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 		if errors.As(f.err, &pe) && pe.Op == "" {
 			pe.Op, pe.Seq = opName(op), seq
 		}
-		return nil, f.err
+		return nil, g.settle(f.err)
 	}
 	n := len(f.payload)
 	switch {

@@ -1,0 +1,219 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// kill closes g's connections without a word, as a crashed process would.
+func kill(g *TCPGroup) {
+	for _, p := range g.peers {
+		if p != nil {
+			p.conn.Close()
+		}
+	}
+}
+
+func TestKilledPeerMidAllReduce(t *testing.T) {
+	gs, err := newLocalGroups(context.Background(), 4, Config{Timeout: 10 * time.Second, ChunkBytes: 4096})
+	require.NoError(t, err)
+	for _, g := range gs {
+		t.Cleanup(func() { g.Close() })
+	}
+	const victim = 2
+	x := make([]*tensor.Tensor, 4)
+	for r := range x {
+		x[r] = tensor.Ones([]int{1 << 18}, tensor.Float32)
+	}
+	// Warm up: one complete all-reduce, so the connections are known good.
+	requireAll(t, gs, func(g *TCPGroup) error { return g.AllReduce(x[g.Rank()], Sum) })
+	// The others start the next all-reduce and send their first chunks; the
+	// victim dies before answering, so none of them can finish.
+	errs := onAll(gs, func(g *TCPGroup) error {
+		if g.Rank() == victim {
+			time.Sleep(20 * time.Millisecond)
+			kill(g)
+			return nil
+		}
+		return g.AllReduce(x[g.Rank()], Sum)
+	})
+	for r, err := range errs {
+		if r == victim {
+			continue
+		}
+		require.Error(t, err, "rank %d", r)
+		var pe *PeerError
+		require.True(t, errors.As(err, &pe), "rank %d: %v", r, err)
+		assert.Equal(t, victim, pe.Rank, "rank %d: %v", r, err)
+		assert.Contains(t, err.Error(), "rank 2", "rank %d", r)
+		// The group stays failed.
+		assert.Error(t, gs[r].Barrier())
+	}
+}
+
+func TestTimeoutNamesSilentPeer(t *testing.T) {
+	gs := localGroups(t, 2)
+	gs[0].SetTimeout(200 * time.Millisecond)
+	err := gs[0].AllReduce(tensor.Ones([]int{3}), Sum)
+	require.Error(t, err)
+	var pe *PeerError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 1, pe.Rank)
+	assert.Contains(t, err.Error(), "timed out")
+	// Rank 1 may still complete the all-reduce (rank 0's message was on
+	// the wire), but it learns of the abort instead of waiting out its own
+	// 20 s timeout afterwards.
+	_ = gs[1].AllReduce(tensor.Ones([]int{3}), Sum)
+	err = gs[1].Barrier()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "timed out")
+}
+
+func TestMismatchedCollectives(t *testing.T) {
+	gs := localGroups(t, 2)
+	errs := onAll(gs, func(g *TCPGroup) error {
+		x := tensor.Ones([]int{4})
+		if g.Rank() == 0 {
+			return g.AllReduce(x, Sum)
+		}
+		return g.Broadcast(x, 0)
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		assert.Contains(t, err.Error(), "mismatched operation", "rank %d", r)
+	}
+}
+
+func TestMismatchedShapes(t *testing.T) {
+	gs := localGroups(t, 2)
+	errs := onAll(gs, func(g *TCPGroup) error {
+		return g.AllGather([]*tensor.Tensor{tensor.Zeros([]int{3 + g.Rank()}), tensor.Zeros([]int{3 + g.Rank()})}, tensor.Ones([]int{3 + g.Rank()}))
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		assert.Contains(t, err.Error(), "same shape", "rank %d", r)
+	}
+}
+
+func TestWrongTokenIsRejected(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg := func(rank int, token string) Config {
+		return Config{Rank: rank, WorldSize: 2, MasterAddr: ln.Addr().String(), ListenAddr: "127.0.0.1", Token: token, Timeout: time.Second}
+	}
+	var wg sync.WaitGroup
+	var err0, err1 error
+	wg.Go(func() {
+		g, err := newTCPGroup(context.Background(), cfg(0, "right"), ln)
+		if g != nil {
+			g.Close()
+		}
+		err0 = err
+	})
+	wg.Go(func() {
+		g, err := NewTCPGroup(context.Background(), cfg(1, "wrong"))
+		if g != nil {
+			g.Close()
+		}
+		err1 = err
+	})
+	wg.Wait()
+	require.Error(t, err1)
+	assert.ErrorIs(t, err1, errAuth)
+	assert.Contains(t, err1.Error(), "rank 0")
+	require.Error(t, err0, "rank 0 must not accept the impostor")
+	assert.Contains(t, err0.Error(), "rendezvous waiting for 1 ranks")
+}
+
+func TestStrangerBytesAtRendezvousAreIgnored(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	// A stranger connects first and writes garbage; rank 0 drops it and
+	// the real rank still joins.
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	_, err = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + string(make([]byte, 64))))
+	require.NoError(t, err)
+	defer c.Close()
+	var wg sync.WaitGroup
+	gs := make([]*TCPGroup, 2)
+	errs := make([]error, 2)
+	for r := range 2 {
+		wg.Go(func() {
+			cfg := Config{Rank: r, WorldSize: 2, MasterAddr: ln.Addr().String(), ListenAddr: "127.0.0.1", Token: "t", Timeout: 5 * time.Second}
+			var store net.Listener
+			if r == 0 {
+				store = ln
+			}
+			gs[r], errs[r] = newTCPGroup(context.Background(), cfg, store)
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	requireAll(t, gs, func(g *TCPGroup) error {
+		defer g.Close()
+		return g.Barrier()
+	})
+}
+
+func TestParseHeaderRejectsBadFrames(t *testing.T) {
+	good := make([]byte, frameHeaderLen)
+	putHeader(good, frameHeader{kind: frameData, op: opAllReduce, seq: 3, n: 8})
+	h, err := parseHeader(good, 100)
+	require.NoError(t, err)
+	assert.Equal(t, frameHeader{kind: frameData, op: opAllReduce, seq: 3, n: 8}, h)
+	mutate := func(f func(b []byte)) []byte {
+		b := append([]byte(nil), good...)
+		f(b)
+		return b
+	}
+	for name, b := range map[string][]byte{
+		"short":    good[:10],
+		"magic":    mutate(func(b []byte) { b[0] = 'X' }),
+		"kind":     mutate(func(b []byte) { b[4] = 9 }),
+		"op":       mutate(func(b []byte) { b[5] = 0 }),
+		"reserved": mutate(func(b []byte) { b[7] = 1 }),
+		"too long": mutate(func(b []byte) { b[16] = 200 }),
+		"abort":    mutate(func(b []byte) { b[4] = frameAbort; b[16] = 2 }),
+	} {
+		_, err := parseHeader(b, 100)
+		assert.ErrorIs(t, err, errBadFrame, name)
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	t.Setenv(EnvMasterAddr, "10.0.0.1")
+	t.Setenv(EnvMasterPort, "29500")
+	t.Setenv(EnvRank, "3")
+	t.Setenv(EnvWorldSize, "4")
+	t.Setenv(EnvLocalRank, "1")
+	t.Setenv(EnvToken, "s3cret")
+	t.Setenv(EnvTimeout, "30s")
+	c, err := ConfigFromEnv()
+	require.NoError(t, err)
+	assert.Equal(t, Config{Rank: 3, WorldSize: 4, LocalRank: 1, MasterAddr: "10.0.0.1:29500", Token: "s3cret", Timeout: 30 * time.Second}, c)
+	t.Setenv(EnvRank, "4")
+	_, err = ConfigFromEnv()
+	assert.ErrorContains(t, err, "rank 4 outside [0, 4)")
+	t.Setenv(EnvRank, "x")
+	_, err = ConfigFromEnv()
+	assert.ErrorContains(t, err, "RANK")
+}
+
+func TestWaitContextAbortsGroup(t *testing.T) {
+	gs := localGroups(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := gs[0].BarrierAsync().Wait(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Error(t, gs[0].Barrier())
+}
