@@ -141,14 +141,12 @@ func (l *BCEWithLogitsLoss) Forward(input *autograd.Var, target *tensor.Tensor) 
 	checkSameShape("BCEWithLogitsLoss", "input", "target", input.Shape(), target.Shape())
 	dt := input.DType()
 	t := autograd.New(target.To(dt))
-	logw := t
+	// logw = 1 + (pos_weight - 1)*t weighs the positive term.
+	logw := constVar(1, dt)
 	if l.PosWeight != nil {
 		pw := lastAxisWeight("BCEWithLogitsLoss", "pos_weight", l.PosWeight, input.Shape(), dt)
-		logw = pw.SubScalar(1).Mul(t)
-	} else {
-		logw = autograd.New(tensor.ZerosLike(t.Value()))
+		logw = pw.SubScalar(1).Mul(t).AddScalar(1)
 	}
-	logw = logw.AddScalar(1)
 	per := t.Neg().AddScalar(1).Mul(input).Sub(logw.Mul(autograd.LogSigmoid(input)))
 	if l.Weight != nil {
 		per = per.Mul(lastAxisWeight("BCEWithLogitsLoss", "weight", l.Weight, input.Shape(), dt))
