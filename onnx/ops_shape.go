@@ -580,7 +580,7 @@ func opRange(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: delta is 0", n)
 	}
 	count := max(0, int64(ceilDiv(limit-start, delta)))
-	if count > maxElements {
+	if count > n.maxElements {
 		return nil, fmt.Errorf("onnx: %v: range of %d elements is too large", n, count)
 	}
 	dt := v[0].DType()

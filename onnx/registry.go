@@ -87,6 +87,7 @@ type node struct {
 	attrs                map[string]*attribute
 	opset                int64
 	baseDir              string
+	maxElements          int64
 	impl                 opImpl
 }
 
@@ -203,14 +204,18 @@ func (n *node) normAxis(axis, rank int) (int, error) {
 // one wraps a single output.
 func one(t *tensor.Tensor) ([]*tensor.Tensor, error) { return []*tensor.Tensor{t}, nil }
 
-// checkNumel refuses output shapes above maxElements.
+// checkShape refuses output shapes with negative dimensions or more than
+// the session's element limit.
 func (n *node) checkShape(shape []int) error {
-	dims := make([]int64, len(shape))
-	for i, d := range shape {
-		dims[i] = int64(d)
-	}
-	if _, err := numelOf(dims); err != nil {
-		return fmt.Errorf("%v: %w", n, err)
+	total := int64(1)
+	for _, d := range shape {
+		if d < 0 {
+			return fmt.Errorf("onnx: %v: negative dimension in shape %v", n, shape)
+		}
+		if d != 0 && total > n.maxElements/int64(d) {
+			return fmt.Errorf("onnx: %v: shape %v has more than %d elements", n, shape, n.maxElements)
+		}
+		total *= int64(d)
 	}
 	return nil
 }

@@ -15,6 +15,11 @@ type SessionOptions struct {
 	// DisableConstantFolding keeps nodes whose inputs are all constant in
 	// the run-time graph instead of evaluating them once at load.
 	DisableConstantFolding bool
+	// MaxElements caps the element count of tensors whose shape comes from
+	// values in the model or its inputs (ConstantOfShape, Expand, Tile,
+	// Range, Pad, OneHot), so a hostile model cannot request huge
+	// allocations. Zero means 1<<31.
+	MaxElements int64
 }
 
 // UnsupportedError lists every operator of a model that Ember cannot run,
@@ -43,7 +48,7 @@ type Session struct {
 // every unsupported operator, or with an error for a malformed graph
 // (missing inputs, cycles, duplicate outputs).
 func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
-	nodes, err := m.resolve()
+	nodes, err := m.resolve(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +89,11 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 }
 
 // resolve builds the nodes and finds every operator's implementation.
-func (m *Model) resolve() ([]*node, error) {
+func (m *Model) resolve(opts SessionOptions) ([]*node, error) {
+	limit := opts.MaxElements
+	if limit <= 0 {
+		limit = maxElements
+	}
 	var unsupported []string
 	seen := map[string]bool{}
 	nodes := make([]*node, 0, len(m.graph.nodes))
@@ -96,7 +105,7 @@ func (m *Model) resolve() ([]*node, error) {
 		opset, ok := m.Opsets[domain]
 		n := &node{
 			name: np.name, opType: np.opType, domain: domain,
-			inputs: np.inputs, outputs: np.outputs, opset: opset, baseDir: m.baseDir,
+			inputs: np.inputs, outputs: np.outputs, opset: opset, baseDir: m.baseDir, maxElements: limit,
 			attrs: make(map[string]*attribute, len(np.attrs)),
 		}
 		for _, a := range np.attrs {
@@ -238,6 +247,11 @@ func callOp(n *node, in []*tensor.Tensor) (outs []*tensor.Tensor, err error) {
 	}
 	if len(outs) < want {
 		return nil, fmt.Errorf("onnx: %v produced %d outputs, the graph uses %d", n, len(outs), want)
+	}
+	for _, t := range outs {
+		if t != nil && int64(t.Numel()) > n.maxElements {
+			return nil, fmt.Errorf("onnx: %v produced a tensor of shape %v, more than %d elements", n, t.Shape(), n.maxElements)
+		}
 	}
 	return outs, nil
 }
