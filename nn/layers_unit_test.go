@@ -168,3 +168,45 @@ func TestLayerMisusePanics(t *testing.T) {
 		assert.Panics(t, f, name)
 	}
 }
+
+// TestLayersFloat32 runs the composed layers on Float32 inputs and
+// compares with the Float64 results.
+func TestLayersFloat32(t *testing.T) {
+	g := tensor.NewGenerator(9)
+	x64 := g.Randn([]int{2, 4, 3, 3}, tensor.Float64)
+	x32 := x64.To(tensor.Float32)
+	for name, mk := range map[string]func(dt tensor.DType) nn.Module{
+		"upsample bilinear": func(tensor.DType) nn.Module {
+			return nn.NewUpsample(nn.UpsampleOptions{Size: [2]int{5, 4}, Mode: "bilinear"})
+		},
+		"upsample nearest": func(tensor.DType) nn.Module {
+			return nn.NewUpsample(nn.UpsampleOptions{ScaleFactor: [2]float64{1.5, 2}})
+		},
+		"lrn":     func(tensor.DType) nn.Module { return nn.NewLocalResponseNorm(3, 1e-2, 0.75, 1) },
+		"rmsnorm": func(dt tensor.DType) nn.Module { return nn.NewRMSNorm([]int{3}, 1e-6, true, dt) },
+		"instancenorm": func(dt tensor.DType) nn.Module {
+			return nn.NewInstanceNorm2d(4, nn.InstanceNormOptions{Affine: true, TrackRunningStats: true}, dt)
+		},
+		"batchnorm":       func(dt tensor.DType) nn.Module { return nn.NewBatchNorm2d(4, nn.BatchNormOptions{}, dt) },
+		"adaptivemaxpool": func(tensor.DType) nn.Module { return nn.NewAdaptiveMaxPool2d(2, 2) },
+		"pixelunshuffle":  func(tensor.DType) nn.Module { return nn.NewPixelUnshuffle(1) },
+		"reflectionpad2d": func(tensor.DType) nn.Module { return nn.NewReflectionPad2d(1) },
+		"groupnorm":       func(dt tensor.DType) nn.Module { return nn.NewGroupNorm(2, 4, 0, true, dt) },
+		"layernorm":       func(dt tensor.DType) nn.Module { return nn.NewLayerNorm([]int{3, 3}, 0, true, dt) },
+		"convtranspose2d": func(dt tensor.DType) nn.Module {
+			return nn.NewConvTranspose2d(tensor.NewGenerator(1), 4, 2, [2]int{2, 2}, tensor.ConvTranspose2dOptions{}, true, dt)
+		},
+		"adaptiveavgpool2d": func(tensor.DType) nn.Module { return nn.NewAdaptiveAvgPool2d(2, 1) },
+	} {
+		m64, m32 := mk(tensor.Float64), mk(tensor.Float32)
+		want := m64.Forward(autograd.New(x64)).Value()
+		got := m32.Forward(autograd.New(x32)).Value()
+		require.Equal(t, tensor.Float32, got.DType(), name)
+		assert.InDeltaSlice(t, want.Float64s(), got.Float64s(), 1e-4, name)
+		for _, b := range m32.NamedBuffers() {
+			if b.Buffer.DType().IsFloat() {
+				assert.Equal(t, tensor.Float32, b.Buffer.DType(), name)
+			}
+		}
+	}
+}
