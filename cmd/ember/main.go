@@ -8,6 +8,7 @@
 // Commands:
 //
 //	bench   run the performance workloads (see "ember bench -h")
+//	onnx    inspect or run an ONNX model (see "ember onnx -h")
 package main
 
 import (
@@ -30,6 +31,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"bench", "run the performance workloads and print ms/step, samples/s and peak RSS", runBench},
+		{"onnx", "inspect or run an ONNX model (ember onnx inspect|run MODEL.onnx ...)", runONNX},
 	}
 }
 
