@@ -1,0 +1,179 @@
+package distributed
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/nn"
+	"github.com/emberml/ember/optim"
+	"github.com/emberml/ember/tensor"
+)
+
+// ddpModel is a small MLP; seed picks its initial weights.
+func ddpModel(seed uint64) nn.Module {
+	g := tensor.NewGenerator(seed)
+	return nn.NewSequential(nn.NewLinear(g, 5, 16, true), nn.NewTanh(), nn.NewLinear(g, 16, 3, true))
+}
+
+// ddpBatch is step's batch of b samples: inputs and class labels.
+func ddpBatch(step, b int) (*tensor.Tensor, *tensor.Tensor) {
+	g := tensor.NewGenerator(uint64(1000 + step))
+	return g.Randn([]int{b, 5}), g.RandInt([]int{b}, 0, 3)
+}
+
+// ddpStep runs forward and backward of the mean cross-entropy on x, y.
+func ddpStep(t *testing.T, m nn.Module, x, y *tensor.Tensor) {
+	loss := nn.NewCrossEntropyLoss().Forward(m.Forward(autograd.New(x)), y)
+	require.NoError(t, loss.Backward())
+}
+
+// paramValues returns copies of m's parameter values.
+func paramValues(m nn.Module) [][]float32 {
+	var out [][]float32
+	for _, p := range m.Parameters() {
+		out = append(out, p.Value().Float32s())
+	}
+	return out
+}
+
+func TestDataParallelMatchesSingleProcess(t *testing.T) {
+	const batch, steps = 8, 20
+	ref := ddpModel(100)
+	opt := optim.NewSGD(ref.Parameters(), optim.SGDOptions{LR: 0.1, Momentum: 0.9})
+	for step := range steps {
+		opt.ZeroGrad()
+		x, y := ddpBatch(step, batch)
+		ddpStep(t, ref, x, y)
+		require.NoError(t, opt.Step())
+	}
+	want := paramValues(ref)
+
+	for _, w := range []int{2, 4} {
+		t.Run(fmt.Sprintf("W=%d", w), func(t *testing.T) {
+			gs := localGroups(t, w)
+			got := make([][][]float32, w)
+			requireAll(t, gs, func(g *TCPGroup) error {
+				// Each rank starts from different weights: DataParallel
+				// must replace them with rank 0's.
+				m, err := DataParallel(ddpModel(100+uint64(g.Rank())), g, DDPOptions{BucketBytes: 200})
+				if err != nil {
+					return err
+				}
+				assert.Greater(t, m.Buckets(), 1)
+				opt := optim.NewSGD(m.Parameters(), optim.SGDOptions{LR: 0.1, Momentum: 0.9})
+				per := batch / w
+				for step := range steps {
+					opt.ZeroGrad()
+					x, y := ddpBatch(step, batch)
+					ddpStep(t, m, x.Narrow(0, g.Rank()*per, per), y.Narrow(0, g.Rank()*per, per))
+					if err := m.SyncGradients(); err != nil {
+						return err
+					}
+					if err := opt.Step(); err != nil {
+						return err
+					}
+				}
+				got[g.Rank()] = paramValues(m)
+				return nil
+			})
+			for i := range want {
+				assert.InDeltaSlice(t, want[i], got[0][i], 1e-5, "parameter %d", i)
+			}
+			for r := 1; r < w; r++ {
+				assert.Equal(t, got[0], got[r], "rank %d's parameters differ from rank 0's", r)
+			}
+		})
+	}
+}
+
+func TestDataParallelNoSyncAccumulates(t *testing.T) {
+	const w = 2
+	// Reference: each rank's gradient sum over two micro-batches, averaged.
+	ref := ddpModel(7)
+	var want [][]float64
+	for r := range w {
+		ref.ZeroGrad()
+		for micro := range 2 {
+			x, y := ddpBatch(10*r+micro, 3)
+			ddpStep(t, ref, x, y)
+		}
+		for i, p := range ref.Parameters() {
+			g := p.Grad().Float64s()
+			if r == 0 {
+				want = append(want, make([]float64, len(g)))
+			}
+			for j := range g {
+				want[i][j] += g[j] / w
+			}
+		}
+	}
+	gs := localGroups(t, w)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		m, err := DataParallel(ddpModel(7), g, DDPOptions{})
+		if err != nil {
+			return err
+		}
+		err = m.NoSync(func() error {
+			x, y := ddpBatch(10*g.Rank(), 3)
+			ddpStep(t, m, x, y)
+			return m.SyncGradients() // a no-op here
+		})
+		if err != nil {
+			return err
+		}
+		x, y := ddpBatch(10*g.Rank()+1, 3)
+		ddpStep(t, m, x, y)
+		if err := m.SyncGradients(); err != nil {
+			return err
+		}
+		for i, p := range m.Parameters() {
+			assert.InDeltaSlice(t, want[i], p.Grad().Float64s(), 1e-6, "rank %d parameter %d", g.Rank(), i)
+		}
+		return nil
+	})
+}
+
+func TestDataParallelUnusedParameters(t *testing.T) {
+	gs := localGroups(t, 2)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		m, err := DataParallel(ddpModel(3), g, DDPOptions{})
+		if err != nil {
+			return err
+		}
+		ps := m.Parameters()
+		// Rank 0 gives the first weight a gradient of ones, rank 1 gives
+		// none; the last bias is unused everywhere.
+		if g.Rank() == 0 {
+			ps[0].SetGrad(tensor.OnesLike(ps[0].Value()))
+		}
+		ps[1].SetGrad(tensor.Full(ps[1].Value().Shape(), float64(g.Rank()+1)))
+		if err := m.SyncGradients(); err != nil {
+			return err
+		}
+		assert.Equal(t, tensor.Full(ps[0].Value().Shape(), 0.5).Float32s(), ps[0].Grad().Float32s())
+		assert.Equal(t, tensor.Full(ps[1].Value().Shape(), 1.5).Float32s(), ps[1].Grad().Float32s())
+		assert.Nil(t, ps[3].Grad())
+		return nil
+	})
+}
+
+func TestDataParallelRejectsDifferentModels(t *testing.T) {
+	gs := localGroups(t, 2)
+	errs := onAll(gs, func(g *TCPGroup) error {
+		gen := tensor.NewGenerator(1)
+		var m nn.Module = nn.NewLinear(gen, 3, 2, true)
+		if g.Rank() == 1 {
+			m = nn.NewLinear(gen, 3, 2, false)
+		}
+		_, err := DataParallel(m, g, DDPOptions{})
+		return err
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		assert.Contains(t, err.Error(), "same model")
+	}
+}
