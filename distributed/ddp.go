@@ -205,4 +205,3 @@ func (d *DDP) SyncGradients() error {
 	}
 	return nil
 }
-
