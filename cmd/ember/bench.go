@@ -42,9 +42,6 @@ type benchResult struct {
 	GFLOPS      float64 `json:"gflops,omitempty"`
 }
 
-// errUnavailable marks a workload whose layers Ember does not have yet.
-var errUnavailable = errors.New("not available yet")
-
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ember bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -52,7 +49,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	var sizes string
 	fs.StringVar(&o.workload, "workload", "all",
 		"workloads to run, comma-separated: "+strings.Join(workloadNames(), ", ")+
-			"; a prefix such as resnet18 selects all its batch sizes; all runs every available one")
+			"; a prefix such as resnet18 selects all its batch sizes; all runs every workload")
 	fs.IntVar(&o.threads, "threads", 0, "threads (GOMAXPROCS) to use; 0 keeps GOMAXPROCS")
 	fs.IntVar(&o.steps, "steps", 0, "timed steps per workload (gemm: samples per size); 0 uses the workload's default")
 	fs.IntVar(&o.warmup, "warmup", 0, "untimed warm-up steps; 0 uses the workload's default")
@@ -88,7 +85,6 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	o.threads = runtime.GOMAXPROCS(0)
 
-	all := o.workload == "all"
 	specs, err := selectWorkloads(o.workload)
 	if err != nil {
 		fmt.Fprintf(stderr, "ember bench: %v\n", err)
@@ -96,15 +92,6 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	status := 0
 	for _, w := range specs {
-		if w.needs != "" {
-			if all {
-				fmt.Fprintf(stderr, "ember bench: skipping %s: not available yet: needs %s\n", w.name, w.needs)
-				continue
-			}
-			fmt.Fprintf(stderr, "ember bench: %s not available yet: needs %s\n", w.name, w.needs)
-			status = 1
-			continue
-		}
 		results, err := runWorkload(w, o)
 		if err != nil {
 			fmt.Fprintf(stderr, "ember bench: %s: %v\n", w.name, err)

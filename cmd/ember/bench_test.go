@@ -7,20 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/emberml/ember/tensor"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestWorkloadsRunOneTinyStep keeps every available workload building and
+// TestWorkloadsRunOneTinyStep keeps every workload building and
 // stepping: one warm-up and one timed step each, with tiny batches.
 func TestWorkloadsRunOneTinyStep(t *testing.T) {
 	o := benchOptions{threads: 1, steps: 1, warmup: 1, sizes: []int{3, 17}, tiny: true}
 	for _, w := range workloads() {
 		t.Run(w.name, func(t *testing.T) {
-			if w.needs != "" {
-				assert.Nil(t, w.build, "an unavailable workload has no builder")
-				t.Skipf("not available yet: needs %s", w.needs)
-			}
 			res, err := runWorkload(w, o)
 			require.NoError(t, err)
 			require.NotEmpty(t, res)
@@ -85,15 +83,13 @@ func TestBenchJSONLines(t *testing.T) {
 	}
 }
 
-func TestBenchUnavailableAndUnknown(t *testing.T) {
+func TestBenchBadArguments(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string
 		rc      int
 		wantErr string
 	}{
-		{"single unavailable exits non-zero", []string{"bench", "-workload", "resnet50_b16"}, 1, "resnet50_b16 not available yet: needs nn.BatchNorm2d"},
-		{"prefix selects both batches", []string{"bench", "-workload", "resnet18"}, 1, "resnet18_b16 not available yet"},
 		{"unknown workload", []string{"bench", "-workload", "vgg"}, 2, `unknown workload "vgg"`},
 		{"bad sizes", []string{"bench", "-sizes", "0"}, 2, "-sizes"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
@@ -109,11 +105,12 @@ func TestBenchUnavailableAndUnknown(t *testing.T) {
 }
 
 func TestSelectWorkloads(t *testing.T) {
-	ws, err := selectWorkloads("cnn,mlp,cnn")
+	ws, err := selectWorkloads("cnn,mlp,cnn,resnet18")
 	require.NoError(t, err)
-	require.Len(t, ws, 2)
-	assert.Equal(t, "cnn", ws[0].name)
-	assert.Equal(t, "mlp", ws[1].name)
+	require.Len(t, ws, 4)
+	for i, want := range []string{"cnn", "mlp", "resnet18_b1", "resnet18_b16"} {
+		assert.Equal(t, want, ws[i].name)
+	}
 	all, err := selectWorkloads("all")
 	require.NoError(t, err)
 	assert.Equal(t, workloadNames(), func() []string {
@@ -150,4 +147,19 @@ func TestTransformerLoss(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, run.step())
 	assert.InDelta(t, 1, run.loss(), 1e-3)
+}
+
+// TestResNetShapes checks the two torchvision architectures: parameter
+// counts (torchvision: resnet18 11,689,512; resnet50 25,557,032) and the
+// tiny network's output.
+func TestResNetShapes(t *testing.T) {
+	for _, tc := range []struct {
+		depth, params int
+	}{{18, 11689512}, {50, 25557032}} {
+		n := 0
+		for _, p := range newResNet(tensor.NewGenerator(0), tc.depth, 64).Parameters() {
+			n += p.Value().Numel()
+		}
+		assert.Equal(t, tc.params, n, "resnet%d", tc.depth)
+	}
 }

@@ -17,9 +17,6 @@ import (
 type workload struct {
 	name          string
 	steps, warmup int
-	// needs names the missing layers when Ember cannot run the workload
-	// yet; build is nil then.
-	needs string
 	// build constructs the model, optimizer and data. tiny shrinks the batch
 	// (and the GRU's sequence and vocabulary) for tests.
 	build func(tiny bool) (*benchRun, error)
@@ -34,20 +31,16 @@ type benchRun struct {
 	loss func() float64
 }
 
-const (
-	needsResNet = "nn.BatchNorm2d, nn.AdaptiveAvgPool2d and a ResNet model zoo (torchvision's resnet18/resnet50)"
-)
-
 // workloads returns every workload in the order "-workload all" runs them.
 func workloads() []workload {
 	return []workload{
 		{name: "gemm"},
 		{name: "mlp", steps: 200, warmup: 20, build: buildMLP},
 		{name: "cnn", steps: 30, warmup: 5, build: buildCNN},
-		{name: "resnet18_b1", steps: 40, warmup: 3, needs: needsResNet},
-		{name: "resnet18_b16", steps: 8, warmup: 3, needs: needsResNet},
-		{name: "resnet50_b1", steps: 20, warmup: 3, needs: needsResNet},
-		{name: "resnet50_b16", steps: 5, warmup: 3, needs: needsResNet},
+		{name: "resnet18_b1", build: buildResNet(18, 1), steps: 40, warmup: 3},
+		{name: "resnet18_b16", build: buildResNet(18, 16), steps: 8, warmup: 3},
+		{name: "resnet50_b1", build: buildResNet(50, 1), steps: 20, warmup: 3},
+		{name: "resnet50_b16", build: buildResNet(50, 16), steps: 5, warmup: 3},
 		{name: "gru", steps: 30, warmup: 5, build: buildGRU},
 		{name: "transformer", steps: 50, warmup: 5, build: buildTransformer},
 	}

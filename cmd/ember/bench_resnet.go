@@ -1,0 +1,166 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/nn"
+	"github.com/emberml/ember/tensor"
+)
+
+// resnet is torchvision's ResNet (v1.5: the stride of a bottleneck block
+// sits on its 3×3 convolution) with randomly initialized weights, as
+// torchvision.models.resnet18/resnet50(weights=None): conv 7×7/2, batch
+// norm, ReLU, max pool 3×3/2, four stages of residual blocks, global
+// average pool and a 1000-way linear layer.
+type resnet struct {
+	nn.Base
+	conv1  *nn.Conv2d
+	bn1    *nn.BatchNorm
+	blocks []*resBlock
+	fc     *nn.Linear
+}
+
+// resBlock is a BasicBlock (two 3×3 convolutions) or, with bottleneck, a
+// Bottleneck (1×1, 3×3, 1×1 with 4× expansion); down is the 1×1
+// projection of the shortcut when the shape changes.
+type resBlock struct {
+	nn.Base
+	convs   []*nn.Conv2d
+	bns     []*nn.BatchNorm
+	down    *nn.Conv2d
+	downBN  *nn.BatchNorm
+	residue bool
+}
+
+// Forward maps [N, in, H, W] to [N, out, H/stride, W/stride].
+func (b *resBlock) Forward(x *autograd.Var) *autograd.Var {
+	h := x
+	for i, c := range b.convs {
+		h = b.bns[i].Forward(c.Forward(h))
+		if i < len(b.convs)-1 {
+			h = h.Relu()
+		}
+	}
+	short := x
+	if b.down != nil {
+		short = b.downBN.Forward(b.down.Forward(x))
+	}
+	return h.Add(short).Relu()
+}
+
+func convBN(g *tensor.Generator, in, out, k, stride int) (*nn.Conv2d, *nn.BatchNorm) {
+	c := nn.NewConv2d(g, in, out, [2]int{k, k}, tensor.Conv2dOptions{
+		Stride: [2]int{stride, stride}, Padding: [2]int{k / 2, k / 2},
+	}, false)
+	// torchvision: kaiming_normal_(mode="fan_out", nonlinearity="relu").
+	nn.KaimingNormal(g, c.Weight.Value(), 0, nn.FanOut, "relu")
+	return c, nn.NewBatchNorm2d(out, nn.BatchNormOptions{})
+}
+
+func newResBlock(g *tensor.Generator, in, width, stride int, bottleneck bool) *resBlock {
+	b := &resBlock{}
+	var out int
+	var specs [][3]int // in, out, kernel; the stride goes to the 3×3 conv
+	if bottleneck {
+		out = width * 4
+		specs = [][3]int{{in, width, 1}, {width, width, 3}, {width, out, 1}}
+	} else {
+		out = width
+		specs = [][3]int{{in, width, 3}, {width, width, 3}}
+	}
+	for i, s := range specs {
+		st := 1
+		if (bottleneck && i == 1) || (!bottleneck && i == 0) {
+			st = stride
+		}
+		c, bn := convBN(g, s[0], s[1], s[2], st)
+		b.convs = append(b.convs, c)
+		b.bns = append(b.bns, bn)
+		b.RegisterModule(fmt.Sprintf("conv%d", i+1), c)
+		b.RegisterModule(fmt.Sprintf("bn%d", i+1), bn)
+	}
+	if stride != 1 || in != out {
+		b.down, b.downBN = convBN(g, in, out, 1, stride)
+		b.RegisterModule("downsample_conv", b.down)
+		b.RegisterModule("downsample_bn", b.downBN)
+	}
+	return b
+}
+
+// newResNet builds resnet18 (layers 2,2,2,2, basic blocks) or resnet50
+// (3,4,6,3, bottlenecks) whose first stage is base channels wide
+// (torchvision: 64; the later stages double it).
+func newResNet(g *tensor.Generator, depth, base int) *resnet {
+	layers, bottleneck := []int{2, 2, 2, 2}, false
+	if depth == 50 {
+		layers, bottleneck = []int{3, 4, 6, 3}, true
+	}
+	m := &resnet{}
+	m.conv1, m.bn1 = convBN(g, 3, base, 7, 2)
+	m.RegisterModule("conv1", m.conv1)
+	m.RegisterModule("bn1", m.bn1)
+	in := base
+	for stage, n := range layers {
+		width := base << stage
+		for i := range n {
+			stride := 1
+			if stage > 0 && i == 0 {
+				stride = 2
+			}
+			b := newResBlock(g, in, width, stride, bottleneck)
+			m.blocks = append(m.blocks, b)
+			m.RegisterModule(fmt.Sprintf("layer%d_%d", stage+1, i), b)
+			in = width
+			if bottleneck {
+				in = width * 4
+			}
+		}
+	}
+	m.fc = nn.NewLinear(g, in, 1000, true)
+	m.RegisterModule("fc", m.fc)
+	return m
+}
+
+// Forward maps [N, 3, H, W] images to [N, 1000] logits.
+func (m *resnet) Forward(x *autograd.Var) *autograd.Var {
+	x = m.bn1.Forward(m.conv1.Forward(x)).Relu()
+	x = autograd.MaxPool2d(x, tensor.Pool2dOptions{
+		Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1},
+	})
+	for _, b := range m.blocks {
+		x = b.Forward(x)
+	}
+	return m.fc.Forward(autograd.AdaptiveAvgPool2d(x, 1, 1).Flatten(1, -1))
+}
+
+// buildResNet returns the inference workload of resnet<depth> on a batch
+// of random 224×224 images, in evaluation mode and without a tape (the
+// parameters do not require gradients), as torch.inference_mode. tiny
+// runs a network 8× narrower on 32×32 images.
+func buildResNet(depth, batch int) func(tiny bool) (*benchRun, error) {
+	return func(tiny bool) (*benchRun, error) {
+		size, base := 224, 64
+		if tiny {
+			size, base = 32, 8
+		}
+		m := newResNet(tensor.NewGenerator(0), depth, base)
+		m.Train(false)
+		for _, p := range m.Parameters() {
+			p.SetRequiresGrad(false)
+		}
+		x := autograd.New(tensor.NewGenerator(0).Randn([]int{batch, 3, size, size}))
+		var out *tensor.Tensor
+		return &benchRun{
+			batch: batch,
+			step: func() error {
+				out = m.Forward(x).Value()
+				if s := out.Shape(); len(s) != 2 || s[0] != batch || s[1] != 1000 {
+					return fmt.Errorf("resnet%d output shape %v, want [%d 1000]", depth, s, batch)
+				}
+				return nil
+			},
+			loss: func() float64 { return 0 },
+		}, nil
+	}
+}
