@@ -98,7 +98,12 @@ func (p *MaxPool2d) String() string {
 	if stride == [2]int{} {
 		stride = o.Kernel
 	}
-	return fmt.Sprintf("MaxPool2d(kernel_size=%v, stride=%v, padding=%v, ceil_mode=%t)", o.Kernel, stride, o.Padding, o.CeilMode)
+	dilation := o.Dilation
+	if dilation == [2]int{} {
+		dilation = [2]int{1, 1}
+	}
+	return fmt.Sprintf("MaxPool2d(kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s)",
+		pyPair(o.Kernel), pyPair(stride), pyPair(o.Padding), pyPair(dilation), pyBool(o.CeilMode))
 }
 
 // Softmax normalizes exp(x) along Axis, as torch.nn.Softmax(dim).

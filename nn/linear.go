@@ -48,7 +48,7 @@ func (l *Linear) Forward(x *autograd.Var) *autograd.Var {
 
 // String describes the layer as PyTorch prints it.
 func (l *Linear) String() string {
-	return fmt.Sprintf("Linear(in_features=%d, out_features=%d, bias=%t)", l.InFeatures, l.OutFeatures, l.Bias != nil)
+	return fmt.Sprintf("Linear(in_features=%d, out_features=%d, bias=%s)", l.InFeatures, l.OutFeatures, pyBool(l.Bias != nil))
 }
 
 // pickDType returns the optional dtype argument, Float32 by default.

@@ -47,7 +47,9 @@ func TestNamingAndOrder(t *testing.T) {
 	assert.Equal(t, []string{"1.running_mean"},
 		names(outer.NamedBuffers(), func(p nn.NamedBuffer) string { return p.Name }))
 	assert.Len(t, outer.Parameters(), 4)
-	assert.Equal(t, []string{"1.scale", "1.features.0.weight", "1.features.0.bias", "1.features.2.weight", "1.running_mean"},
+	// PyTorch's state-dict order: a module's own parameters and buffers,
+	// then its children's.
+	assert.Equal(t, []string{"1.scale", "1.running_mean", "1.features.0.weight", "1.features.0.bias", "1.features.2.weight"},
 		nn.StateDictKeys(outer))
 	assert.Len(t, nn.StateDict(outer), 5)
 	assert.Equal(t, 2, outer.Len())
@@ -114,7 +116,7 @@ func TestLinearInitAndShape(t *testing.T) {
 		assert.Greater(t, hi, 0.8*bound)
 	}
 	assert.Equal(t, []int{40, 50}, l.Weight.Shape())
-	assert.Equal(t, "Linear(in_features=50, out_features=40, bias=true)", l.String())
+	assert.Equal(t, "Linear(in_features=50, out_features=40, bias=True)", l.String())
 
 	// Same seed, same weights; the generator is the only randomness.
 	a := nn.NewLinear(tensor.NewGenerator(9), 3, 2, true)
@@ -358,6 +360,6 @@ func TestSoftmaxModules(t *testing.T) {
 	e := 1 / (1 + math.E)
 	assert.InDeltaSlice(t, []float64{e, 1 - e, e, 1 - e}, p, 1e-12)
 	assert.InDeltaSlice(t, []float64{math.Log(e), math.Log(1 - e), math.Log(e), math.Log(1 - e)}, lp, 1e-12)
-	assert.Equal(t, "MaxPool2d(kernel_size=[2 2], stride=[2 2], padding=[0 0], ceil_mode=false)",
+	assert.Equal(t, "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)",
 		nn.NewMaxPool2d(tensor.Pool2dOptions{Kernel: [2]int{2, 2}}).String())
 }

@@ -25,15 +25,37 @@ func StateDict(m Module) map[string]*tensor.Tensor {
 }
 
 // StateDictKeys returns the names of the module's state dict in PyTorch's
-// order: parameters, then buffers (each in registration order, as
-// NamedParameters and NamedBuffers list them).
+// order: each module's own parameters, then its own buffers, then its
+// children's entries, depth first in registration order. Modules that do
+// not expose their children (no Children method) list all parameters, then
+// all buffers.
 func StateDictKeys(m Module) []string {
-	var keys []string
+	return appendStateKeys(nil, "", m)
+}
+
+func appendStateKeys(keys []string, prefix string, m Module) []string {
+	parent, ok := m.(interface{ Children() []NamedModule })
+	if !ok {
+		for _, p := range m.NamedParameters() {
+			keys = append(keys, prefix+p.Name)
+		}
+		for _, b := range m.NamedBuffers() {
+			keys = append(keys, prefix+b.Name)
+		}
+		return keys
+	}
 	for _, p := range m.NamedParameters() {
-		keys = append(keys, p.Name)
+		if !strings.Contains(p.Name, ".") {
+			keys = append(keys, prefix+p.Name)
+		}
 	}
 	for _, b := range m.NamedBuffers() {
-		keys = append(keys, b.Name)
+		if !strings.Contains(b.Name, ".") {
+			keys = append(keys, prefix+b.Name)
+		}
+	}
+	for _, c := range parent.Children() {
+		keys = appendStateKeys(keys, prefix+c.Name+".", c.Module)
 	}
 	return keys
 }
