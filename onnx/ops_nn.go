@@ -199,6 +199,13 @@ func opConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if x.Dim() == 5 {
+		y, err := n.conv3d(x, w, b, p)
+		if err != nil {
+			return nil, err
+		}
+		return one(y)
+	}
 	x4, lifted, err := n.lift(x)
 	if err != nil {
 		return nil, err
@@ -330,6 +337,9 @@ func (n *node) poolSetup(x *tensor.Tensor) (*spatial, *tensor.Tensor, bool, erro
 	if err != nil {
 		return nil, nil, false, err
 	}
+	if x.Dim() == 5 {
+		return p, x, false, nil
+	}
 	x4, lifted, err := n.lift(x)
 	return p, x4, lifted, err
 }
@@ -358,6 +368,16 @@ func opMaxPool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	p, x4, lifted, err := n.poolSetup(x)
 	if err != nil {
 		return nil, err
+	}
+	if x.Dim() == 5 {
+		if len(n.outputs) > 1 && n.outputs[1] != "" {
+			return nil, fmt.Errorf("onnx: %v: the Indices output is not supported for 3-d pooling", n)
+		}
+		y, err := n.pool3d(x, p, true)
+		if err != nil {
+			return nil, err
+		}
+		return one(y)
 	}
 	opt, direct := p.poolOptions(n.attrInt("ceil_mode", 0) == 1)
 	if !direct {
@@ -406,6 +426,13 @@ func opAveragePool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if d != 1 {
 			return nil, fmt.Errorf("onnx: %v: dilated average pooling is not supported", n)
 		}
+	}
+	if x.Dim() == 5 {
+		y, err := n.pool3d(x, p, false)
+		if err != nil {
+			return nil, err
+		}
+		return one(y)
 	}
 	includePad := n.attrInt("count_include_pad", 0) == 1
 	opt, direct := p.poolOptions(n.attrInt("ceil_mode", 0) == 1)
