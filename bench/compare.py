@@ -4,7 +4,8 @@ ratio, each side the median over the repeats.
 
 usage (from the repository root):
     /usr/bin/python3 bench/compare.py [-workloads gemm,mlp,cnn,...] [-threads 1,2] [-repeats 3]
-                                      [-steps N] [-sizes 256,512,1024,2048] [-omp-wait best|default|passive]
+                                      [-steps N|NAME=N,...] [-warmup N|NAME=N,...]
+                                      [-sizes 256,512,1024,2048] [-omp-wait best|default|passive]
 
 Every measurement is a fresh process (so peak RSS is that workload's own). For each thread count,
 workload and repeat, the Ember and PyTorch processes run back to back, their order alternating
@@ -28,7 +29,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("-workloads", default=",".join(ALL))
 ap.add_argument("-threads", default="1,2")
 ap.add_argument("-repeats", type=int, default=3)
-ap.add_argument("-steps", type=int, default=0, help="timed steps per process (0: each workload's default)")
+ap.add_argument("-steps", default="", help="timed steps per process: N for every workload, or NAME=N,... "
+                "(missing: each workload's default)")
+ap.add_argument("-warmup", default="", help="warm-up steps, as -steps")
 ap.add_argument("-sizes", default="256,512,1024,2048")
 ap.add_argument("-omp-wait", default="best", choices=["best", "default", "passive"])
 ap.add_argument("-python", default="/usr/bin/python3")
@@ -50,10 +53,21 @@ def json_lines(cmd, env=None):
     return [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")], None
 
 
+def per_workload(spec, w):
+    """Returns the count for workload w from "N" or "NAME=N,NAME=N" (0 when absent)."""
+    for part in filter(None, spec.split(",")):
+        name, _, n = part.rpartition("=")
+        if name in ("", w):
+            return int(n)
+    return 0
+
+
 def common(w, t):
     a = ["-workload", w, "-threads", str(t)]
-    if args.steps:
-        a += ["-steps", str(args.steps)]
+    for flag, spec in (("-steps", args.steps), ("-warmup", args.warmup)):
+        n = per_workload(spec, w)
+        if n:
+            a += [flag, str(n)]
     if w == "gemm":
         a += ["-sizes", args.sizes]
     return a
@@ -115,7 +129,12 @@ for t in [int(x) for x in args.threads.split(",")]:
                 cand = (statistics.median(rate(r) for r in trs), statistics.median(r["peak_rss_mb"] for r in trs), wt)
                 if best is None or cand[0] > best[0]:
                     best = cand
-            name = "gemm %d² (GFLOP/s)" % k[1] if k[0] == "gemm" else "%s (b%d)" % (k[0], ers[0]["batch"])
+            if k[0] == "gemm":
+                name = "gemm %d² (GFLOP/s)" % k[1]
+            elif "_b" in k[0]:
+                name = k[0]
+            else:
+                name = "%s (b%d)" % (k[0], ers[0]["batch"])
             rows.append((name, t, e_rate, best[0], e_rss, best[1], best[2], None))
 
 
