@@ -41,9 +41,46 @@ func asgdOptions(m map[string]any) optim.ASGDOptions {
 	return o
 }
 
-// TestGoldenExtraMLP replays torch's ASGD and LBFGS trajectories on a small
-// MLP: the loss before each step, every parameter after it and, for ASGD,
-// the running averages.
+// extraOptimizer builds a LAMB, LARS or Adafactor case's optimizer.
+func extraOptimizer(ps [][]*autograd.Var, opts []map[string]any, name string) optim.Optimizer {
+	switch name {
+	case "lamb":
+		return build(ps, opts, func(m map[string]any) optim.LAMBOptions {
+			return optim.LAMBOptions{LR: num(m, "lr"), Betas: pair(m, "betas"), Eps: num(m, "eps"), WeightDecay: num(m, "weight_decay")}
+		}, optim.NewLAMB)
+	case "lars":
+		return build(ps, opts, func(m map[string]any) optim.LARSOptions {
+			return optim.LARSOptions{LR: num(m, "lr"), Momentum: num(m, "momentum"), WeightDecay: num(m, "weight_decay"),
+				TrustCoefficient: num(m, "trust_coefficient"), Eps: num(m, "eps")}
+		}, optim.NewLARS)
+	case "adafactor":
+		return build(ps, opts, func(m map[string]any) optim.AdafactorOptions {
+			o := optim.DefaultAdafactorOptions()
+			for k, f := range map[string]*float64{"lr": &o.LR, "clip_threshold": &o.ClipThreshold, "decay_rate": &o.DecayRate,
+				"beta1": &o.Beta1, "weight_decay": &o.WeightDecay} {
+				if v, ok := m[k].(float64); ok {
+					*f = v
+				}
+			}
+			for k, f := range map[string]*bool{"scale_parameter": &o.ScaleParameter, "relative_step": &o.RelativeStep,
+				"warmup_init": &o.WarmupInit} {
+				if v, ok := m[k].(bool); ok {
+					*f = v
+				}
+			}
+			if _, ok := m["eps"]; ok {
+				o.Eps = pair(m, "eps")
+			}
+			return o
+		}, optim.NewAdafactor)
+	}
+	panic("unknown optimizer " + name)
+}
+
+// TestGoldenExtraMLP replays ASGD's and LBFGS's torch trajectories and
+// LAMB's, LARS's and Adafactor's reference trajectories on a small MLP: the
+// loss before each step, every parameter after it and, for ASGD, the
+// running averages.
 func TestGoldenExtraMLP(t *testing.T) {
 	for _, c := range golden.Load(t, "testdata/golden_optim_extra.json") {
 		if c.Op != "mlp" {
@@ -54,10 +91,15 @@ func TestGoldenExtraMLP(t *testing.T) {
 			ps, opts := r.groups()
 			var asgd *optim.ASGD
 			var lbfgs *optim.LBFGS
-			if c.String("optimizer") == "asgd" {
+			var other optim.Optimizer
+			switch c.String("optimizer") {
+			case "asgd":
 				asgd = build(ps, opts, asgdOptions, optim.NewASGD)
-			} else {
+				other = asgd
+			case "lbfgs":
 				lbfgs = optim.NewLBFGS(ps[0], lbfgsOptions(opts[0]))
+			default:
+				other = extraOptimizer(ps, opts, c.String("optimizer"))
 			}
 			closure := func() (float64, error) {
 				for _, p := range r.params {
@@ -69,10 +111,10 @@ func TestGoldenExtraMLP(t *testing.T) {
 			for step := range 20 {
 				var loss float64
 				var err error
-				if asgd != nil {
+				if other != nil {
 					loss, err = closure()
 					require.NoError(t, err)
-					require.NoError(t, asgd.Step())
+					require.NoError(t, other.Step())
 				} else {
 					loss, err = lbfgs.StepClosure(closure)
 					require.NoError(t, err)

@@ -1,6 +1,7 @@
 package optim_test
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/optim"
 	"github.com/emberml/ember/tensor"
 )
@@ -47,8 +49,9 @@ func TestLBFGSQuadratic(t *testing.T) {
 	assert.LessOrEqual(t, o.Iterations(), 20)
 }
 
-// TestExtraStateResume checks that ASGD and SparseAdam continue identically
-// after a state-dict round trip.
+// TestExtraStateResume checks that ASGD, SparseAdam, LAMB, LARS and
+// Adafactor (with its factored, non-parameter-shaped state) continue
+// identically after a state-dict round trip through safetensors.
 func TestExtraStateResume(t *testing.T) {
 	grads := [][]float64{{0.5, -1, 0, 0}, {0.1, 0.2, 0, 0}, {0, 0, 1, -1}, {0.3, 0.3, 0.3, 0.3}}
 	mk := map[string]func(p *autograd.Var) optim.Optimizer{
@@ -59,6 +62,17 @@ func TestExtraStateResume(t *testing.T) {
 		},
 		"sparse_adam": func(p *autograd.Var) optim.Optimizer {
 			return optim.NewSparseAdam([]*autograd.Var{p}, optim.SparseAdamOptions{LR: 0.1})
+		},
+		"lamb": func(p *autograd.Var) optim.Optimizer {
+			return optim.NewLAMB([]*autograd.Var{p}, optim.LAMBOptions{LR: 0.1, WeightDecay: 0.01})
+		},
+		"lars": func(p *autograd.Var) optim.Optimizer {
+			return optim.NewLARS([]*autograd.Var{p}, optim.LARSOptions{LR: 1, Momentum: 0.9})
+		},
+		"adafactor": func(p *autograd.Var) optim.Optimizer {
+			o := optim.DefaultAdafactorOptions()
+			o.Beta1 = 0.9
+			return optim.NewAdafactor([]*autograd.Var{p}, o)
 		},
 	}
 	for name, newOpt := range mk {
@@ -72,7 +86,11 @@ func TestExtraStateResume(t *testing.T) {
 				if i == 1 {
 					b := newOpt(q)
 					q.Value().CopyFrom(p.Value())
-					require.NoError(t, b.LoadStateDict(a.StateDict()))
+					var buf bytes.Buffer
+					require.NoError(t, nn.EncodeTensors(&buf, a.StateDict(), nil))
+					sd, _, err := nn.DecodeTensors(buf.Bytes())
+					require.NoError(t, err)
+					require.NoError(t, b.LoadStateDict(sd))
 					for _, g2 := range grads[2:] {
 						q.SetGrad(tensor.FromSlice(g2, 2, 2))
 						require.NoError(t, b.Step())
@@ -96,4 +114,19 @@ func TestSparseAdamSkipsUntouchedRows(t *testing.T) {
 	// zero entry of a touched row stays (its moments are zero).
 	assert.InDeltaSlice(t, []float64{0.9, 2, 3, 4, 5, 6.1}, v, 1e-6)
 	assert.Panics(t, func() { optim.NewSparseAdam([]*autograd.Var{p}, optim.SparseAdamOptions{Eps: -1}) })
+}
+
+func TestAdafactorStateShapes(t *testing.T) {
+	p := autograd.Param(tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6}, 2, 3))
+	o := optim.NewAdafactor([]*autograd.Var{p}, optim.DefaultAdafactorOptions())
+	p.SetGrad(tensor.FromSlice([]float64{1, 1, 1, 1, 1, 1}, 2, 3))
+	require.NoError(t, o.Step())
+	sd := o.StateDict()
+	assert.Equal(t, []int{2}, sd["state.0.exp_avg_sq_row"].Shape())
+	assert.Equal(t, []int{3}, sd["state.0.exp_avg_sq_col"].Shape())
+	sd["state.0.exp_avg_sq_col"] = tensor.Zeros([]int{2, 3}, tensor.Float64)
+	require.ErrorContains(t, o.LoadStateDict(sd), "exp_avg_sq_col")
+	bad := optim.DefaultAdafactorOptions()
+	bad.LR = 0.1
+	assert.Panics(t, func() { optim.NewAdafactor([]*autograd.Var{p}, bad) }, "manual lr with relative step")
 }

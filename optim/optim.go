@@ -93,6 +93,10 @@ type core[O any, P interface {
 	scalars []string
 	groups  []*Group[O]
 	state   map[*autograd.Var]map[string]*tensor.Tensor
+	// stateShape, if set, gives the shape a per-parameter state tensor must
+	// have (nil: the parameter's shape), for state that is not shaped like
+	// its parameter (Adafactor's factored moments).
+	stateShape func(key string, param []int) []int
 }
 
 func newCore[O any, P interface {
@@ -306,7 +310,16 @@ func (c *core[O, P]) LoadStateDict(sd map[string]*tensor.Tensor) error {
 				}
 				t = tensor.ScalarOf(t.Item(), tensor.Float64)
 			} else {
-				if !slices.Equal(t.Shape(), p.Shape()) {
+				want := p.Shape()
+				if c.stateShape != nil {
+					if sh := c.stateShape(k, p.Shape()); sh != nil {
+						want = sh
+					}
+				}
+				if !slices.Equal(t.Shape(), want) {
+					if c.stateShape != nil {
+						return errf("%q has shape %v, want %v for parameter %d of shape %v", prefix+k, t.Shape(), want, i, p.Shape())
+					}
 					return errf("%q has shape %v, parameter %d has shape %v", prefix+k, t.Shape(), i, p.Shape())
 				}
 				if !t.DType().IsFloat() {

@@ -1,8 +1,11 @@
-"""Golden trajectories for ASGD, SparseAdam and LBFGS of package optim.
+"""Golden trajectories for ASGD, SparseAdam, LBFGS, LAMB, LARS and Adafactor.
 
 Writes optim/testdata/golden_optim_extra.json, replayed by
-optim/extra_golden_test.go. Every trajectory is torch 1.13's, in float64,
-over 20 steps.
+optim/extra_golden_test.go. Every trajectory is in float64, over 20 steps.
+ASGD, SparseAdam and LBFGS are torch 1.13's; LAMB, LARS and Adafactor are
+not in torch, so they are the small reference implementations below,
+written from the papers (Adafactor with Hugging Face transformers' options
+and defaults).
 
 op "mlp": a 3-4-2 MLP (Linear, tanh, Linear) on a fixed batch, as in
 gen_optim_more.py.
@@ -11,7 +14,7 @@ gen_optim_more.py.
     outputs: losses [20] (before each step), then W1, b1, W2, b2 after each
              step stacked along a new first dimension; for "asgd" then the
              averages ("ax") of W1, b1, W2, b2 after each step, stacked
-    attrs:   optimizer ("asgd", "lbfgs"), loss ("mse", "ce"), groups (list of
+    attrs:   optimizer ("asgd", "lbfgs", "lamb", "lars", "adafactor"), loss ("mse", "ce"), groups (list of
              {"params": [indices], options...} with torch's option names;
              lbfgs has one group and its line_search_fn as a string or null).
              LBFGS steps take the closure; its loss is the closure's first.
@@ -47,7 +50,121 @@ STEPS = 20
 ALL = [0, 1, 2, 3]
 
 
+class Lamb(torch.optim.Optimizer):
+    """You et al. 2019, Algorithm 2 (phi = identity), with bias correction."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-6, weight_decay=0.0):
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            b1, b2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                st = self.state[p]
+                if not st:
+                    st["step"], st["m"], st["v"] = 0, torch.zeros_like(p), torch.zeros_like(p)
+                st["step"] += 1
+                t = st["step"]
+                st["m"] = b1 * st["m"] + (1 - b1) * p.grad
+                st["v"] = b2 * st["v"] + (1 - b2) * p.grad ** 2
+                r = (st["m"] / (1 - b1 ** t)) / ((st["v"] / (1 - b2 ** t)).sqrt() + group["eps"])
+                r = r + group["weight_decay"] * p
+                wn, rn = p.norm().item(), r.norm().item()
+                trust = wn / rn if wn > 0 and rn > 0 else 1.0
+                p.sub_(group["lr"] * trust * r)
+
+
+class Lars(torch.optim.Optimizer):
+    """You et al. 2017, Algorithm 1."""
+
+    def __init__(self, params, lr, momentum=0.0, weight_decay=0.0, trust_coefficient=1e-3, eps=0.0):
+        super().__init__(params, dict(lr=lr, momentum=momentum, weight_decay=weight_decay,
+                                      trust_coefficient=trust_coefficient, eps=eps))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            wd = group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                wn, gn = p.norm().item(), p.grad.norm().item()
+                local = group["trust_coefficient"] * wn / (gn + wd * wn + group["eps"]) if wn > 0 and gn > 0 else 1.0
+                st = self.state[p]
+                if not st:
+                    st["buf"] = torch.zeros_like(p)
+                st["buf"] = group["momentum"] * st["buf"] + group["lr"] * local * (p.grad + wd * p)
+                p.sub_(st["buf"])
+
+
+def rms(t):
+    return t.norm() / (t.numel() ** 0.5)
+
+
+class Adafactor(torch.optim.Optimizer):
+    """Shazeer and Stern 2018, with Hugging Face transformers' options."""
+
+    def __init__(self, params, lr=None, eps=(1e-30, 1e-3), clip_threshold=1.0, decay_rate=-0.8, beta1=None,
+                 weight_decay=0.0, scale_parameter=True, relative_step=True, warmup_init=False):
+        super().__init__(params, dict(lr=lr, eps=eps, clip_threshold=clip_threshold, decay_rate=decay_rate,
+                                      beta1=beta1, weight_decay=weight_decay, scale_parameter=scale_parameter,
+                                      relative_step=relative_step, warmup_init=warmup_init))
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = p.grad
+                st = self.state[p]
+                factored = g.dim() >= 2
+                if not st:
+                    st["step"] = 0
+                    if factored:
+                        st["row"] = torch.zeros(g.shape[:-1], dtype=g.dtype)
+                        st["col"] = torch.zeros(g.shape[:-2] + g.shape[-1:], dtype=g.dtype)
+                    else:
+                        st["v"] = torch.zeros_like(g)
+                    if group["beta1"]:
+                        st["m"] = torch.zeros_like(g)
+                st["step"] += 1
+                t = st["step"]
+                lr = group["lr"]
+                if group["relative_step"]:
+                    lr = min(1e-6 * t if group["warmup_init"] else 1e-2, 1.0 / t ** 0.5)
+                if group["scale_parameter"]:
+                    lr = lr * max(group["eps"][1], rms(p).item())
+                beta2 = 1.0 - t ** group["decay_rate"]
+                sq = g ** 2 + group["eps"][0]
+                if factored:
+                    st["row"] = beta2 * st["row"] + (1 - beta2) * sq.mean(-1)
+                    st["col"] = beta2 * st["col"] + (1 - beta2) * sq.mean(-2)
+                    r = (st["row"] / st["row"].mean(-1, keepdim=True)).rsqrt().unsqueeze(-1)
+                    c = st["col"].unsqueeze(-2).rsqrt()
+                    u = r * c * g
+                else:
+                    st["v"] = beta2 * st["v"] + (1 - beta2) * sq
+                    u = st["v"].rsqrt() * g
+                u = u / max(1.0, (rms(u) / group["clip_threshold"]).item()) * lr
+                if group["beta1"]:
+                    st["m"] = group["beta1"] * st["m"] + (1 - group["beta1"]) * u
+                    u = st["m"]
+                if group["weight_decay"]:
+                    p.mul_(1 - group["weight_decay"] * lr)
+                p.sub_(u)
+
+
 def make(name, groups):
+    if name == "lamb":
+        return Lamb(groups)
+    if name == "lars":
+        return Lars(groups, lr=groups[0]["lr"])
+    if name == "adafactor":
+        return Adafactor(groups)
     if name == "asgd":
         return torch.optim.ASGD(groups, foreach=False)
     if name == "sparse_adam":
@@ -176,6 +293,18 @@ def main():
         rosenbrock("lbfgs/rosenbrock_fixed", [dict(params=[0, 1], lr=0.05, max_iter=2, history_size=4)]),
         mlp("lbfgs/mlp_wolfe", "lbfgs", "ce", one(lr=1, max_iter=3, history_size=5, line_search_fn="strong_wolfe")),
         mlp("lbfgs/mlp_fixed", "lbfgs", "mse", one(lr=0.5, max_iter=2, max_eval=3)),
+        mlp("lamb/default", "lamb", "mse", one(lr=0.01)),
+        mlp("lamb/weight_decay_betas", "lamb", "ce", one(lr=0.05, betas=[0.8, 0.95], eps=1e-4, weight_decay=0.1)),
+        mlp("lamb/groups", "lamb", "mse", split(dict(lr=0.02), dict(lr=0.01, weight_decay=0.3))),
+        mlp("lars/plain", "lars", "mse", one(lr=5.0)),
+        mlp("lars/momentum_decay", "lars", "ce", one(lr=2.0, momentum=0.9, weight_decay=1e-3, trust_coefficient=0.02,
+                                                     eps=1e-8)),
+        mlp("lars/groups", "lars", "mse", split(dict(lr=3.0, momentum=0.5), dict(lr=1.0, trust_coefficient=0.01))),
+        mlp("adafactor/default", "adafactor", "mse", one()),
+        mlp("adafactor/beta1_decay_warmup", "adafactor", "ce", one(beta1=0.9, weight_decay=0.1, warmup_init=True,
+                                                                    clip_threshold=0.5, decay_rate=-0.6)),
+        mlp("adafactor/manual_lr", "adafactor", "mse", split(dict(lr=0.05, relative_step=False, scale_parameter=False),
+                                                               dict(lr=0.02, relative_step=False, eps=[1e-20, 1e-2]))),
     ]
     write("optim/testdata/golden_optim_extra.json", cases)
 
