@@ -125,7 +125,9 @@ func NewAdafactor(params []*autograd.Var, opt AdafactorOptions) *Adafactor {
 }
 
 // AddParamGroup adds parameters with their own hyperparameters.
-func (a *Adafactor) AddParamGroup(params []*autograd.Var, opt AdafactorOptions) { a.addGroup(params, opt) }
+func (a *Adafactor) AddParamGroup(params []*autograd.Var, opt AdafactorOptions) {
+	a.addGroup(params, opt)
+}
 
 // Groups returns the parameter groups. Their Options may be changed between
 // steps; their Params may not.
