@@ -1,0 +1,39 @@
+// Package distributed trains models on several processes or machines:
+// process groups with collectives on tensors (AllReduce, Broadcast, Reduce,
+// AllGather, ReduceScatter, Gather, Scatter, Barrier, Send/Recv) and
+// data-parallel training with DataParallel.
+//
+// The backend is pure Go over TCP. A job is started like a torchrun job:
+// every process gets MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE (and
+// LOCAL_RANK), plus the shared secret EMBER_DIST_TOKEN, and calls
+//
+//	pg, err := distributed.NewGroupFromEnv(ctx)
+//
+// Rank 0 serves a one-shot rendezvous at MASTER_ADDR:MASTER_PORT where the
+// ranks exchange their listen addresses; then every pair of ranks connects
+// directly and authenticates with an HMAC-SHA256 challenge on the token.
+// Listeners bind only to the configured addresses and close once the mesh
+// is complete.
+//
+// A data-parallel training loop:
+//
+//	model, err := distributed.DataParallel(net, pg, distributed.DDPOptions{})
+//	sampler := data.NewDistributedSampler(train.Len(), data.DistributedSamplerOptions{
+//		Replicas: pg.Size(), Rank: pg.Rank(), Shuffle: true, Seed: 1})
+//	for epoch := range epochs {
+//		for idx := range sampler.Batches(epoch, batchPerRank, true) {
+//			b := data.Gather(train, idx)
+//			opt.ZeroGrad()
+//			loss := lossFn.Forward(model.Forward(autograd.New(b[0])), b[1])
+//			loss.Backward()
+//			model.SyncGradients() // average over the ranks
+//			opt.Step()
+//		}
+//	}
+//
+// Failures never hang: each operation has a timeout (DefaultTimeout, 5
+// minutes, settable), and a rank that loses a peer aborts the group and
+// tells the other ranks which rank failed, so every rank returns a
+// *PeerError naming it. NewLocalGroups runs a whole group inside one
+// process for tests.
+package distributed

@@ -1,0 +1,281 @@
+// Command ddp trains a multilayer perceptron with data parallelism over
+// several processes on this machine, and reports the training throughput
+// and the test accuracy.
+//
+//	go run ./examples/ddp -nproc 2
+//
+// With -nproc N the program starts N copies of itself with the
+// torchrun-style environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+// MASTER_PORT, EMBER_DIST_TOKEN) and prefixes their output with the rank;
+// started with that environment already set (by torchrun-like launchers or
+// by hand on several machines) it is one rank of the job.
+//
+// The data is the 8×8 digits set shipped with examples/quickstart
+// (-digits), or MNIST from the original idx files (-mnist DIR, see
+// examples/mnist). Each rank sees a 1/N shard of every epoch through
+// data.DistributedSampler, and distributed.DataParallel averages the
+// gradients, so N processes train the same model as one process would with
+// the same global batch.
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/data"
+	"github.com/emberml/ember/distributed"
+	"github.com/emberml/ember/nn"
+	"github.com/emberml/ember/optim"
+	"github.com/emberml/ember/tensor"
+)
+
+func main() {
+	nproc := flag.Int("nproc", 1, "number of local processes to start")
+	threads := flag.Int("threads", 1, "GOMAXPROCS of each process")
+	epochs := flag.Int("epochs", 20, "training epochs")
+	batch := flag.Int("batch", 64, "global batch size (split among the processes)")
+	lr := flag.Float64("lr", 1e-3, "Adam learning rate")
+	seed := flag.Uint64("seed", 1, "seed for initialization and shuffling")
+	digits := flag.String("digits", "examples/quickstart/digits.csv.gz", "gzipped digits CSV (64 pixels 0..16, then the label)")
+	mnist := flag.String("mnist", "", "directory of the MNIST idx files (used instead of -digits when set)")
+	flag.Parse()
+	var err error
+	if _, worker := os.LookupEnv(distributed.EnvRank); worker || *nproc == 1 {
+		runtime.GOMAXPROCS(*threads)
+		err = train(*digits, *mnist, *epochs, *batch, *lr, *seed)
+	} else {
+		err = launch(*nproc)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "ddp:", err)
+		os.Exit(1)
+	}
+}
+
+// launch re-executes this program nproc times as the ranks of one job and
+// waits for them; when one fails, the others are stopped.
+func launch(nproc int) error {
+	if nproc < 1 {
+		return fmt.Errorf("-nproc %d: want at least 1", nproc)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	var tok [16]byte
+	rand.Read(tok[:])
+	token := hex.EncodeToString(tok[:])
+
+	cmds := make([]*exec.Cmd, nproc)
+	var out sync.Mutex
+	var pipes sync.WaitGroup
+	for r := range nproc {
+		c := exec.Command(exe, os.Args[1:]...)
+		c.Env = append(os.Environ(),
+			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(nproc),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port, distributed.EnvToken+"="+token)
+		pr, pw := io.Pipe()
+		c.Stdout, c.Stderr = pw, pw
+		pipes.Go(func() {
+			sc := bufio.NewScanner(pr)
+			for sc.Scan() {
+				out.Lock()
+				fmt.Printf("[rank %d] %s\n", r, sc.Text())
+				out.Unlock()
+			}
+		})
+		if err := c.Start(); err != nil {
+			pw.Close()
+			stopAll(cmds)
+			return err
+		}
+		cmds[r] = c
+		defer pw.Close()
+	}
+	errs := make(chan error, nproc)
+	for r, c := range cmds {
+		go func() {
+			err := c.Wait()
+			if err != nil {
+				err = fmt.Errorf("rank %d: %w", r, err)
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range nproc {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+			stopAll(cmds)
+		}
+	}
+	if first != nil {
+		return fmt.Errorf("%w; stopped the other ranks", first)
+	}
+	return nil
+}
+
+// stopAll kills the started ranks that are still running.
+func stopAll(cmds []*exec.Cmd) {
+	for _, c := range cmds {
+		if c != nil && c.Process != nil && c.ProcessState == nil {
+			c.Process.Kill()
+		}
+	}
+}
+
+// loadDigits reads the gzipped digits CSV and splits it 80/20.
+func loadDigits(path string) (train, test data.Dataset, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w (run from the repository root or pass -digits)", err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	tab, err := data.ReadCSV(zr, data.CSVOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(tab.Columns) != 65 {
+		return nil, nil, fmt.Errorf("%s: %d columns, want 64 pixels and a label", path, len(tab.Columns))
+	}
+	cols := make([]int, 64)
+	for i := range cols {
+		cols[i] = i
+	}
+	x := tab.Tensor(tensor.Float32, cols...).DivScalar(16)
+	y := tab.Tensor(tensor.Int64, 64).Reshape(-1)
+	n := tab.Rows()
+	cut := n * 4 / 5
+	return data.NewTensorDataset(x.Narrow(0, 0, cut), y.Narrow(0, 0, cut)),
+		data.NewTensorDataset(x.Narrow(0, cut, n-cut), y.Narrow(0, cut, n-cut)), nil
+}
+
+// train runs one rank of the job.
+func train(digits, mnist string, epochs, batch int, lr float64, seed uint64) error {
+	ctx := context.Background()
+	var pg *distributed.TCPGroup
+	var err error
+	if _, ok := os.LookupEnv(distributed.EnvRank); ok {
+		pg, err = distributed.NewGroupFromEnv(ctx)
+	} else {
+		pg, err = distributed.NewTCPGroup(ctx, distributed.Config{WorldSize: 1})
+	}
+	if err != nil {
+		return err
+	}
+	defer pg.Close()
+	if batch%pg.Size() != 0 {
+		return fmt.Errorf("global batch %d does not divide among %d processes", batch, pg.Size())
+	}
+
+	var trainSet, testSet data.Dataset
+	in, hidden := 64, 128
+	if mnist != "" {
+		flat := data.MNISTOptions{Flatten: true}
+		if trainSet, err = data.LoadMNIST(mnist, true, flat); err != nil {
+			return err
+		}
+		if testSet, err = data.LoadMNIST(mnist, false, flat); err != nil {
+			return err
+		}
+		in, hidden = 784, 256
+	} else if trainSet, testSet, err = loadDigits(digits); err != nil {
+		return err
+	}
+
+	g := tensor.NewGenerator(seed)
+	net := nn.NewSequential(nn.NewLinear(g, in, hidden, true), nn.NewReLU(), nn.NewLinear(g, hidden, 10, true))
+	model, err := distributed.DataParallel(net, pg, distributed.DDPOptions{})
+	if err != nil {
+		return err
+	}
+	opt := optim.NewAdam(model.Parameters(), optim.AdamOptions{LR: lr})
+	lossFn := nn.NewCrossEntropyLoss()
+	sampler := data.NewDistributedSampler(trainSet.Len(), data.DistributedSamplerOptions{
+		Replicas: pg.Size(), Rank: pg.Rank(), Shuffle: true, Seed: seed, DropLast: true,
+	})
+	perRank := batch / pg.Size()
+	if pg.Rank() == 0 {
+		fmt.Printf("%d process(es), %d training and %d test samples, global batch %d\n", pg.Size(), trainSet.Len(), testSet.Len(), batch)
+	}
+	start := time.Now()
+	samples := 0
+	for epoch := range epochs {
+		var sum float64
+		steps := 0
+		for idx := range sampler.Batches(epoch, perRank, true) {
+			b := data.Gather(trainSet, idx)
+			opt.ZeroGrad()
+			loss := lossFn.Forward(model.Forward(autograd.New(b[0])), b[1])
+			if err := loss.Backward(); err != nil {
+				return err
+			}
+			if err := model.SyncGradients(); err != nil {
+				return err
+			}
+			if err := opt.Step(); err != nil {
+				return err
+			}
+			sum += loss.Item()
+			steps++
+			samples += len(idx) * pg.Size()
+		}
+		if pg.Rank() == 0 && (epoch+1)%5 == 0 {
+			fmt.Printf("epoch %d  loss %.4f (rank 0)\n", epoch+1, sum/float64(max(steps, 1)))
+		}
+	}
+	elapsed := time.Since(start)
+	if err := pg.Barrier(); err != nil {
+		return err
+	}
+	if pg.Rank() == 0 {
+		fmt.Printf("samples/s: %.0f (%d samples in %v)\n", float64(samples)/elapsed.Seconds(), samples, elapsed.Round(time.Millisecond))
+		fmt.Printf("test accuracy: %.4f\n", accuracy(model, testSet))
+	}
+	return nil
+}
+
+// accuracy evaluates m on ds.
+func accuracy(m nn.Module, ds data.Dataset) float64 {
+	m.Train(false)
+	defer m.Train(true)
+	correct, total := 0, 0
+	for batch := range data.NewLoader(ds, data.LoaderOptions{BatchSize: 1000}).All() {
+		pred := m.Forward(autograd.New(batch[0])).Value().ArgMax(1, false).Int64s()
+		for i, y := range batch[1].Int64s() {
+			if pred[i] == y {
+				correct++
+			}
+			total++
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return float64(correct) / float64(total)
+}
+
