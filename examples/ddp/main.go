@@ -278,4 +278,3 @@ func accuracy(m nn.Module, ds data.Dataset) float64 {
 	}
 	return float64(correct) / float64(total)
 }
-
