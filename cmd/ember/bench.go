@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -25,6 +26,7 @@ type benchOptions struct {
 	json     bool   // print one JSON object per line instead of text
 	sizes    []int  // square GEMM sizes
 	tiny     bool   // shrink batches and sizes (tests only: not comparable to PyTorch)
+	cpuProf  string // write a CPU profile of the timed steps here
 }
 
 // benchResult is one measured line of "ember bench". The first six fields
@@ -54,6 +56,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.steps, "steps", 0, "timed steps per workload (gemm: samples per size); 0 uses the workload's default")
 	fs.IntVar(&o.warmup, "warmup", 0, "untimed warm-up steps; 0 uses the workload's default")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per line: workload, threads, batch, median_ms, samples_per_s, peak_rss_mb")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile (go tool pprof) of the run to this file")
 	fs.StringVar(&sizes, "sizes", "256,512,1024,2048", "square matrix sizes of the gemm workload, comma-separated")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ember bench [-workload all|NAME[,NAME...]] [-threads N] [-steps N] [-warmup N] [-json]")
@@ -89,6 +92,19 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "ember bench: %v\n", err)
 		return 2
+	}
+	if o.cpuProf != "" {
+		f, err := os.Create(o.cpuProf)
+		if err != nil {
+			fmt.Fprintf(stderr, "ember bench: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "ember bench: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	status := 0
 	for _, w := range specs {

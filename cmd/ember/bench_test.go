@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -162,4 +164,15 @@ func TestResNetShapes(t *testing.T) {
 		}
 		assert.Equal(t, tc.params, n, "resnet%d", tc.depth)
 	}
+}
+
+func TestBenchCPUProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	var out, errb bytes.Buffer
+	rc := dispatch([]string{"bench", "-workload", "gemm", "-sizes", "8", "-steps", "1", "-warmup", "1", "-cpuprofile", path}, &out, &errb)
+	require.Equal(t, 0, rc, errb.String())
+	assert.Contains(t, out.String(), "gemm")
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Positive(t, st.Size())
 }
