@@ -2,7 +2,10 @@
 // SGD (with momentum, dampening, Nesterov, weight decay), Adam and AdamW
 // (with AMSGrad), Adagrad, RMSprop (centered), Rprop, Adamax, NAdam, RAdam,
 // Adadelta and Lion, each with PyTorch's exact update formulas (torch 1.13's
-// single-tensor implementations; Lion follows its paper), parameter groups
+// single-tensor implementations; Lion follows its paper), ASGD, SparseAdam
+// and LBFGS (with a strong Wolfe line search; it takes a closure) as torch
+// 1.13's, LAMB and LARS after their papers and Adafactor as Hugging Face
+// implements it, parameter groups
 // with their own hyperparameters, and state dicts so a training run can
 // resume. Learning-rate schedules (schedule.go) match torch's
 // lr_scheduler sequences, and ClipGradNorm / ClipGradValue clip gradients.
