@@ -39,7 +39,7 @@ type opTable map[string][]opVersion
 
 // registry holds every supported operator. It is built once and never
 // modified.
-var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps())
+var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps())
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.
@@ -218,4 +218,16 @@ func (n *node) checkShape(shape []int) error {
 		total *= int64(d)
 	}
 	return nil
+}
+
+// stringList returns a strings attribute's values (nil for a nil attribute).
+func (a *attribute) stringList() []string {
+	if a == nil {
+		return nil
+	}
+	out := make([]string, len(a.strings))
+	for i, s := range a.strings {
+		out[i] = string(s)
+	}
+	return out
 }
