@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -64,4 +65,24 @@ func TestSummaryLargeCounts(t *testing.T) {
 	s := nn.Summary(m, 1, 1000)
 	assert.Contains(t, s, "1,201,200")
 	assert.Contains(t, s, "[1 1200]")
+}
+
+func ExampleSummary() {
+	g := tensor.NewGenerator(1)
+	model := nn.NewSequential(nn.NewLinear(g, 4, 8, true), nn.NewTanh(), nn.NewLinear(g, 8, 2, true))
+	fmt.Print(nn.Summary(model, 16, 4))
+	// Output:
+	// =====================================
+	// Layer (type)   Output Shape   Param #
+	// =====================================
+	// Sequential     [16 2]              --
+	// └─0 (Linear)   [16 8]              40
+	// └─1 (Tanh)     [16 8]              --
+	// └─2 (Linear)   [16 2]              18
+	// =====================================
+	// Input shape: [16 4]
+	// Total params: 58
+	// Trainable params: 58
+	// Non-trainable params: 0
+	// =====================================
 }
