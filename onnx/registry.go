@@ -39,7 +39,8 @@ type opTable map[string][]opVersion
 
 // registry holds every supported operator. It is built once and never
 // modified.
-var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps())
+var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
+	sortOps(), normOps(), signalOps())
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.

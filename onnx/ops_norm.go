@@ -1,0 +1,93 @@
+package onnx
+
+import (
+	"fmt"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Normalizations beyond BatchNormalization and LayerNormalization.
+
+func normOps() opTable {
+	return opTable{
+		"InstanceNormalization":     {{since: 1, impl: opInstanceNorm}},
+		"MeanVarianceNormalization": {{since: 9, impl: opMVN}},
+		"LRN":                       {{since: 1, impl: opLRN}},
+	}
+}
+
+// spatialAxes returns axes 2..rank-1.
+func spatialAxes(r int) []int {
+	var axes []int
+	for a := 2; a < r; a++ {
+		axes = append(axes, a)
+	}
+	return axes
+}
+
+func opInstanceNorm(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	scale, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	bias, err := n.need(in, 2)
+	if err != nil {
+		return nil, err
+	}
+	if x.Dim() < 3 {
+		return nil, fmt.Errorf("onnx: %v: input %v needs spatial axes", n, x.Shape())
+	}
+	axes := spatialAxes(x.Dim())
+	mean := x.Mean(axes, true)
+	d := x.Sub(mean)
+	inv := d.Mul(d).Mean(axes, true).AddScalar(n.attrFloat("epsilon", 1e-5)).Rsqrt()
+	cs := channelShape(x.Shape()[1], x.Dim())
+	return one(d.Mul(inv).Mul(scale.Reshape(cs...)).Add(bias.Reshape(cs...)))
+}
+
+func opMVN(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	axes := toInts(n.attrInts("axes"))
+	if axes == nil {
+		axes = []int{0, 2, 3}
+	}
+	for i, a := range axes {
+		if axes[i], err = n.normAxis(a, x.Dim()); err != nil {
+			return nil, err
+		}
+	}
+	d := x.Sub(x.Mean(axes, true))
+	std := d.Mul(d).Mean(axes, true).Sqrt()
+	return one(d.Div(std.AddScalar(1e-9)))
+}
+
+// opLRN normalizes each element by the squares of its neighbours across
+// channels: x / (bias + alpha/size * sum)^beta.
+func opLRN(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	size := int(n.attrInt("size", 0))
+	if size <= 0 || x.Dim() < 3 {
+		return nil, fmt.Errorf("onnx: %v: size %d must be positive and input %v at least 3-d", n, size, x.Shape())
+	}
+	c := x.Shape()[1]
+	before, after := (size-1)/2, size-1-(size-1)/2
+	pads := make([]int, 2*(x.Dim()-1))
+	pads[len(pads)-2], pads[len(pads)-1] = before, after
+	sq := x.Mul(x).Pad(pads, tensor.PadConstant, 0)
+	sum := sq.Narrow(1, 0, c)
+	for j := 1; j < size; j++ {
+		sum = sum.Add(sq.Narrow(1, j, c))
+	}
+	alpha, beta, bias := n.attrFloat("alpha", 1e-4), n.attrFloat("beta", 0.75), n.attrFloat("bias", 1)
+	return one(x.Div(sum.Affine(alpha/float64(size), bias).PowScalar(beta)))
+}
