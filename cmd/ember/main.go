@@ -32,6 +32,7 @@ func commands() []command {
 	return []command{
 		{"bench", "run the performance workloads and print ms/step, samples/s and peak RSS", runBench},
 		{"onnx", "inspect or run an ONNX model (ember onnx inspect|run MODEL.onnx ...)", runONNX},
+		{"launch", "start N local ranks of a distributed job (ember launch -nproc N PROGRAM ARGS...)", runLaunch},
 	}
 }
 
