@@ -3,6 +3,7 @@ package distributed
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/emberml/ember/tensor"
 )
@@ -141,18 +142,51 @@ func (v vec) len() int {
 // elemSize returns the byte size of one element.
 func (v vec) elemSize() int { return v.dt.Size() }
 
-// encode returns the little-endian bytes of elements [lo, hi).
-func (v vec) encode(lo, hi int) []byte {
-	var data any
-	switch d := v.data.(type) {
+// nativeLittle reports whether this machine stores numbers little endian,
+// the wire order: then element slices are sent and received as raw bytes.
+var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// rawBytes returns the memory of s as bytes.
+func rawBytes[T number](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	var z T
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(s))), len(s)*int(unsafe.Sizeof(z)))
+}
+
+// rawView returns b as a []T sharing its memory, or nil when b is not
+// aligned for T or the machine is big endian.
+func rawView[T number](b []byte) []T {
+	var z T
+	size := int(unsafe.Sizeof(z))
+	if !nativeLittle || len(b) == 0 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%uintptr(size) != 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/size)
+}
+
+// sliceBytes returns the raw bytes of a typed slice.
+func sliceBytes(s any) []byte {
+	switch d := s.(type) {
 	case []float32:
-		data = d[lo:hi]
+		return rawBytes(d)
 	case []float64:
-		data = d[lo:hi]
+		return rawBytes(d)
 	case []int32:
-		data = d[lo:hi]
+		return rawBytes(d)
 	default:
-		data = v.data.([]int64)[lo:hi]
+		return rawBytes(s.([]int64))
+	}
+}
+
+// encode returns the little-endian bytes of elements [lo, hi). On
+// little-endian machines they share v's memory: v must not change until
+// they are sent.
+func (v vec) encode(lo, hi int) []byte {
+	data := v.slice(lo, hi)
+	if nativeLittle {
+		return sliceBytes(data)
 	}
 	b, err := binary.Append(make([]byte, 0, (hi-lo)*v.elemSize()), binary.LittleEndian, data)
 	if err != nil {
@@ -178,7 +212,12 @@ func (v vec) slice(lo, hi int) any {
 // decode overwrites elements [lo, hi) with the little-endian bytes b, which
 // must hold exactly that many elements.
 func (v vec) decode(lo, hi int, b []byte) {
-	if _, err := binary.Decode(b, binary.LittleEndian, v.slice(lo, hi)); err != nil {
+	data := v.slice(lo, hi)
+	if nativeLittle {
+		copy(sliceBytes(data), b)
+		return
+	}
+	if _, err := binary.Decode(b, binary.LittleEndian, data); err != nil {
 		panic("distributed: decode: " + err.Error()) // callers check the length first
 	}
 }
@@ -186,6 +225,28 @@ func (v vec) decode(lo, hi int, b []byte) {
 // reduceBytes combines elements [lo, hi) with the little-endian values in
 // b by op (Avg adds; the division happens once at the end).
 func (v vec) reduceBytes(lo, hi int, b []byte, op ReduceOp) {
+	switch d := v.data.(type) {
+	case []float32:
+		if s := rawView[float32](b); s != nil {
+			reduceInto(d[lo:hi], s, op)
+			return
+		}
+	case []float64:
+		if s := rawView[float64](b); s != nil {
+			reduceInto(d[lo:hi], s, op)
+			return
+		}
+	case []int32:
+		if s := rawView[int32](b); s != nil {
+			reduceInto(d[lo:hi], s, op)
+			return
+		}
+	case []int64:
+		if s := rawView[int64](b); s != nil {
+			reduceInto(d[lo:hi], s, op)
+			return
+		}
+	}
 	tmp := newVec(v.dt, hi-lo)
 	tmp.decode(0, hi-lo, b)
 	v.reduceVec(lo, hi, tmp, op)
