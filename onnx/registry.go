@@ -40,7 +40,7 @@ type opTable map[string][]opVersion
 // registry holds every supported operator. It is built once and never
 // modified.
 var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
-	sortOps(), normOps(), signalOps(), einsumOps())
+	sortOps(), normOps(), signalOps(), einsumOps(), visionOps())
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.

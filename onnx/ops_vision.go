@@ -1,0 +1,334 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Vision operators computed on the host in float64: NonMaxSuppression,
+// GridSample, MaxUnpool, and the determinant Det.
+
+func visionOps() opTable {
+	return opTable{
+		"NonMaxSuppression": {{since: 10, impl: opNMS}},
+		"GridSample":        {{since: 16, impl: opGridSample}},
+		"MaxUnpool":         {{since: 9, impl: opMaxUnpool}},
+		"Det":               {{since: 11, impl: opDet}},
+	}
+}
+
+func opNMS(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	boxes, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	scores, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	maxOut := int64(0)
+	if t := arg(in, 2); t != nil && t.Numel() > 0 {
+		maxOut = int64(t.Reshape(-1).At(0))
+	}
+	iouTh, scoreTh := 0.0, math.Inf(-1)
+	if t := arg(in, 3); t != nil && t.Numel() > 0 {
+		iouTh = t.Reshape(-1).At(0)
+	}
+	if t := arg(in, 4); t != nil && t.Numel() > 0 {
+		scoreTh = t.Reshape(-1).At(0)
+	}
+	bs, ss := boxes.Shape(), scores.Shape()
+	if len(bs) != 3 || bs[2] != 4 || len(ss) != 3 || ss[0] != bs[0] || ss[2] != bs[1] {
+		return nil, fmt.Errorf("onnx: %v: boxes %v and scores %v do not fit", n, bs, ss)
+	}
+	center := n.attrInt("center_point_box", 0) == 1
+	bv, sv := boxes.Float64s(), scores.Float64s()
+	nb, nc, nbox := bs[0], ss[1], bs[1]
+	corners := func(b, i int) (y1, x1, y2, x2 float64) {
+		v := bv[(b*nbox+i)*4:]
+		if center {
+			xc, yc, w, h := v[0], v[1], v[2], v[3]
+			return yc - h/2, xc - w/2, yc + h/2, xc + w/2
+		}
+		return min(v[0], v[2]), min(v[1], v[3]), max(v[0], v[2]), max(v[1], v[3])
+	}
+	iou := func(b, i, j int) float64 {
+		ay1, ax1, ay2, ax2 := corners(b, i)
+		by1, bx1, by2, bx2 := corners(b, j)
+		ih := max(0, min(ay2, by2)-max(ay1, by1))
+		iw := max(0, min(ax2, bx2)-max(ax1, bx1))
+		inter := ih * iw
+		union := (ay2-ay1)*(ax2-ax1) + (by2-by1)*(bx2-bx1) - inter
+		if union <= 0 {
+			return 0
+		}
+		return inter / union
+	}
+	var out []int64
+	for b := range nb {
+		for c := range nc {
+			s := sv[(b*nc+c)*nbox:][:nbox]
+			var cand []int
+			for i, v := range s {
+				if v > scoreTh {
+					cand = append(cand, i)
+				}
+			}
+			sort.SliceStable(cand, func(x, y int) bool { return s[cand[x]] > s[cand[y]] })
+			var kept []int
+			for _, i := range cand {
+				if int64(len(kept)) >= maxOut {
+					break
+				}
+				ok := true
+				for _, j := range kept {
+					if iou(b, i, j) > iouTh {
+						ok = false
+						break
+					}
+				}
+				if ok {
+					kept = append(kept, i)
+					out = append(out, int64(b), int64(c), int64(i))
+				}
+			}
+		}
+	}
+	if out == nil {
+		out = []int64{}
+	}
+	return one(tensor.FromSlice(out, len(out)/3, 3))
+}
+
+// reflectCoord reflects x into [lo2/2, hi2/2] (PyTorch's grid sampler).
+func reflectCoord(x float64, lo2, hi2 int) float64 {
+	if lo2 == hi2 {
+		return 0
+	}
+	lo := float64(lo2) / 2
+	span := float64(hi2-lo2) / 2
+	x = math.Abs(x - lo)
+	extra := math.Mod(x, span)
+	if int(math.Floor(x/span))%2 == 0 {
+		return extra + lo
+	}
+	return span - extra + lo
+}
+
+func opGridSample(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	grid, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	xs, gs := x.Shape(), grid.Shape()
+	if len(xs) != 4 || len(gs) != 4 || gs[0] != xs[0] || gs[3] != 2 {
+		return nil, fmt.Errorf("onnx: %v: input %v and grid %v must be [N, C, H, W] and [N, Ho, Wo, 2]", n, xs, gs)
+	}
+	mode := n.attrString("mode", "bilinear")
+	switch mode {
+	case "linear":
+		mode = "bilinear"
+	case "cubic":
+		mode = "bicubic"
+	}
+	padMode := n.attrString("padding_mode", "zeros")
+	align := n.attrInt("align_corners", 0) == 1
+	N, C, H, W := xs[0], xs[1], xs[2], xs[3]
+	Ho, Wo := gs[1], gs[2]
+	if err := n.checkShape([]int{N, C, Ho, Wo}); err != nil {
+		return nil, err
+	}
+	xv, gv := x.Float64s(), grid.Float64s()
+	out := make([]float64, N*C*Ho*Wo)
+	unnorm := func(c float64, size int) float64 {
+		if align {
+			return (c + 1) / 2 * float64(size-1)
+		}
+		return ((c+1)*float64(size) - 1) / 2
+	}
+	fix := func(c float64, size int) float64 { // padding for the sample coordinate
+		switch padMode {
+		case "border":
+			return min(max(c, 0), float64(size-1))
+		case "reflection":
+			if align {
+				c = reflectCoord(c, 0, 2*(size-1))
+			} else {
+				c = reflectCoord(c, -1, 2*size-1)
+			}
+			return min(max(c, 0), float64(size-1))
+		}
+		return c
+	}
+	for b := range N {
+		for i := range Ho {
+			for j := range Wo {
+				g := gv[((b*Ho+i)*Wo+j)*2:]
+				ix, iy := unnorm(g[0], W), unnorm(g[1], H)
+				for c := range C {
+					plane := xv[(b*C+c)*H*W:][:H*W]
+					at := func(yy, xx int) float64 {
+						if yy >= 0 && yy < H && xx >= 0 && xx < W {
+							return plane[yy*W+xx]
+						}
+						return 0
+					}
+					var v float64
+					switch mode {
+					case "nearest":
+						fx, fy := fix(ix, W), fix(iy, H)
+						v = at(int(math.RoundToEven(fy)), int(math.RoundToEven(fx)))
+					case "bilinear":
+						fx, fy := fix(ix, W), fix(iy, H)
+						x0, y0 := int(math.Floor(fx)), int(math.Floor(fy))
+						tx, ty := fx-float64(x0), fy-float64(y0)
+						v = at(y0, x0)*(1-tx)*(1-ty) + at(y0, x0+1)*tx*(1-ty) +
+							at(y0+1, x0)*(1-tx)*ty + at(y0+1, x0+1)*tx*ty
+					case "bicubic":
+						x0, y0 := int(math.Floor(ix)), int(math.Floor(iy))
+						cx, cy := cubicCoeffs(-0.75, ix-float64(x0)), cubicCoeffs(-0.75, iy-float64(y0))
+						tap := func(yy, xx int) float64 {
+							if padMode == "zeros" {
+								return at(yy, xx)
+							}
+							return at(int(fix(float64(yy), H)), int(fix(float64(xx), W)))
+						}
+						for p := range 4 {
+							for q := range 4 {
+								v += cy[p] * cx[q] * tap(y0-1+p, x0-1+q)
+							}
+						}
+					default:
+						return nil, fmt.Errorf("onnx: %v: unknown mode %q", n, mode)
+					}
+					out[((b*C+c)*Ho+i)*Wo+j] = v
+				}
+			}
+		}
+	}
+	return one(tensor.FromSlice(out, N, C, Ho, Wo).To(x.DType()))
+}
+
+func opMaxUnpool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	xs := x.Shape()
+	k := len(xs) - 2
+	if k < 1 {
+		return nil, fmt.Errorf("onnx: %v: input %v has no spatial axes", n, xs)
+	}
+	kernel := toInts(n.attrInts("kernel_shape"))
+	if len(kernel) != k {
+		return nil, fmt.Errorf("onnx: %v: kernel_shape %v must have %d entries", n, kernel, k)
+	}
+	stride, err := n.intsOr("strides", k, 1)
+	if err != nil {
+		return nil, err
+	}
+	pads, err := n.intsOr("pads", 2*k, 0)
+	if err != nil {
+		return nil, err
+	}
+	shape := append([]int(nil), xs...)
+	for i := range k {
+		shape[2+i] = (xs[2+i]-1)*stride[i] + kernel[i] - pads[i] - pads[k+i]
+	}
+	// Indices are positions in the default output shape; an explicit
+	// output_shape re-places each at the same coordinates.
+	def := shape
+	if t := arg(in, 2); t != nil {
+		shape = ints(t)
+		if len(shape) != len(def) {
+			return nil, fmt.Errorf("onnx: %v: output_shape %v must have rank %d", n, shape, len(def))
+		}
+	}
+	if err := n.checkShape(shape); err != nil {
+		return nil, err
+	}
+	total, defTotal := prod(shape), int64(prod(def))
+	out := make([]float64, total)
+	vals, pos := x.Float64s(), idx.Int64s()
+	if len(pos) != len(vals) {
+		return nil, fmt.Errorf("onnx: %v: %d indices for %d values", n, len(pos), len(vals))
+	}
+	coord := make([]int, len(def))
+	for i, p := range pos {
+		if p < 0 || p >= defTotal {
+			return nil, fmt.Errorf("onnx: %v: index %d out of range for output %v", n, p, def)
+		}
+		for a := len(def) - 1; a >= 0; a-- {
+			coord[a] = int(p % int64(def[a]))
+			p /= int64(def[a])
+		}
+		flat, ok := 0, true
+		for a, c := range coord {
+			ok = ok && c < shape[a]
+			flat = flat*shape[a] + c
+		}
+		if ok {
+			out[flat] = vals[i]
+		}
+	}
+	return one(tensor.FromSlice(out, shape...).To(x.DType()))
+}
+
+// opDet computes determinants of the trailing square matrices by LU
+// decomposition with partial pivoting.
+func opDet(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	s := x.Shape()
+	if len(s) < 2 || s[len(s)-1] != s[len(s)-2] {
+		return nil, fmt.Errorf("onnx: %v: input %v must end in square matrices", n, s)
+	}
+	m := s[len(s)-1]
+	v := x.Float64s()
+	count := prod(s[:len(s)-2])
+	out := make([]float64, count)
+	for b := range count {
+		a := append([]float64(nil), v[b*m*m:(b+1)*m*m]...)
+		det := 1.0
+		for c := range m {
+			p := c
+			for r := c + 1; r < m; r++ {
+				if math.Abs(a[r*m+c]) > math.Abs(a[p*m+c]) {
+					p = r
+				}
+			}
+			if a[p*m+c] == 0 {
+				det = 0
+				break
+			}
+			if p != c {
+				for k := range m {
+					a[p*m+k], a[c*m+k] = a[c*m+k], a[p*m+k]
+				}
+				det = -det
+			}
+			det *= a[c*m+c]
+			for r := c + 1; r < m; r++ {
+				f := a[r*m+c] / a[c*m+c]
+				for k := c; k < m; k++ {
+					a[r*m+k] -= f * a[c*m+k]
+				}
+			}
+		}
+		out[b] = det
+	}
+	return one(tensor.FromSlice(out, s[:len(s)-2]...).To(x.DType()))
+}
