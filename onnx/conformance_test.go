@@ -44,8 +44,9 @@ func TestConformance(t *testing.T) {
 	}
 	var counts [4]int
 	perOp := map[string]*opTally{}
-	var failures []string
+	var failures, suiteLines []string
 	for _, suite := range conformanceSuites {
+		var sc [4]int
 		dirs, err := os.ReadDir(filepath.Join(conformanceRoot, suite))
 		if err != nil {
 			continue
@@ -57,6 +58,7 @@ func TestConformance(t *testing.T) {
 			}
 			res, ops, msg := runCase(dir)
 			counts[res]++
+			sc[res]++
 			if res == caseFailed {
 				failures = append(failures, suite+"/"+d.Name()+": "+msg)
 			}
@@ -78,12 +80,15 @@ func TestConformance(t *testing.T) {
 				}
 			}
 		}
+		suiteLines = append(suiteLines, fmt.Sprintf("  %-18s %4d passed, %3d failed, %3d unsupported ops, %3d unsupported types",
+			suite, sc[casePassed], sc[caseFailed], sc[caseUnsupported], sc[caseSkipped]))
 	}
 	passed, failed := counts[casePassed], counts[caseFailed]
 	skipped := counts[caseUnsupported] + counts[caseSkipped]
 	t.Logf("onnx conformance: %d passed, %d failed, %d skipped (%d unsupported ops, %d unsupported types)",
 		passed, failed, skipped, counts[caseUnsupported], counts[caseSkipped])
 	fmt.Printf("onnx conformance: %d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	t.Logf("per suite:\n%s", strings.Join(suiteLines, "\n"))
 	if testing.Verbose() {
 		ops := make([]string, 0, len(perOp))
 		for op := range perOp {

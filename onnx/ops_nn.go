@@ -266,18 +266,23 @@ func opConvTranspose(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		outShape = outShape[len(outShape)-k:]
 	}
 	autoPad := n.attrString("auto_pad", "NOTSET")
-	x4, lifted, err := n.lift(x)
-	if err != nil {
-		return nil, err
-	}
-	w4 := w
-	if lifted {
-		w4 = w.Unsqueeze(2)
-	}
-	opt := tensor.ConvTranspose2dOptions{Stride: lift2(stride, 1), Dilation: lift2(dil, 1), Groups: int(n.attrInt("group", 1))}
-	full := tensor.ConvTranspose2d(x4, w4, nil, opt)
-	if lifted {
-		full = full.Squeeze(2)
+	var full *tensor.Tensor
+	if x.Dim() == 5 {
+		full = convTranspose3dFull(x, w, stride, dil, int(n.attrInt("group", 1)))
+	} else {
+		x4, lifted, err := n.lift(x)
+		if err != nil {
+			return nil, err
+		}
+		w4 := w
+		if lifted {
+			w4 = w.Unsqueeze(2)
+		}
+		opt := tensor.ConvTranspose2dOptions{Stride: lift2(stride, 1), Dilation: lift2(dil, 1), Groups: int(n.attrInt("group", 1))}
+		full = tensor.ConvTranspose2d(x4, w4, nil, opt)
+		if lifted {
+			full = full.Squeeze(2)
+		}
 	}
 	fs := full.Shape()
 	var tp []int
@@ -491,9 +496,6 @@ func opBatchNorm(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		v[i] = t
 	}
-	if n.attrInt("training_mode", 0) == 1 {
-		return nil, fmt.Errorf("onnx: %v: training_mode=1 is not supported (inference only)", n)
-	}
 	x := v[0]
 	if x.Dim() < 2 {
 		return nil, fmt.Errorf("onnx: %v: input %v must have a channel axis", n, x.Shape())
@@ -502,6 +504,19 @@ func opBatchNorm(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	eps := n.attrFloat("epsilon", 1e-5)
 	scale, bias := v[1].Reshape(cs...), v[2].Reshape(cs...)
 	mean, variance := v[3].Reshape(cs...), v[4].Reshape(cs...)
+	if n.attrInt("training_mode", 0) == 1 {
+		// Normalize with the batch statistics (population variance) and
+		// return the updated running statistics.
+		axes := append([]int{0}, spatialAxes(x.Dim())...)
+		bm := x.Mean(axes, true)
+		d := x.Sub(bm)
+		bv := d.Mul(d).Mean(axes, true)
+		y := d.Mul(bv.AddScalar(eps).Rsqrt().Mul(scale)).Add(bias)
+		mom := n.attrFloat("momentum", 0.9)
+		rm := v[3].Affine(mom, 0).Add(bm.Reshape(-1).MulScalar(1 - mom))
+		rv := v[4].Affine(mom, 0).Add(bv.Reshape(-1).MulScalar(1 - mom))
+		return []*tensor.Tensor{y.To(x.DType()), rm.To(v[3].DType()), rv.To(v[4].DType())}, nil
+	}
 	y := x.Sub(mean).Mul(variance.AddScalar(eps).Rsqrt().Mul(scale)).Add(bias)
 	return one(y.To(x.DType()))
 }

@@ -130,3 +130,44 @@ func (n *node) pool3d(x *tensor.Tensor, p *spatial, isMax bool) (*tensor.Tensor,
 	}
 	return tensor.Stack(out, 2), nil
 }
+
+// convTranspose3dFull is the unpadded transposed convolution of
+// [N, Cin, D, H, W] with [Cin, Cout/groups, KD, KH, KW]: each input depth
+// slice i spreads, through kernel depth tap k, into output slice
+// i*stride + k*dilation.
+func convTranspose3dFull(x, w *tensor.Tensor, stride, dil []int, groups int) *tensor.Tensor {
+	xs, ws := x.Shape(), w.Shape()
+	d, kd := xs[2], ws[2]
+	od := (d-1)*stride[0] + dil[0]*(kd-1) + 1
+	opt := tensor.ConvTranspose2dOptions{
+		Stride: [2]int{stride[1], stride[2]}, Dilation: [2]int{dil[1], dil[2]}, Groups: groups,
+	}
+	out := make([]*tensor.Tensor, od)
+	for i := range d {
+		xi := x.Select(2, i)
+		for k := range kd {
+			y := tensor.ConvTranspose2d(xi, w.Select(2, k), nil, opt)
+			o := i*stride[0] + k*dil[0]
+			if out[o] == nil {
+				out[o] = y
+			} else {
+				out[o] = out[o].Add(y)
+			}
+		}
+	}
+	var zero *tensor.Tensor
+	for o := range out {
+		if out[o] == nil {
+			if zero == nil {
+				for _, t := range out {
+					if t != nil {
+						zero = tensor.ZerosLike(t)
+						break
+					}
+				}
+			}
+			out[o] = zero
+		}
+	}
+	return tensor.Stack(out, 2)
+}
