@@ -62,6 +62,7 @@ func (g *TCPGroup) recvRange(p *peer, op byte, seq uint64, dt tensor.DType, lo, 
 		}
 		k := len(b) / es
 		use(at, at+k, b)
+		g.releaseBuf(b)
 		at += k
 	}
 	return nil

@@ -123,8 +123,9 @@ type frame struct {
 	err     error
 }
 
-// readFrame reads one frame from r.
-func readFrame(r io.Reader, maxPayload uint64) (frame, error) {
+// readFrame reads one frame from r. alloc, if not nil, provides the
+// payload buffer of n bytes.
+func readFrame(r io.Reader, maxPayload uint64, alloc func(n int) []byte) (frame, error) {
 	var hb [frameHeaderLen]byte
 	if _, err := io.ReadFull(r, hb[:]); err != nil {
 		return frame{}, err
@@ -133,7 +134,12 @@ func readFrame(r io.Reader, maxPayload uint64) (frame, error) {
 	if err != nil {
 		return frame{}, err
 	}
-	p := make([]byte, h.n)
+	var p []byte
+	if alloc != nil {
+		p = alloc(int(h.n))
+	} else {
+		p = make([]byte, h.n)
+	}
 	if _, err := io.ReadFull(r, p); err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF

@@ -18,7 +18,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := bytes.NewReader(b)
 		for {
-			fr, err := readFrame(r, 1<<16)
+			fr, err := readFrame(r, 1<<16, nil)
 			if err != nil {
 				return
 			}

@@ -157,6 +157,7 @@ type TCPGroup struct {
 	maxFrame   uint64
 	chunk      int
 	direct     int // AllReduce payloads up to this many bytes skip the ring
+	bufs       sync.Pool // *[]byte of cap chunk: received payloads, reused
 	peers      []*peer
 
 	// failure state: done is closed by the first abort or Close.
@@ -508,7 +509,7 @@ func joinRendezvous(ctx context.Context, cfg Config, own string) ([]string, erro
 func (g *TCPGroup) readLoop(p *peer) {
 	r := bufio.NewReaderSize(p.conn, 64<<10)
 	for {
-		f, err := readFrame(r, g.maxFrame)
+		f, err := readFrame(r, g.maxFrame, g.payloadBuf)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				err = fmt.Errorf("connection closed (%w)", err)
@@ -532,6 +533,26 @@ func (g *TCPGroup) readLoop(p *peer) {
 		if f.err != nil {
 			return
 		}
+	}
+}
+
+// payloadBuf returns a buffer of n bytes for a received payload, from the
+// pool when it fits in a chunk.
+func (g *TCPGroup) payloadBuf(n int) []byte {
+	if n == 0 || n > g.chunk {
+		return make([]byte, n)
+	}
+	if b, ok := g.bufs.Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, g.chunk)
+}
+
+// releaseBuf returns a payload buffer to the pool once its contents are
+// used.
+func (g *TCPGroup) releaseBuf(b []byte) {
+	if cap(b) == g.chunk {
+		g.bufs.Put(&b)
 	}
 }
 
