@@ -156,7 +156,7 @@ type TCPGroup struct {
 	timeout    atomic.Int64
 	maxFrame   uint64
 	chunk      int
-	direct     int // AllReduce payloads up to this many bytes skip the ring
+	direct     int       // AllReduce payloads up to this many bytes skip the ring
 	bufs       sync.Pool // *[]byte of cap chunk: received payloads, reused
 	peers      []*peer
 
