@@ -1,0 +1,63 @@
+package distributed
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/nn"
+	"github.com/emberml/ember/optim"
+)
+
+func TestWriteFileAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	require.NoError(t, WriteFileAtomic(path, []byte("old"), 0o600))
+	require.NoError(t, WriteFileAtomic(path, []byte("new"), 0o600))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "new", string(b))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file is left behind")
+	// A failed write leaves the old file alone.
+	require.Error(t, WriteFileAtomic(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600))
+}
+
+func TestCheckpointResumeMatchesUninterruptedTraining(t *testing.T) {
+	const steps = 12
+	train := func(m nn.Module, opt optim.Optimizer, from, to int) {
+		for step := from; step < to; step++ {
+			opt.ZeroGrad()
+			x, y := ddpBatch(step, 6)
+			ddpStep(t, m, x, y)
+			require.NoError(t, opt.Step())
+		}
+	}
+	newOpt := func(m nn.Module) optim.Optimizer {
+		return optim.NewSGD(m.Parameters(), optim.SGDOptions{LR: 0.1, Momentum: 0.9})
+	}
+	ref := ddpModel(5)
+	refOpt := newOpt(ref)
+	train(ref, refOpt, 0, steps)
+
+	path := filepath.Join(t.TempDir(), "ckpt.safetensors")
+	first := ddpModel(5)
+	firstOpt := newOpt(first)
+	train(first, firstOpt, 0, steps/2)
+	require.NoError(t, SaveCheckpoint(path, first, firstOpt, map[string]string{"step": "6"}))
+
+	resumed := ddpModel(99) // different weights, overwritten by the load
+	resumedOpt := newOpt(resumed)
+	meta, err := LoadCheckpoint(path, resumed, resumedOpt)
+	require.NoError(t, err)
+	assert.Equal(t, "6", meta["step"])
+	train(resumed, resumedOpt, steps/2, steps)
+	assert.Equal(t, paramValues(ref), paramValues(resumed), "momentum state must survive the checkpoint")
+
+	_, err = LoadCheckpoint(filepath.Join(t.TempDir(), "nope"), resumed, resumedOpt)
+	assert.Error(t, err)
+}
