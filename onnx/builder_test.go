@@ -160,3 +160,23 @@ func mlpModel() []byte {
 		outputs: [][]byte{mkValueInfo("y", dtFloat, -1, 2)},
 	})
 }
+
+func mkAttrGraph(name string, g graphParts) []byte {
+	var gb []byte
+	for _, n := range g.nodes {
+		gb = pbBytes(gb, 1, n)
+	}
+	gb = pbString(gb, 2, name)
+	for _, t := range g.inits {
+		gb = pbBytes(gb, 5, t)
+	}
+	for _, v := range g.inputs {
+		gb = pbBytes(gb, 11, v)
+	}
+	for _, v := range g.outputs {
+		gb = pbBytes(gb, 12, v)
+	}
+	b := pbString(nil, 1, name)
+	b = pbVarint(b, 20, attrGraph)
+	return pbBytes(b, 6, gb)
+}

@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -40,7 +41,7 @@ type opTable map[string][]opVersion
 // registry holds every supported operator. It is built once and never
 // modified.
 var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
-	sortOps(), normOps(), signalOps(), einsumOps(), visionOps())
+	sortOps(), normOps(), signalOps(), einsumOps(), visionOps(), controlOps())
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.
@@ -87,9 +88,17 @@ type node struct {
 	inputs, outputs      []string
 	attrs                map[string]*attribute
 	opset                int64
-	baseDir              string
-	maxElements          int64
-	impl                 opImpl
+	// numIn is the number of inputs the node declares; inputs after it are
+	// outer values its subgraphs capture.
+	numIn       int
+	baseDir     string
+	maxElements int64
+	impl        opImpl
+	// graphs holds the compiled graph attributes (If, Loop, Scan).
+	graphs map[string]*plan
+	// ctx is the run's context, set only on the private copy a control-flow
+	// operator receives during a run.
+	ctx context.Context
 }
 
 // String names the node for error messages.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,8 +18,8 @@ type SessionOptions struct {
 	DisableConstantFolding bool
 	// MaxElements caps the element count of tensors whose shape comes from
 	// values in the model or its inputs (ConstantOfShape, Expand, Tile,
-	// Range, Pad, OneHot), so a hostile model cannot request huge
-	// allocations. Zero means 1<<31.
+	// Range, Pad, OneHot, ...), and of every operator output, so a hostile
+	// model cannot request huge allocations. Zero means 1<<31.
 	MaxElements int64
 }
 
@@ -33,79 +34,145 @@ func (e *UnsupportedError) Error() string {
 }
 
 // Session is a model prepared to run: operators resolved, nodes sorted,
-// constant subgraphs folded. Run may be called from many goroutines at once.
+// constant subgraphs folded. Run may be called from many goroutines at once:
+// a session is never modified after NewSession.
 type Session struct {
-	model   *Model
+	model *Model
+	plan  *plan
+}
+
+// plan is a compiled graph (the main graph or a subgraph of If, Loop or
+// Scan): nodes in execution order, folded constants, outputs, and for each
+// value the index of the last node reading it, so intermediates are dropped
+// early.
+type plan struct {
 	nodes   []*node
 	consts  map[string]*tensor.Tensor
+	inputs  []string // formal inputs (subgraphs)
 	outputs []string
-	// lastUse maps a value name to the index of the last node reading it,
-	// so Run can drop intermediates early.
 	lastUse map[string]int
 }
 
+// compiler builds plans for one model and collects unsupported operators
+// across the main graph and every subgraph.
+type compiler struct {
+	m           *Model
+	opts        SessionOptions
+	limit       int64
+	unsupported map[string]bool
+}
+
 // NewSession prepares m to run. It fails with an *UnsupportedError listing
-// every unsupported operator, or with an error for a malformed graph
-// (missing inputs, cycles, duplicate outputs).
+// every unsupported operator (subgraphs included), or with an error for a
+// malformed graph (missing inputs, cycles, duplicate outputs).
 func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
-	nodes, err := m.resolve(opts)
+	c := &compiler{m: m, opts: opts, limit: opts.MaxElements, unsupported: map[string]bool{}}
+	if c.limit <= 0 {
+		c.limit = maxElements
+	}
+	consts := map[string]*tensor.Tensor{}
+	for name, t := range m.initializers {
+		if !m.overridable[name] {
+			consts[name] = t
+		}
+	}
+	p, _, err := c.compile(m.graph, 0, consts, nil)
 	if err != nil {
 		return nil, err
 	}
-	if nodes, err = m.sortNodes(nodes); err != nil {
-		return nil, err
+	return &Session{model: m, plan: p}, nil
+}
+
+// compile builds the plan of g. consts holds its constant initializers;
+// outer lists the values visible from enclosing graphs (nil for the main
+// graph). It returns the outer values g reads (its captures).
+func (c *compiler) compile(g *graphProto, depth int, consts map[string]*tensor.Tensor, outer map[string]bool) (*plan, []string, error) {
+	available := map[string]bool{"": true}
+	for name := range consts {
+		available[name] = true
 	}
-	s := &Session{model: m, consts: map[string]*tensor.Tensor{}, lastUse: map[string]int{}}
-	for name, t := range m.initializers {
-		if !m.overridable[name] {
-			s.consts[name] = t
+	for _, in := range g.inputs {
+		available[in.name] = true
+	}
+	nodes := c.buildNodes(g)
+	// Values visible to this graph's subgraphs: everything here and above.
+	visible := map[string]bool{}
+	for name := range outer {
+		visible[name] = true
+	}
+	for name := range available {
+		visible[name] = true
+	}
+	for _, n := range nodes {
+		for _, o := range n.outputs {
+			visible[o] = true
 		}
 	}
 	for _, n := range nodes {
-		if !opts.DisableConstantFolding && s.allConst(n) {
-			outs, err := callOp(n, s.gather(n, nil))
+		if err := c.compileSubgraphs(n, depth, visible); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(c.unsupported) > 0 && depth > 0 {
+		return &plan{}, nil, nil // the main graph reports every unsupported op
+	}
+	if len(c.unsupported) > 0 {
+		ops := make([]string, 0, len(c.unsupported))
+		for op := range c.unsupported {
+			ops = append(ops, op)
+		}
+		sort.Strings(ops)
+		return nil, nil, &UnsupportedError{Ops: ops}
+	}
+	order, captured, err := sortNodes(g, nodes, available, outer)
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &plan{consts: consts, lastUse: map[string]int{}}
+	for _, in := range g.inputs {
+		p.inputs = append(p.inputs, in.name)
+	}
+	for _, n := range order {
+		if !c.opts.DisableConstantFolding && p.allConst(n) {
+			outs, err := callOp(n, p.gather(n, nil))
 			if err != nil {
-				return nil, fmt.Errorf("onnx: constant folding: %w", err)
+				return nil, nil, fmt.Errorf("onnx: constant folding: %w", err)
 			}
 			for i, name := range n.outputs {
 				if name != "" {
-					s.consts[name] = outs[i]
+					p.consts[name] = outs[i]
 				}
 			}
 			continue
 		}
-		s.nodes = append(s.nodes, n)
+		p.nodes = append(p.nodes, n)
 	}
-	for i, n := range s.nodes {
+	for i, n := range p.nodes {
 		for _, name := range n.inputs {
-			s.lastUse[name] = i
+			p.lastUse[name] = i
 		}
 	}
-	for _, o := range m.Outputs {
-		s.outputs = append(s.outputs, o.Name)
-		s.lastUse[o.Name] = len(s.nodes)
+	for _, o := range g.outputs {
+		p.outputs = append(p.outputs, o.name)
+		p.lastUse[o.name] = len(p.nodes)
 	}
-	return s, nil
+	return p, captured, nil
 }
 
-// resolve builds the nodes and finds every operator's implementation.
-func (m *Model) resolve(opts SessionOptions) ([]*node, error) {
-	limit := opts.MaxElements
-	if limit <= 0 {
-		limit = maxElements
-	}
-	var unsupported []string
-	seen := map[string]bool{}
-	nodes := make([]*node, 0, len(m.graph.nodes))
-	for _, np := range m.graph.nodes {
+// buildNodes resolves every node's implementation, recording unsupported
+// operators.
+func (c *compiler) buildNodes(g *graphProto) []*node {
+	nodes := make([]*node, 0, len(g.nodes))
+	for _, np := range g.nodes {
 		domain := np.domain
 		if domain == "ai.onnx" {
 			domain = ""
 		}
-		opset, ok := m.Opsets[domain]
+		opset, ok := c.m.Opsets[domain]
 		n := &node{
 			name: np.name, opType: np.opType, domain: domain,
-			inputs: np.inputs, outputs: np.outputs, opset: opset, baseDir: m.baseDir, maxElements: limit,
+			inputs: slices.Clone(np.inputs), outputs: np.outputs, numIn: len(np.inputs),
+			opset: opset, baseDir: c.m.baseDir, maxElements: c.limit,
 			attrs: make(map[string]*attribute, len(np.attrs)),
 		}
 		for _, a := range np.attrs {
@@ -119,30 +186,56 @@ func (m *Model) resolve(opts SessionOptions) ([]*node, error) {
 			if !ok {
 				desc = fmt.Sprintf("%s (domain %q not imported)", qualified(domain, np.opType), domain)
 			}
-			if !seen[desc] {
-				seen[desc] = true
-				unsupported = append(unsupported, desc)
-			}
+			c.unsupported[desc] = true
 		}
 		nodes = append(nodes, n)
 	}
-	if unsupported != nil {
-		sort.Strings(unsupported)
-		return nil, &UnsupportedError{Ops: unsupported}
-	}
-	return nodes, nil
+	return nodes
 }
 
-// sortNodes orders nodes so each runs after the producers of its inputs,
-// and checks that every input has a source.
-func (m *Model) sortNodes(nodes []*node) ([]*node, error) {
-	available := map[string]bool{"": true}
-	for name := range m.initializers {
-		available[name] = true
+// compileSubgraphs compiles the graph attributes of n and appends the outer
+// values they capture to n's inputs, so they are ordered and passed like
+// ordinary inputs.
+func (c *compiler) compileSubgraphs(n *node, depth int, visible map[string]bool) error {
+	names := make([]string, 0, len(n.attrs))
+	for name, a := range n.attrs {
+		if a.g != nil {
+			names = append(names, name)
+		}
 	}
-	for _, in := range m.graph.inputs {
-		available[in.name] = true
+	sort.Strings(names)
+	for _, name := range names {
+		g := n.attrs[name].g
+		consts := map[string]*tensor.Tensor{}
+		for _, tp := range g.initializers {
+			t, err := tp.toTensor(c.m.baseDir)
+			if err != nil {
+				return err
+			}
+			consts[tp.name] = t
+		}
+		p, captured, err := c.compile(g, depth+1, consts, visible)
+		if err != nil {
+			return err
+		}
+		if n.graphs == nil {
+			n.graphs = map[string]*plan{}
+		}
+		n.graphs[name] = p
+		for _, v := range captured {
+			if !slices.Contains(n.inputs[n.numIn:], v) {
+				n.inputs = append(n.inputs, v)
+			}
+		}
 	}
+	return nil
+}
+
+// sortNodes orders nodes so each runs after the producers of its inputs and
+// checks that every input has a source: a producer, a name in available, or
+// (for subgraphs) a value of an enclosing graph, which it reports as
+// captured.
+func sortNodes(g *graphProto, nodes []*node, available, outer map[string]bool) ([]*node, []string, error) {
 	producer := map[string]int{}
 	for i, n := range nodes {
 		for _, o := range n.outputs {
@@ -150,10 +243,20 @@ func (m *Model) sortNodes(nodes []*node) ([]*node, error) {
 				continue
 			}
 			if _, dup := producer[o]; dup || available[o] {
-				return nil, fmt.Errorf("onnx: value %q is produced twice (again by %v)", o, n)
+				return nil, nil, fmt.Errorf("onnx: value %q is produced twice (again by %v)", o, n)
 			}
 			producer[o] = i
 		}
+	}
+	var captured []string
+	capture := func(name string) bool {
+		if !outer[name] {
+			return false
+		}
+		if !slices.Contains(captured, name) {
+			captured = append(captured, name)
+		}
+		return true
 	}
 	indeg := make([]int, len(nodes))
 	users := make([][]int, len(nodes))
@@ -164,7 +267,10 @@ func (m *Model) sortNodes(nodes []*node) ([]*node, error) {
 			}
 			p, ok := producer[in]
 			if !ok {
-				return nil, fmt.Errorf("onnx: %v reads %q, which no node, graph input or initializer provides", n, in)
+				if capture(in) {
+					continue
+				}
+				return nil, nil, fmt.Errorf("onnx: %v reads %q, which no node, graph input or initializer provides", n, in)
 			}
 			indeg[i]++
 			users[p] = append(users[p], i)
@@ -189,23 +295,23 @@ func (m *Model) sortNodes(nodes []*node) ([]*node, error) {
 		}
 	}
 	if len(order) != len(nodes) {
-		return nil, fmt.Errorf("onnx: graph has a cycle (%d of %d nodes cannot be ordered)", len(nodes)-len(order), len(nodes))
+		return nil, nil, fmt.Errorf("onnx: graph has a cycle (%d of %d nodes cannot be ordered)", len(nodes)-len(order), len(nodes))
 	}
-	for _, o := range m.graph.outputs {
-		if _, ok := producer[o.name]; !ok && !available[o.name] {
-			return nil, fmt.Errorf("onnx: graph output %q is not produced by any node", o.name)
+	for _, o := range g.outputs {
+		if _, ok := producer[o.name]; !ok && !available[o.name] && !capture(o.name) {
+			return nil, nil, fmt.Errorf("onnx: graph output %q is not produced by any node", o.name)
 		}
 	}
-	return order, nil
+	return order, captured, nil
 }
 
 // allConst reports whether every input of n is a known constant.
-func (s *Session) allConst(n *node) bool {
+func (p *plan) allConst(n *node) bool {
 	for _, in := range n.inputs {
 		if in == "" {
 			continue
 		}
-		if _, ok := s.consts[in]; !ok {
+		if _, ok := p.consts[in]; !ok {
 			return false
 		}
 	}
@@ -213,7 +319,7 @@ func (s *Session) allConst(n *node) bool {
 }
 
 // gather collects n's inputs from env and the constants.
-func (s *Session) gather(n *node, env map[string]*tensor.Tensor) []*tensor.Tensor {
+func (p *plan) gather(n *node, env map[string]*tensor.Tensor) []*tensor.Tensor {
 	in := make([]*tensor.Tensor, len(n.inputs))
 	for i, name := range n.inputs {
 		if name == "" {
@@ -222,10 +328,64 @@ func (s *Session) gather(n *node, env map[string]*tensor.Tensor) []*tensor.Tenso
 		if t, ok := env[name]; ok {
 			in[i] = t
 		} else {
-			in[i] = s.consts[name]
+			in[i] = p.consts[name]
 		}
 	}
 	return in
+}
+
+// run executes the plan on env (graph inputs and captured values by name;
+// run takes ownership of the map) and returns the outputs in order.
+func (p *plan) run(ctx context.Context, env map[string]*tensor.Tensor) ([]*tensor.Tensor, error) {
+	for i, n := range p.nodes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		in := p.gather(n, env)
+		for j, name := range n.inputs {
+			if name != "" && in[j] == nil {
+				return nil, fmt.Errorf("onnx: %v: input %q has no value", n, name)
+			}
+		}
+		outs, err := callOpCtx(ctx, n, in)
+		if err != nil {
+			return nil, err
+		}
+		for j, name := range n.outputs {
+			if name != "" {
+				env[name] = outs[j]
+			}
+		}
+		for _, name := range n.inputs {
+			if p.lastUse[name] == i {
+				delete(env, name)
+			}
+		}
+	}
+	result := make([]*tensor.Tensor, len(p.outputs))
+	for i, name := range p.outputs {
+		t, ok := env[name]
+		if !ok {
+			t = p.consts[name]
+		}
+		if t == nil {
+			return nil, fmt.Errorf("onnx: graph output %q has no value", name)
+		}
+		result[i] = t
+	}
+	return result, nil
+}
+
+// callOpCtx is callOp that hands the run's context to control-flow
+// operators: they get a private copy of their node carrying it, so the
+// shared node is never written.
+func callOpCtx(ctx context.Context, n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if n.graphs != nil {
+		c := *n
+		c.ctx = ctx
+		return callOp(&c, in)
+	}
+	return callOp(n, in)
 }
 
 // callOp runs n's implementation, turning a panic into an error.
@@ -265,8 +425,7 @@ func firstFrames(stack []byte) string {
 	return strings.Join(lines, "\n")
 }
 
-// Inputs returns the graph inputs a caller must (or, for initializers that
-// are also inputs, may) feed.
+// Inputs returns the graph inputs a caller must feed.
 func (s *Session) Inputs() []ValueInfo { return s.model.Inputs }
 
 // Outputs returns the graph outputs Run returns.
@@ -280,7 +439,7 @@ func (s *Session) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ma
 	if err := s.validate(inputs); err != nil {
 		return nil, err
 	}
-	env := make(map[string]*tensor.Tensor, len(inputs)+len(s.nodes))
+	env := make(map[string]*tensor.Tensor, len(inputs)+len(s.plan.nodes))
 	for name, t := range inputs {
 		env[name] = t
 	}
@@ -289,40 +448,13 @@ func (s *Session) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ma
 			env[name] = s.model.initializers[name]
 		}
 	}
-	for i, n := range s.nodes {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		in := s.gather(n, env)
-		for j, name := range n.inputs {
-			if name != "" && in[j] == nil {
-				return nil, fmt.Errorf("onnx: %v: input %q has no value", n, name)
-			}
-		}
-		outs, err := callOp(n, in)
-		if err != nil {
-			return nil, err
-		}
-		for j, name := range n.outputs {
-			if name != "" {
-				env[name] = outs[j]
-			}
-		}
-		for _, name := range n.inputs {
-			if s.lastUse[name] == i {
-				delete(env, name)
-			}
-		}
+	outs, err := s.plan.run(ctx, env)
+	if err != nil {
+		return nil, err
 	}
-	result := make(map[string]*tensor.Tensor, len(s.outputs))
-	for _, name := range s.outputs {
-		t, ok := env[name]
-		if !ok {
-			t = s.consts[name]
-		}
-		if t == nil {
-			return nil, fmt.Errorf("onnx: graph output %q has no value", name)
-		}
+	result := make(map[string]*tensor.Tensor, len(outs))
+	for i, name := range s.plan.outputs {
+		t := outs[i]
 		if s.sharesConst(t) {
 			t = t.Clone() // never hand out the session's own storage
 		}
@@ -334,7 +466,7 @@ func (s *Session) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ma
 // sharesConst reports whether t shares storage with a constant or an
 // initializer of the session.
 func (s *Session) sharesConst(t *tensor.Tensor) bool {
-	for _, c := range s.consts {
+	for _, c := range s.plan.consts {
 		if t.SharesStorage(c) {
 			return true
 		}
@@ -398,17 +530,10 @@ func (s *Session) validate(inputs map[string]*tensor.Tensor) error {
 	}
 	for _, v := range s.model.Inputs {
 		if _, ok := inputs[v.Name]; !ok {
-			if s.lastUseOf(v.Name) {
+			if _, read := s.plan.lastUse[v.Name]; read {
 				return fmt.Errorf("onnx: missing input %q", v.Name)
 			}
 		}
 	}
 	return nil
-}
-
-// lastUseOf reports whether the value is read at run time at all (inputs
-// that nothing reads need not be fed).
-func (s *Session) lastUseOf(name string) bool {
-	_, ok := s.lastUse[name]
-	return ok
 }

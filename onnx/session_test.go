@@ -157,10 +157,10 @@ func TestSessionConstantFolding(t *testing.T) {
 	require.NoError(t, err)
 	s, err := m.NewSession(SessionOptions{})
 	require.NoError(t, err)
-	assert.Len(t, s.nodes, 1)
+	assert.Len(t, s.plan.nodes, 1)
 	unfolded, err := m.NewSession(SessionOptions{DisableConstantFolding: true})
 	require.NoError(t, err)
-	assert.Len(t, unfolded.nodes, 2)
+	assert.Len(t, unfolded.plan.nodes, 2)
 	for _, sess := range []*Session{s, unfolded} {
 		out, err := sess.Run(context.Background(), map[string]*tensor.Tensor{"x": tensor.Arange(0, 6, 1, tensor.Float32)})
 		require.NoError(t, err)

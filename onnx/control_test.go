@@ -1,0 +1,85 @@
+package onnx
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/emberml/ember/tensor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ifModel: y = If(c) then x*2 (reading outer x) else Neg(x).
+func ifModel(elseOp string) []byte {
+	return mkModel(13, graphParts{
+		nodes: [][]byte{
+			mkNode("Add", []string{"x", "x"}, []string{"twice"}),
+			mkNode("If", []string{"c"}, []string{"y"},
+				mkAttrGraph("then_branch", graphParts{
+					nodes:   [][]byte{mkNode("Identity", []string{"twice"}, []string{"t_out"})},
+					outputs: [][]byte{mkValueInfo("t_out", dtFloat)},
+				}),
+				mkAttrGraph("else_branch", graphParts{
+					nodes:   [][]byte{mkNode(elseOp, []string{"x"}, []string{"e_out"})},
+					outputs: [][]byte{mkValueInfo("e_out", dtFloat)},
+				})),
+		},
+		inputs:  [][]byte{mkValueInfo("c", dtBool), mkValueInfo("x", dtFloat, 2)},
+		outputs: [][]byte{mkValueInfo("y", dtFloat, 2)},
+	})
+}
+
+func TestIfCapturesOuterValues(t *testing.T) {
+	s := newSession(t, ifModel("Neg"))
+	x := tensor.FromSlice([]float32{1.5, -2})
+	for _, tc := range []struct {
+		cond bool
+		want []float32
+	}{{true, []float32{3, -4}}, {false, []float32{-1.5, 2}}} {
+		out, err := s.Run(context.Background(), map[string]*tensor.Tensor{
+			"c": tensor.FromSlice([]bool{tc.cond}, []int{}...), "x": x,
+		})
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, out["y"].Float32s())
+	}
+}
+
+func TestUnsupportedInsideSubgraph(t *testing.T) {
+	m, err := Read(bytes.NewReader(ifModel("NoSuchOp")))
+	require.NoError(t, err)
+	_, err = m.NewSession(SessionOptions{})
+	var ue *UnsupportedError
+	require.ErrorAs(t, err, &ue)
+	assert.Equal(t, []string{"NoSuchOp (opset 13)"}, ue.Ops)
+}
+
+// TestLoopSumsAndScans: Loop M=4 times: acc += i (outer-captured step added
+// too), scanning acc each iteration.
+func TestLoopSumsAndScans(t *testing.T) {
+	model := mkModel(13, graphParts{
+		nodes: [][]byte{
+			mkNode("Loop", []string{"M", "", "acc0"}, []string{"acc", "trace"},
+				mkAttrGraph("body", graphParts{
+					nodes: [][]byte{
+						mkNode("Add", []string{"acc_in", "i"}, []string{"s"}),
+						mkNode("Add", []string{"s", "step"}, []string{"acc_out"}),
+						mkNode("Identity", []string{"cond_in"}, []string{"cond_out"}),
+						mkNode("Identity", []string{"acc_out"}, []string{"scan"}),
+					},
+					inputs:  [][]byte{mkValueInfo("i", dtInt64), mkValueInfo("cond_in", dtBool), mkValueInfo("acc_in", dtInt64)},
+					outputs: [][]byte{mkValueInfo("cond_out", dtBool), mkValueInfo("acc_out", dtInt64), mkValueInfo("scan", dtInt64)},
+				})),
+		},
+		inits:   [][]byte{mkInt64Tensor("M", nil, 4), mkInt64Tensor("step", nil, 10)},
+		inputs:  [][]byte{mkValueInfo("acc0", dtInt64)},
+		outputs: [][]byte{mkValueInfo("acc", dtInt64), mkValueInfo("trace", dtInt64)},
+	})
+	s := newSession(t, model)
+	out, err := s.Run(context.Background(), map[string]*tensor.Tensor{"acc0": tensor.FromSlice([]int64{0}, []int{}...)})
+	require.NoError(t, err)
+	// acc: 0+0+10=10, 10+1+10=21, 21+2+10=33, 33+3+10=46
+	assert.Equal(t, []int64{46}, out["acc"].Int64s())
+	assert.Equal(t, []int64{10, 21, 33, 46}, out["trace"].Int64s())
+	assert.Equal(t, []int{4}, out["trace"].Shape())
+}
