@@ -36,4 +36,9 @@
 // tells the other ranks which rank failed, so every rank returns a
 // *PeerError naming it. NewLocalGroups runs a whole group inside one
 // process for tests.
+//
+// TCPGroup.NewSubgroup makes groups of some of the ranks over the same
+// connections. SaveCheckpoint and LoadCheckpoint write and restore a model
+// with its optimizer state atomically, so that a job killed mid-write can
+// resume from the last complete checkpoint.
 package distributed

@@ -181,7 +181,6 @@ func TestParseHeaderRejectsBadFrames(t *testing.T) {
 		"magic":    mutate(func(b []byte) { b[0] = 'X' }),
 		"kind":     mutate(func(b []byte) { b[4] = 9 }),
 		"op":       mutate(func(b []byte) { b[5] = 0 }),
-		"reserved": mutate(func(b []byte) { b[7] = 1 }),
 		"too long": mutate(func(b []byte) { b[16] = 200 }),
 		"abort":    mutate(func(b []byte) { b[4] = frameAbort; b[16] = 2 }),
 	} {

@@ -15,7 +15,7 @@ import (
 //	4      1    kind (frameData, frameAbort)
 //	5      1    op code of the collective (opBarrier ... opP2P)
 //	6      1    dtype of the payload elements (tensor.DType)
-//	7      1    reserved, must be 0
+//	7      1    group id (0: the world group, then subgroups in creation order)
 //	8      8    sequence number of the operation (little endian)
 //	16     8    payload length in bytes (little endian)
 //
@@ -65,6 +65,7 @@ func opName(c byte) string {
 type frameHeader struct {
 	kind  byte
 	op    byte
+	group byte
 	dtype byte
 	seq   uint64
 	n     uint64
@@ -79,7 +80,7 @@ func putHeader(b []byte, h frameHeader) {
 	b[4] = h.kind
 	b[5] = h.op
 	b[6] = h.dtype
-	b[7] = 0
+	b[7] = h.group
 	binary.LittleEndian.PutUint64(b[8:16], h.seq)
 	binary.LittleEndian.PutUint64(b[16:24], h.n)
 }
@@ -94,10 +95,7 @@ func parseHeader(b []byte, maxPayload uint64) (frameHeader, error) {
 	if string(b[0:4]) != frameMagic {
 		return frameHeader{}, fmt.Errorf("%w: bad magic %q", errBadFrame, b[0:4])
 	}
-	h := frameHeader{kind: b[4], op: b[5], dtype: b[6], seq: binary.LittleEndian.Uint64(b[8:16]), n: binary.LittleEndian.Uint64(b[16:24])}
-	if b[7] != 0 {
-		return frameHeader{}, fmt.Errorf("%w: reserved byte is %d", errBadFrame, b[7])
-	}
+	h := frameHeader{kind: b[4], op: b[5], dtype: b[6], group: b[7], seq: binary.LittleEndian.Uint64(b[8:16]), n: binary.LittleEndian.Uint64(b[16:24])}
 	switch h.kind {
 	case frameData:
 		if h.op < 1 || h.op > opLast {

@@ -109,7 +109,8 @@ type PeerError struct {
 	Op string
 	// Seq is the operation's sequence number (0 outside collectives).
 	Seq uint64
-	// Rank is the rank of the peer at fault.
+	// Rank is the world rank of the peer at fault (its rank in the group
+	// NewTCPGroup returned, even when the operation ran in a subgroup).
 	Rank int
 	// Reporter is the rank that observed the failure and reported it to
 	// this rank, or -1 when this rank observed it directly.

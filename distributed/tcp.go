@@ -158,7 +158,16 @@ type TCPGroup struct {
 	chunk      int
 	direct     int       // AllReduce payloads up to this many bytes skip the ring
 	bufs       sync.Pool // *[]byte of cap chunk: received payloads, reused
-	peers      []*peer
+	peers      []*peer   // by rank in this group; nil at this rank
+
+	// root is the world group, which owns the connections and the
+	// failure state; gid tells this group's frames apart on the wire.
+	root    *TCPGroup
+	gid     byte
+	members []int   // world ranks of this group's ranks
+	links   []*link // world group only: by world rank
+	subMu   sync.Mutex
+	nextGID int
 
 	// failure state: done is closed by the first abort or Close.
 	failMu sync.Mutex
@@ -175,13 +184,84 @@ type TCPGroup struct {
 	seq uint64 // collective sequence number; worker goroutine only
 }
 
-// peer is the connection to one other rank.
+// link is the connection to one other rank, shared by every group that
+// contains both ranks. Received frames wait in one inbox per group.
+type link struct {
+	global int // world rank of the peer
+	addr   string
+	conn   net.Conn
+	wmu    sync.Mutex // one frame written at a time
+
+	mu    sync.Mutex
+	boxes map[byte]*inbox
+	end   *frame // the error that ended the connection, once read
+}
+
+// inbox queues the frames of one group from one peer.
+type inbox struct {
+	frames []frame
+	notify chan struct{} // capacity 1: "frames is not empty"
+}
+
+// box returns the inbox of group gid; l.mu must be held.
+func (l *link) box(gid byte) *inbox {
+	b := l.boxes[gid]
+	if b == nil {
+		b = &inbox{notify: make(chan struct{}, 1)}
+		if l.end != nil {
+			b.push(*l.end)
+		}
+		l.boxes[gid] = b
+	}
+	return b
+}
+
+// push appends f and signals a waiting receiver.
+func (b *inbox) push(f frame) {
+	b.frames = append(b.frames, f)
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+// deliver queues a data frame for its group.
+func (l *link) deliver(f frame) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.box(f.group).push(f)
+}
+
+// fail queues the error that ended the connection behind every group's
+// frames (and those of groups that have not received anything yet).
+func (l *link) fail(f frame) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.end = &f
+	for _, b := range l.boxes {
+		b.push(f)
+	}
+}
+
+// next returns group gid's next frame, or ok false if none is queued,
+// with the channel that signals the next arrival.
+func (l *link) next(gid byte) (f frame, ok bool, notify <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.box(gid)
+	if len(b.frames) == 0 {
+		return frame{}, false, b.notify
+	}
+	f = b.frames[0]
+	b.frames[0] = frame{}
+	b.frames = b.frames[1:]
+	return f, true, nil
+}
+
+// peer is another rank as seen from one group.
 type peer struct {
-	rank    int
-	addr    string
-	conn    net.Conn
-	in      chan frame
-	wmu     sync.Mutex
+	rank int // rank in the group
+	*link
 	sendSeq uint64 // point-to-point sequence numbers; worker only
 	recvSeq uint64
 }
@@ -218,8 +298,12 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 	g := &TCPGroup{
 		rank: cfg.Rank, size: cfg.WorldSize,
 		maxFrame: uint64(cfg.MaxFrameBytes), chunk: max(cfg.ChunkBytes, 8), direct: directLimit,
-		peers: make([]*peer, cfg.WorldSize),
-		done:  make(chan struct{}), wdone: make(chan struct{}),
+		peers: make([]*peer, cfg.WorldSize), links: make([]*link, cfg.WorldSize), members: make([]int, cfg.WorldSize),
+		done: make(chan struct{}), wdone: make(chan struct{}),
+	}
+	g.root = g
+	for r := range g.members {
+		g.members[r] = r
 	}
 	g.timeout.Store(int64(cfg.Timeout))
 	g.qcond = sync.NewCond(&g.qmu)
@@ -227,9 +311,9 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
 		if err := g.connect(ctx, cfg, storeLn); err != nil {
-			for _, p := range g.peers {
-				if p != nil {
-					p.conn.Close()
+			for _, l := range g.links {
+				if l != nil {
+					l.conn.Close()
 				}
 			}
 			return nil, err
@@ -237,9 +321,10 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 	} else if storeLn != nil {
 		storeLn.Close()
 	}
-	for _, p := range g.peers {
-		if p != nil {
-			go g.readLoop(p)
+	for r, l := range g.links {
+		if l != nil {
+			g.peers[r] = &peer{rank: r, link: l}
+			go g.readLoop(l)
 		}
 	}
 	go g.worker()
@@ -308,7 +393,7 @@ func (g *TCPGroup) connect(ctx context.Context, cfg Config, storeLn net.Listener
 				errs <- &PeerError{Op: "connect", Rank: j, Reporter: -1, Err: err}
 				return
 			}
-			g.peers[j] = newPeer(j, addrs[j], c)
+			g.links[j] = newLink(j, addrs[j], c)
 		}
 		errs <- nil
 	}()
@@ -320,11 +405,11 @@ func (g *TCPGroup) connect(ctx context.Context, cfg Config, storeLn net.Listener
 				return
 			}
 			h, err := handshake(c, cfg.Token, purposeMesh, roleAccept, g.rank, g.size, -1, deadline)
-			if err != nil || h.rank <= g.rank || g.peers[h.rank] != nil {
+			if err != nil || h.rank <= g.rank || g.links[h.rank] != nil {
 				c.Close() // a stranger or a duplicate: ignore it
 				continue
 			}
-			g.peers[h.rank] = newPeer(h.rank, addrs[h.rank], c)
+			g.links[h.rank] = newLink(h.rank, addrs[h.rank], c)
 			missing--
 		}
 		errs <- nil
@@ -348,9 +433,9 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// newPeer wraps an authenticated connection.
-func newPeer(rank int, addr string, c net.Conn) *peer {
-	return &peer{rank: rank, addr: addr, conn: c, in: make(chan frame, 16)}
+// newLink wraps an authenticated connection.
+func newLink(rank int, addr string, c net.Conn) *link {
+	return &link{global: rank, addr: addr, conn: c, boxes: map[byte]*inbox{}}
 }
 
 // resolveListenAddr picks the mesh listen address.
@@ -502,37 +587,34 @@ func joinRendezvous(ctx context.Context, cfg Config, own string) ([]string, erro
 	return addrs, nil
 }
 
-// readLoop reads p's frames into p.in until the connection ends. An abort
-// frame fails the group at once; an error is queued after the frames that
-// preceded it, so a peer that finished and closed is not mistaken for a
-// failure while its last messages are still unread.
-func (g *TCPGroup) readLoop(p *peer) {
-	r := bufio.NewReaderSize(p.conn, 64<<10)
+// readLoop reads l's frames into the inboxes of their groups until the
+// connection ends. It never blocks on a slow group, so one group's traffic
+// cannot stall another's. An abort frame fails the world at once; an error
+// is queued behind the frames that preceded it, so a peer that finished and
+// closed is not mistaken for a failure while its last messages are unread.
+func (g *TCPGroup) readLoop(l *link) {
+	r := bufio.NewReaderSize(l.conn, 64<<10)
 	for {
 		f, err := readFrame(r, g.maxFrame, g.payloadBuf)
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				err = fmt.Errorf("connection closed (%w)", err)
 			}
-			f = frame{err: &PeerError{Rank: p.rank, Reporter: -1, Err: err}}
-		} else if f.kind == frameAbort {
+			l.fail(frame{err: &PeerError{Rank: l.global, Reporter: -1, Err: err}})
+			return
+		}
+		if f.kind == frameAbort {
 			failed, reason := parseAbort(f.payload)
-			pe := &PeerError{Rank: failed, Reporter: p.rank, Err: errors.New(reason)}
+			pe := &PeerError{Rank: failed, Reporter: l.global, Err: errors.New(reason)}
 			if failed < 0 || failed >= g.size || failed == g.rank {
-				pe = &PeerError{Rank: p.rank, Reporter: -1, Err: fmt.Errorf("aborted: %s", reason)}
+				pe = &PeerError{Rank: l.global, Reporter: -1, Err: fmt.Errorf("aborted: %s", reason)}
 			}
 			pe.Op = "abort"
 			g.abort(pe)
-			f = frame{err: pe}
-		}
-		select {
-		case p.in <- f:
-		case <-g.done:
+			l.fail(frame{err: pe})
 			return
 		}
-		if f.err != nil {
-			return
-		}
+		l.deliver(f)
 	}
 }
 
@@ -542,7 +624,7 @@ func (g *TCPGroup) payloadBuf(n int) []byte {
 	if n == 0 || n > g.chunk {
 		return make([]byte, n)
 	}
-	if b, ok := g.bufs.Get().(*[]byte); ok {
+	if b, ok := g.root.bufs.Get().(*[]byte); ok {
 		return (*b)[:n]
 	}
 	return make([]byte, n, g.chunk)
@@ -552,12 +634,13 @@ func (g *TCPGroup) payloadBuf(n int) []byte {
 // used.
 func (g *TCPGroup) releaseBuf(b []byte) {
 	if cap(b) == g.chunk {
-		g.bufs.Put(&b)
+		g.root.bufs.Put(&b)
 	}
 }
 
 // failure returns the error that stopped the group, or nil.
 func (g *TCPGroup) failure() error {
+	g = g.root
 	g.failMu.Lock()
 	defer g.failMu.Unlock()
 	return g.err
@@ -567,6 +650,7 @@ func (g *TCPGroup) failure() error {
 // (best effort) and closes the connections, so that no rank waits for a
 // message that will never come.
 func (g *TCPGroup) abort(err error) {
+	g = g.root
 	g.failMu.Lock()
 	if g.err != nil {
 		g.failMu.Unlock()
@@ -585,9 +669,9 @@ func (g *TCPGroup) abort(err error) {
 	putHeader(hdr[:], frameHeader{kind: frameAbort, n: uint64(len(payload))})
 	msg := append(hdr[:], payload...)
 	var wg sync.WaitGroup
-	for _, p := range g.peers {
-		if p != nil {
-			wg.Go(func() { sendAbort(p, msg) })
+	for _, l := range g.links {
+		if l != nil {
+			wg.Go(func() { sendAbort(l, msg) })
 		}
 	}
 	wg.Wait()
@@ -595,7 +679,7 @@ func (g *TCPGroup) abort(err error) {
 
 // sendAbort writes msg to p at a frame boundary, waiting a moment for a
 // frame being written to finish, then closes the connection.
-func sendAbort(p *peer, msg []byte) {
+func sendAbort(p *link, msg []byte) {
 	locked := make(chan struct{})
 	go func() {
 		p.wmu.Lock()
@@ -617,22 +701,26 @@ func sendAbort(p *peer, msg []byte) {
 	p.conn.Close()
 }
 
-// Close implements ProcessGroup: pending operations fail with ErrClosed
-// and the connections are closed.
+// Close implements ProcessGroup: pending operations fail with ErrClosed.
+// Closing the world group (the one NewTCPGroup returned) closes the
+// connections and so ends its subgroups too; closing a subgroup only stops
+// its own operations.
 func (g *TCPGroup) Close() error {
 	g.qmu.Lock()
 	g.qclosed = true
 	g.qcond.Broadcast()
 	g.qmu.Unlock()
-	g.failMu.Lock()
-	if g.err == nil {
-		g.err = ErrClosed
-		close(g.done)
-	}
-	g.failMu.Unlock()
-	for _, p := range g.peers {
-		if p != nil {
-			p.conn.Close()
+	if g.root == g {
+		g.failMu.Lock()
+		if g.err == nil {
+			g.err = ErrClosed
+			close(g.done)
+		}
+		g.failMu.Unlock()
+		for _, l := range g.links {
+			if l != nil {
+				l.conn.Close()
+			}
 		}
 	}
 	<-g.wdone
@@ -692,6 +780,7 @@ func wait(w Work) error { return w.Wait(context.Background()) }
 // send writes one data frame to p before deadline.
 func (g *TCPGroup) send(p *peer, h frameHeader, payload []byte, deadline time.Time) error {
 	h.kind = frameData
+	h.group = g.gid
 	h.n = uint64(len(payload))
 	var hdr [frameHeaderLen]byte
 	putHeader(hdr[:], h)
@@ -705,7 +794,7 @@ func (g *TCPGroup) send(p *peer, h frameHeader, payload []byte, deadline time.Ti
 	p.conn.SetWriteDeadline(deadline)
 	bufs := net.Buffers{hdr[:], payload}
 	if _, err := bufs.WriteTo(p.conn); err != nil {
-		return g.settle(&PeerError{Op: opName(h.op), Seq: h.seq, Rank: p.rank, Reporter: -1, Err: err})
+		return g.settle(&PeerError{Op: opName(h.op), Seq: h.seq, Rank: p.global, Reporter: -1, Err: err})
 	}
 	return nil
 }
@@ -735,15 +824,22 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	fail := func(err error) error {
-		return &PeerError{Op: opName(op), Seq: seq, Rank: p.rank, Reporter: -1, Err: err}
+		return &PeerError{Op: opName(op), Seq: seq, Rank: p.global, Reporter: -1, Err: err}
 	}
 	var f frame
-	select {
-	case f = <-p.in:
-	case <-g.done:
-		return nil, g.failure()
-	case <-timer.C:
-		return nil, fail(fmt.Errorf("timed out after %v waiting for its message (is it running the same collective?)", g.Timeout()))
+	for {
+		var ok bool
+		var notify <-chan struct{}
+		if f, ok, notify = p.next(g.gid); ok {
+			break
+		}
+		select {
+		case <-notify:
+		case <-g.done:
+			return nil, g.failure()
+		case <-timer.C:
+			return nil, fail(fmt.Errorf("timed out after %v waiting for its message (is it running the same collective?)", g.Timeout()))
+		}
 	}
 	if f.err != nil {
 		var pe *PeerError

@@ -1,0 +1,69 @@
+package distributed
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// maxGroups bounds the number of subgroups of one world group (the group
+// id is one byte on the wire; 0 is the world).
+const maxGroups = 255
+
+// NewSubgroup returns a process group of the given world ranks, as
+// PyTorch's new_group: ranks[i] becomes rank i of the subgroup. Every rank
+// of the world group must call NewSubgroup for every subgroup, members or
+// not, in the same order (that order numbers the subgroups on the wire); a
+// rank outside ranks gets nil. It panics on a rank out of range or listed
+// twice, or when called on a subgroup.
+//
+// A subgroup shares the world group's connections and failure state: a
+// failure in any group aborts them all, and closing the world group ends
+// its subgroups. Each group runs its own operations in order, independent
+// of the others, so ranks may interleave collectives of different groups
+// in different orders.
+func (g *TCPGroup) NewSubgroup(ranks []int) (*TCPGroup, error) {
+	if g.root != g {
+		panic("distributed.NewSubgroup: called on a subgroup; call it on the world group")
+	}
+	if len(ranks) == 0 {
+		panic("distributed.NewSubgroup: no ranks")
+	}
+	seen := make(map[int]bool, len(ranks))
+	for _, r := range ranks {
+		g.checkRank("NewSubgroup", "member", r)
+		if seen[r] {
+			panic(fmt.Sprintf("distributed.NewSubgroup: rank %d listed twice in %v", r, ranks))
+		}
+		seen[r] = true
+	}
+	g.subMu.Lock()
+	defer g.subMu.Unlock()
+	if g.nextGID >= maxGroups {
+		return nil, fmt.Errorf("distributed.NewSubgroup: at most %d subgroups per world group", maxGroups)
+	}
+	g.nextGID++
+	me := slices.Index(ranks, g.rank)
+	if me < 0 {
+		return nil, nil
+	}
+	sub := &TCPGroup{
+		rank: me, size: len(ranks),
+		maxFrame: g.maxFrame, chunk: g.chunk, direct: g.direct,
+		peers: make([]*peer, len(ranks)),
+		root:  g, gid: byte(g.nextGID), members: slices.Clone(ranks),
+		done: g.done, wdone: make(chan struct{}),
+	}
+	sub.timeout.Store(g.timeout.Load())
+	sub.qcond = sync.NewCond(&sub.qmu)
+	for i, r := range ranks {
+		if r != g.rank {
+			sub.peers[i] = &peer{rank: i, link: g.links[r]}
+		}
+	}
+	go sub.worker()
+	return sub, nil
+}
+
+// WorldRanks returns the world rank of each of the group's ranks.
+func (g *TCPGroup) WorldRanks() []int { return slices.Clone(g.members) }
