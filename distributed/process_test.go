@@ -31,12 +31,19 @@ func startRanks(t *testing.T, n int, mode string) []*exec.Cmd {
 	require.NoError(t, err)
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	require.NoError(t, ln.Close())
+	return rankCommands(t, n, mode, "127.0.0.1", port, func(int) []string { return nil })
+}
+
+// rankCommands prepares n ranks of the test binary in mode; prefix(r) is
+// a command line that rank r runs under (such as "ip netns exec NS").
+func rankCommands(t *testing.T, n int, mode, masterHost, masterPort string, prefix func(r int) []string) []*exec.Cmd {
 	cmds := make([]*exec.Cmd, n)
 	for r := range n {
-		c := exec.Command(os.Args[0], "-test.run=^TestHelperRank$", "-test.count=1", "-test.v")
+		argv := append(prefix(r), os.Args[0], "-test.run=^TestHelperRank$", "-test.count=1", "-test.v")
+		c := exec.Command(argv[0], argv[1:]...)
 		c.Env = append(os.Environ(), helperEnv+"="+mode,
 			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n), "LOCAL_RANK="+strconv.Itoa(r),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+port, EnvToken+"=process-test", EnvTimeout+"=20s")
+			"MASTER_ADDR="+masterHost, "MASTER_PORT="+masterPort, EnvToken+"=process-test", EnvTimeout+"=20s")
 		cmds[r] = c
 	}
 	t.Cleanup(func() {
@@ -53,7 +60,12 @@ func TestCollectivesAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	cmds := startRanks(t, 3, "collectives")
+	runAll(t, startRanks(t, 3, "collectives"))
+}
+
+// runAll runs the commands to completion and requires that all succeed.
+func runAll(t *testing.T, cmds []*exec.Cmd) {
+	t.Helper()
 	outs := make([][]byte, len(cmds))
 	errs := make([]error, len(cmds))
 	var wg sync.WaitGroup
@@ -65,6 +77,59 @@ func TestCollectivesAcrossProcesses(t *testing.T) {
 		require.NoError(t, errs[r], "rank %d:\n%s", r, outs[r])
 		assert.Contains(t, string(outs[r]), "helper done", "rank %d", r)
 	}
+}
+
+// TestAcrossNetworkNamespaces runs ranks in two network namespaces joined
+// by a veth pair, standing for two hosts: rank 0 in one, ranks 1 and 2 in
+// the other. It needs root and iproute2 and is skipped otherwise.
+func TestAcrossNetworkNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	ipPath, err := exec.LookPath("ip")
+	if err != nil {
+		t.Skip("needs iproute2's ip")
+	}
+	id := strconv.Itoa(os.Getpid() % 100000)
+	nsA, nsB := "ember-a-"+id, "ember-b-"+id
+	ip := func(args ...string) error {
+		out, err := exec.Command(ipPath, args...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := ip("netns", "add", nsA); err != nil {
+		t.Skipf("cannot create network namespaces here: %v", err)
+	}
+	t.Cleanup(func() { ip("netns", "del", nsA) })
+	require.NoError(t, ip("netns", "add", nsB))
+	t.Cleanup(func() { ip("netns", "del", nsB) })
+	vA, vB := "eva"+id, "evb"+id
+	for _, step := range [][]string{
+		{"link", "add", vA, "type", "veth", "peer", "name", vB},
+		{"link", "set", vA, "netns", nsA},
+		{"link", "set", vB, "netns", nsB},
+		{"-n", nsA, "addr", "add", "10.213.7.1/24", "dev", vA},
+		{"-n", nsB, "addr", "add", "10.213.7.2/24", "dev", vB},
+		{"-n", nsA, "link", "set", vA, "up"},
+		{"-n", nsB, "link", "set", vB, "up"},
+		{"-n", nsA, "link", "set", "lo", "up"},
+		{"-n", nsB, "link", "set", "lo", "up"},
+	} {
+		require.NoError(t, ip(step...))
+	}
+	cmds := rankCommands(t, 3, "collectives", "10.213.7.1", "29513", func(r int) []string {
+		ns := nsB
+		if r == 0 {
+			ns = nsA
+		}
+		return []string{ipPath, "netns", "exec", ns}
+	})
+	runAll(t, cmds)
 }
 
 func TestProcessKilledMidAllReduce(t *testing.T) {
