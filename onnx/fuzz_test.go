@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/emberml/ember/tensor"
 )
@@ -67,6 +68,9 @@ func FuzzNewSession(f *testing.F) {
 			}
 			inputs[in.Name] = tensor.Zeros(shape, dt)
 		}
-		_, _ = s.Run(context.Background(), inputs)
+		// Loops may run forever by design; the context bounds them.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, _ = s.Run(ctx, inputs)
 	})
 }

@@ -133,7 +133,9 @@ func (c *compiler) compile(g *graphProto, depth int, consts map[string]*tensor.T
 		p.inputs = append(p.inputs, in.name)
 	}
 	for _, n := range order {
-		if !c.opts.DisableConstantFolding && p.allConst(n) {
+		// Control-flow nodes are never folded: a hostile loop could then
+		// hang NewSession, which has no context.
+		if !c.opts.DisableConstantFolding && n.graphs == nil && p.allConst(n) {
 			outs, err := callOp(n, p.gather(n, nil))
 			if err != nil {
 				return nil, nil, fmt.Errorf("onnx: constant folding: %w", err)
