@@ -143,62 +143,72 @@ func (d *DDP) SyncGradients() error {
 	if d.noSync {
 		return nil
 	}
-	used := make([]int32, len(d.params))
-	for i, p := range d.params {
-		if p.Grad() != nil {
-			used[i] = 1
+	if len(d.buckets) == 0 {
+		if d.opts.BroadcastBuffers {
+			return d.SyncBuffers()
 		}
+		return nil
 	}
-	mask := tensor.FromSlice(used)
-	if len(used) > 0 {
-		if err := d.pg.AllReduce(mask, Max); err != nil {
-			return err
-		}
-	}
-	used = mask.Int32s()
+	// Every parameter travels (zeros where this rank has no gradient), and
+	// the first bucket carries one more element per parameter: 1 where
+	// this rank has a gradient. Its average is positive exactly where some
+	// rank used the parameter, which saves a separate collective.
 	type pending struct {
 		idx  []int
 		flat *tensor.Tensor
 		work Work
 	}
-	var all []pending
-	for _, bucket := range d.buckets {
-		var idx []int
+	all := make([]pending, len(d.buckets))
+	for k, bucket := range d.buckets {
 		var parts []*tensor.Tensor
+		dt := d.params[bucket[0]].Value().DType()
 		for _, i := range bucket {
-			if used[i] == 0 {
-				continue
-			}
 			v := d.params[i].Value()
 			g := d.params[i].Grad()
 			if g == nil {
 				g = tensor.Zeros(v.Shape(), v.DType())
 			}
-			idx = append(idx, i)
 			parts = append(parts, g.To(v.DType()).Reshape(-1))
 		}
-		if len(idx) == 0 {
-			continue
+		if k == 0 {
+			used := make([]float64, len(d.params))
+			for i, p := range d.params {
+				if p.Grad() != nil {
+					used[i] = 1
+				}
+			}
+			parts = append(parts, tensor.FromSlice(used).To(dt))
 		}
 		flat := tensor.Concat(parts, 0)
-		all = append(all, pending{idx, flat, d.pg.AllReduceAsync(flat, Avg)})
+		all[k] = pending{bucket, flat, d.pg.AllReduceAsync(flat, Avg)}
 	}
 	var errs []error
-	for _, p := range all {
+	var used []float64
+	for k, p := range all {
 		if err := wait(p.work); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		off := 0
-		for _, i := range p.idx {
-			v := d.params[i].Value()
-			n := v.Numel()
-			d.params[i].SetGrad(p.flat.Narrow(0, off, n).Reshape(v.Shape()...).Clone())
-			off += n
+		if k == 0 {
+			n := p.flat.Numel()
+			used = p.flat.Narrow(0, n-len(d.params), len(d.params)).Float64s()
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
+	}
+	for _, p := range all {
+		off := 0
+		for _, i := range p.idx {
+			v := d.params[i].Value()
+			n := v.Numel()
+			if used[i] > 0 {
+				d.params[i].SetGrad(p.flat.Narrow(0, off, n).Reshape(v.Shape()...).Clone())
+			} else {
+				d.params[i].SetGrad(nil)
+			}
+			off += n
+		}
 	}
 	if d.opts.BroadcastBuffers {
 		return d.SyncBuffers()
