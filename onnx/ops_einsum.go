@@ -104,6 +104,17 @@ func opEinsum(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			}
 		}
 	}
+	// The product is formed over the union of letters: bound its size.
+	sizes := make([]int, len(letters))
+	for i, t := range in {
+		for k, c := range terms[i] {
+			j := slices.Index(letters, c)
+			sizes[j] = max(sizes[j], t.Shape()[k])
+		}
+	}
+	if err := n.checkShape(sizes); err != nil {
+		return nil, err
+	}
 	var prod *tensor.Tensor
 	for i, t := range in {
 		term := []rune(terms[i])

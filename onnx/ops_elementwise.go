@@ -89,12 +89,13 @@ func floatUnary(f func(*tensor.Tensor) *tensor.Tensor) opImpl {
 }
 
 // sameType checks that two operands of an elementwise op share a dtype, as
-// ONNX's type constraints require.
+// ONNX's type constraints require, and that their broadcast fits the
+// element limit.
 func (n *node) sameType(a, b *tensor.Tensor) error {
 	if a.DType() != b.DType() {
 		return fmt.Errorf("onnx: %v: operand types %s and %s differ", n, a.DType(), b.DType())
 	}
-	return nil
+	return n.checkBroadcast(a, b)
 }
 
 // arith adapts a broadcasting two-input method whose result keeps the
@@ -218,6 +219,9 @@ func opPow(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := n.checkBroadcast(a, b); err != nil {
+		return nil, err
+	}
 	if a.DType() == b.DType() && a.DType().IsFloat() {
 		return one(a.Pow(b))
 	}
@@ -239,6 +243,9 @@ func opWhere(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	if c.DType() != tensor.Bool {
 		return nil, fmt.Errorf("onnx: %v: condition has type %s, want bool", n, c.DType())
+	}
+	if err := n.checkBroadcast(c, a, b); err != nil {
+		return nil, err
 	}
 	if err := n.sameType(a, b); err != nil {
 		return nil, err

@@ -93,6 +93,9 @@ func opPRelu(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := n.checkBroadcast(x, slope); err != nil {
+		return nil, err
+	}
 	if n.opset < 7 && slope.Dim() == 1 && x.Dim() > 2 && slope.Numel() == x.Shape()[1] {
 		// Before opset 7 a 1-d slope is per channel (axis 1).
 		slope = slope.Reshape(channelShape(slope.Numel(), x.Dim())...)

@@ -3,6 +3,7 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/emberml/ember/tensor"
 )
@@ -39,8 +40,17 @@ func opMatMul(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := n.sameType(a, b); err != nil {
-		return nil, err
+	if a.DType() != b.DType() {
+		return nil, fmt.Errorf("onnx: %v: operand types %s and %s differ", n, a.DType(), b.DType())
+	}
+	if a.Dim() >= 2 && b.Dim() >= 2 {
+		// The output is the broadcast of the batch axes times [m, n].
+		as, bs := a.Shape(), b.Shape()
+		shapeA := append(as[:len(as)-2:len(as)-2], as[len(as)-2], bs[len(bs)-1])
+		shapeB := append(bs[:len(bs)-2:len(bs)-2], 1, 1)
+		if err := n.checkShapes(shapeA, shapeB); err != nil {
+			return nil, err
+		}
 	}
 	return one(a.MatMul(b))
 }
@@ -142,6 +152,30 @@ func (n *node) spatialParams(in, kernel []int) (*spatial, error) {
 	return p, nil
 }
 
+// checkSizes bounds, before anything is computed, the padded input
+// [N, C, ...], the output [N, outC, ...] and, when cols > 0, the im2col
+// matrix [cols*kernel volume, N*output volume] of a convolution or pooling
+// over input shape xs.
+func (n *node) checkSizes(xs []int, outC, cols int, p *spatial) error {
+	padded := slices.Clone(xs)
+	out := slices.Clone(xs)
+	out[1] = outC
+	for i := range p.kernel {
+		padded[2+i] = xs[2+i] + p.padBegin[i] + p.padEnd[i]
+		out[2+i] = max(0, (padded[2+i]-p.dilation[i]*(p.kernel[i]-1)-1)/p.stride[i]+1)
+	}
+	if err := n.checkShape(padded); err != nil {
+		return err
+	}
+	if err := n.checkShape(out); err != nil {
+		return err
+	}
+	if cols > 0 {
+		return n.checkShape([]int{cols * prod(p.kernel), xs[0] * prod(out[2:])})
+	}
+	return nil
+}
+
 // symmetric reports whether begin and end pads agree on every axis.
 func (p *spatial) symmetric() bool {
 	for i := range p.padBegin {
@@ -197,6 +231,9 @@ func opConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	p, err := n.spatialParams(xs[2:], ws[2:])
 	if err != nil {
+		return nil, err
+	}
+	if err := n.checkSizes(xs, ws[0], ws[1], p); err != nil {
 		return nil, err
 	}
 	if x.Dim() == 5 {
@@ -266,6 +303,24 @@ func opConvTranspose(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		outShape = outShape[len(outShape)-k:]
 	}
 	autoPad := n.attrString("auto_pad", "NOTSET")
+	fullShape := []int{xs[0], ws[1] * int(n.attrInt("group", 1))}
+	for i := range k {
+		if stride[i] <= 0 || dil[i] <= 0 {
+			return nil, fmt.Errorf("onnx: %v: strides %v and dilations %v must be positive", n, stride, dil)
+		}
+		fullShape = append(fullShape, (xs[2+i]-1)*stride[i]+dil[i]*(ws[2+i]-1)+1+max(0, outPad[i]))
+	}
+	if err := n.checkShape(fullShape); err != nil {
+		return nil, err
+	}
+	if err := n.checkShape([]int{fullShape[1] * prod(ws[2:]), xs[0] * prod(xs[2:])}); err != nil {
+		return nil, err
+	}
+	if outShape != nil {
+		if err := n.checkShape(append(fullShape[:2:2], outShape...)); err != nil {
+			return nil, err
+		}
+	}
 	var full *tensor.Tensor
 	if x.Dim() == 5 {
 		full = convTranspose3dFull(x, w, stride, dil, int(n.attrInt("group", 1)))
@@ -340,6 +395,9 @@ func (n *node) poolSetup(x *tensor.Tensor) (*spatial, *tensor.Tensor, bool, erro
 	}
 	p, err := n.spatialParams(x.Shape()[2:], kernel)
 	if err != nil {
+		return nil, nil, false, err
+	}
+	if err := n.checkSizes(x.Shape(), x.Shape()[1], 0, p); err != nil {
 		return nil, nil, false, err
 	}
 	if x.Dim() == 5 {

@@ -80,12 +80,14 @@ func opLRN(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: size %d must be positive and input %v at least 3-d", n, size, x.Shape())
 	}
 	c := x.Shape()[1]
-	before, after := (size-1)/2, size-1-(size-1)/2
+	// Channels beyond the edges are zeros: windows wider than the channel
+	// axis add nothing, so clamp them (a huge size cannot allocate).
+	before, after := min((size-1)/2, c), min(size-1-(size-1)/2, c)
 	pads := make([]int, 2*(x.Dim()-1))
 	pads[len(pads)-2], pads[len(pads)-1] = before, after
 	sq := x.Mul(x).Pad(pads, tensor.PadConstant, 0)
 	sum := sq.Narrow(1, 0, c)
-	for j := 1; j < size; j++ {
+	for j := 1; j <= before+after; j++ {
 		sum = sum.Add(sq.Narrow(1, j, c))
 	}
 	alpha, beta, bias := n.attrFloat("alpha", 1e-4), n.attrFloat("beta", 0.75), n.attrFloat("bias", 1)

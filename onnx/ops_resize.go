@@ -147,10 +147,18 @@ func (n *node) resize(x *tensor.Tensor, axes []resizeAxis, mode, coordMode, near
 		return nil, fmt.Errorf("onnx: %v: antialias is not supported", n)
 	}
 	out := make([]int, len(axes))
+	widest := make([]int, len(axes)) // bounds every intermediate
 	for i, a := range axes {
 		out[i] = a.out
+		widest[i] = max(a.in, a.out)
+		if err := n.checkShape([]int{a.out, a.in}); err != nil {
+			return nil, err
+		}
 	}
 	if err := n.checkShape(out); err != nil {
+		return nil, err
+	}
+	if err := n.checkShape(widest); err != nil {
 		return nil, err
 	}
 	dt := x.DType()

@@ -145,6 +145,9 @@ func opReshape(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: shape must be a 1-d int64 tensor, got %s %v", n, st.DType(), st.Shape())
 	}
 	shape := ints(st)
+	if len(shape) > maxRank {
+		return nil, fmt.Errorf("onnx: %v: shape of rank %d exceeds %d", n, len(shape), maxRank)
+	}
 	xs := x.Shape()
 	allowZero := n.attrInt("allowzero", 0) == 1
 	for i, d := range shape {
@@ -232,6 +235,9 @@ func opUnsqueeze(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: axes are required", n)
 	}
 	r := x.Dim() + len(axes)
+	if r > maxRank {
+		return nil, fmt.Errorf("onnx: %v: result rank %d exceeds %d", n, r, maxRank)
+	}
 	norm := make([]int, len(axes))
 	for i, a := range axes {
 		if norm[i], err = n.normAxis(a, r); err != nil {
@@ -287,8 +293,8 @@ func opSplit(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	dim := x.Shape()[axis]
 	if sizes == nil {
 		k := len(n.outputs)
-		if n.has("num_outputs") {
-			k = int(n.attrInt("num_outputs", 0))
+		if n.has("num_outputs") && n.attrInt("num_outputs", 0) != int64(k) {
+			return nil, fmt.Errorf("onnx: %v: num_outputs %d but %d outputs", n, n.attrInt("num_outputs", 0), k)
 		}
 		if k <= 0 {
 			return nil, fmt.Errorf("onnx: %v: cannot split into %d parts", n, k)
@@ -405,10 +411,12 @@ func opGather(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	xs := x.Shape()
-	flat := wrapIndices(idx, xs[axis]).Reshape(-1)
-	out := x.IndexSelect(axis, flat)
 	shape := append(append(slices.Clone(xs[:axis]), idx.Shape()...), xs[axis+1:]...)
-	return one(out.Reshape(shape...))
+	if err := n.checkShape(shape); err != nil {
+		return nil, err
+	}
+	flat := wrapIndices(idx, xs[axis]).Reshape(-1)
+	return one(x.IndexSelect(axis, flat).Reshape(shape...))
 }
 
 func opGatherElements(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {

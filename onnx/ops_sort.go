@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -84,19 +85,31 @@ func opUnique(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		return 0
 	}
-	var firsts []int // first occurrence of each unique row, in output order
+	// key encodes a row so equal rows (cmp == 0: -0 equals 0, NaNs are
+	// equal) get equal keys.
+	key := func(r []float64) string {
+		b := make([]byte, 0, 8*len(r))
+		for _, v := range r {
+			switch {
+			case v == 0:
+				v = 0
+			case math.IsNaN(v):
+				v = math.NaN()
+			}
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		return string(b)
+	}
+	var firsts []int // first occurrence of each unique row, in order seen
+	seen := map[string]int{}
 	inverse := make([]int64, cnt)
 	for i := range cnt {
-		found := -1
-		for u, f := range firsts {
-			if cmp(row(f), row(i)) == 0 {
-				found = u
-				break
-			}
-		}
-		if found < 0 {
+		k := key(row(i))
+		found, ok := seen[k]
+		if !ok {
 			found = len(firsts)
 			firsts = append(firsts, i)
+			seen[k] = found
 		}
 		inverse[i] = int64(found)
 	}

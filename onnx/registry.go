@@ -214,9 +214,15 @@ func (n *node) normAxis(axis, rank int) (int, error) {
 // one wraps a single output.
 func one(t *tensor.Tensor) ([]*tensor.Tensor, error) { return []*tensor.Tensor{t}, nil }
 
-// checkShape refuses output shapes with negative dimensions or more than
-// the session's element limit.
+// maxRank bounds the rank of tensors a model can make from values.
+const maxRank = 64
+
+// checkShape refuses output shapes with negative dimensions, more than
+// maxRank axes or more than the session's element limit.
 func (n *node) checkShape(shape []int) error {
+	if len(shape) > maxRank {
+		return fmt.Errorf("onnx: %v: shape of rank %d exceeds %d", n, len(shape), maxRank)
+	}
 	total := int64(1)
 	for _, d := range shape {
 		if d < 0 {
@@ -240,4 +246,33 @@ func (a *attribute) stringList() []string {
 		out[i] = string(s)
 	}
 	return out
+}
+
+// checkBroadcast refuses operands whose broadcast result would exceed the
+// element limit (e.g. [65536, 1] + [1, 65536]) before anything is
+// allocated; incompatible shapes are left for the op to report.
+func (n *node) checkBroadcast(ts ...*tensor.Tensor) error {
+	shapes := make([][]int, 0, len(ts))
+	for _, t := range ts {
+		if t != nil {
+			shapes = append(shapes, t.Shape())
+		}
+	}
+	return n.checkShapes(shapes...)
+}
+
+// checkShapes checks the broadcast of shapes against the element limit.
+func (n *node) checkShapes(shapes ...[]int) error {
+	r := 0
+	for _, s := range shapes {
+		r = max(r, len(s))
+	}
+	out := make([]int, r)
+	for _, s := range shapes {
+		for i, d := range s {
+			j := r - len(s) + i
+			out[j] = max(out[j], d)
+		}
+	}
+	return n.checkShape(out)
 }
