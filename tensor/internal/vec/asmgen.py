@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""Writes vec_amd64.s: the AVX2+FMA and AVX-512F kernels of package vec.
+
+Run with `go generate` (or python3 asmgen.py) after editing; the generated
+file is committed so building never needs Python.
+"""
+
+ISAS = {
+    # name: (register prefix, bytes per vector, lanes)
+    "AVX2": ("Y", 32, 8),
+    "AVX512": ("Z", 64, 16),
+}
+
+out = []
+
+
+def emit(s=""):
+    out.append(s)
+
+
+def loops(isa, body, scalar, unroll=4):
+    """Index AX runs over CX elements: unrolled vector loop, single-vector
+    loop, then a scalar tail (skipped when scalar is None)."""
+    _, w, lanes = ISAS[isa]
+    big = lanes * unroll
+    emit("\tXORQ AX, AX")
+    if unroll > 1:
+        emit("\tMOVQ CX, BX")
+        emit(f"\tANDQ $-{big}, BX")
+        emit("\tJZ   one")
+        emit("big:")
+        for j in range(unroll):
+            body(j, j * w)
+        emit(f"\tADDQ ${big}, AX")
+        emit("\tCMPQ AX, BX")
+        emit("\tJLT  big")
+        emit("one:")
+    emit("\tMOVQ CX, BX")
+    emit(f"\tANDQ $-{lanes}, BX")
+    emit("\tCMPQ AX, BX")
+    emit("\tJGE  tail")
+    emit("oneloop:")
+    body(0, 0)
+    emit(f"\tADDQ ${lanes}, AX")
+    emit("\tCMPQ AX, BX")
+    emit("\tJLT  oneloop")
+    emit("tail:")
+    if scalar is not None:
+        emit("\tCMPQ AX, CX")
+        emit("\tJGE  done")
+        emit("tailloop:")
+        scalar()
+        emit("\tINCQ AX")
+        emit("\tCMPQ AX, CX")
+        emit("\tJLT  tailloop")
+    emit("done:")
+    emit("\tVZEROUPPER")
+    emit("\tRET")
+    emit()
+
+
+def binary(isa, name, op):
+    r, _, _ = ISAS[isa]
+    emit(f"// func {name}{isa}(dst, a, b []float32): dst[i] = a[i] {op} b[i].")
+    emit(f"TEXT ·{name}{isa}(SB), NOSPLIT, $0-72")
+    emit("\tMOVQ dst_base+0(FP), DI")
+    emit("\tMOVQ dst_len+8(FP), CX")
+    emit("\tMOVQ a_base+24(FP), SI")
+    emit("\tMOVQ b_base+48(FP), DX")
+
+    def body(j, d):
+        emit(f"\tVMOVUPS {d}(SI)(AX*4), {r}{j}")
+        emit(f"\tV{op}PS {d}(DX)(AX*4), {r}{j}, {r}{j}")
+        emit(f"\tVMOVUPS {r}{j}, {d}(DI)(AX*4)")
+
+    def scalar():
+        emit("\tVMOVSS (SI)(AX*4), X0")
+        emit(f"\tV{op}SS (DX)(AX*4), X0, X0")
+        emit("\tVMOVSS X0, (DI)(AX*4)")
+
+    loops(isa, body, scalar)
+
+
+def const(isa, name, op, rev):
+    """dst = a op c, or c op a when rev."""
+    r, _, _ = ISAS[isa]
+    desc = f"c {op} a[i]" if rev else f"a[i] {op} c"
+    emit(f"// func {name}{isa}(dst, a []float32, c float32): dst[i] = {desc}.")
+    emit(f"TEXT ·{name}{isa}(SB), NOSPLIT, $0-52")
+    emit("\tMOVQ dst_base+0(FP), DI")
+    emit("\tMOVQ dst_len+8(FP), CX")
+    emit("\tMOVQ a_base+24(FP), SI")
+    emit(f"\tVBROADCASTSS c+48(FP), {r}15")
+
+    def body(j, d):
+        emit(f"\tVMOVUPS {d}(SI)(AX*4), {r}{j}")
+        if rev:
+            emit(f"\tV{op}PS {r}{j}, {r}15, {r}{j}")
+        else:
+            emit(f"\tV{op}PS {r}15, {r}{j}, {r}{j}")
+        emit(f"\tVMOVUPS {r}{j}, {d}(DI)(AX*4)")
+
+    def scalar():
+        emit("\tVMOVSS (SI)(AX*4), X0")
+        if rev:
+            emit(f"\tV{op}SS X0, X15, X0")
+        else:
+            emit(f"\tV{op}SS X15, X0, X0")
+        emit("\tVMOVSS X0, (DI)(AX*4)")
+
+    loops(isa, body, scalar)
+
+
+def relu(isa):
+    r, _, _ = ISAS[isa]
+    emit(f"// func relu{isa}(dst, a []float32): dst[i] = max(a[i], 0), NaN kept, -0 -> +0.")
+    emit(f"TEXT ·relu{isa}(SB), NOSPLIT, $0-48")
+    emit("\tMOVQ dst_base+0(FP), DI")
+    emit("\tMOVQ dst_len+8(FP), CX")
+    emit("\tMOVQ a_base+24(FP), SI")
+    emit(f"\tVXORPS {r}14, {r}14, {r}14" if r == "Y" else "\tVPXORD Z14, Z14, Z14")
+
+    # VMAXPS returns its second source (Intel order), here a[i], when either
+    # operand is NaN or both are zeros; adding +0 turns -0 into +0.
+    def body(j, d):
+        emit(f"\tVMOVUPS {d}(SI)(AX*4), {r}{j}")
+        emit(f"\tVMAXPS {r}{j}, {r}14, {r}{j}")
+        emit(f"\tVADDPS {r}14, {r}{j}, {r}{j}")
+        emit(f"\tVMOVUPS {r}{j}, {d}(DI)(AX*4)")
+
+    def scalar():
+        emit("\tVMOVSS (SI)(AX*4), X0")
+        emit("\tVMAXSS X0, X14, X0")
+        emit("\tVADDSS X14, X0, X0")
+        emit("\tVMOVSS X0, (DI)(AX*4)")
+
+    loops(isa, body, scalar)
+
+
+def sum_(isa):
+    r, _, lanes = ISAS[isa]
+    half = "X" if r == "Y" else "Y"  # float32 source register width
+    emit(f"// func sum{isa}(a []float32) float64: the sum of a, accumulated in float64.")
+    emit(f"TEXT ·sum{isa}(SB), NOSPLIT, $0-32")
+    emit("\tMOVQ a_base+0(FP), SI")
+    emit("\tMOVQ a_len+8(FP), CX")
+    for i in range(4):
+        emit(f"\tVXORPD {r}{i}, {r}{i}, {r}{i}" if r == "Y" else f"\tVPXORQ Z{i}, Z{i}, Z{i}")
+    dl = lanes // 2  # doubles per vector
+    emit("\tXORQ AX, AX")
+    emit("\tMOVQ CX, BX")
+    emit(f"\tANDQ $-{4 * dl}, BX")
+    emit("\tJZ   one")
+    emit("big:")
+    for j in range(4):
+        emit(f"\tVCVTPS2PD {j * dl * 4}(SI)(AX*4), {r}{j + 4}")
+        emit(f"\tVADDPD {r}{j + 4}, {r}{j}, {r}{j}")
+    emit(f"\tADDQ ${4 * dl}, AX")
+    emit("\tCMPQ AX, BX")
+    emit("\tJLT  big")
+    emit("one:")
+    emit("\tMOVQ CX, BX")
+    emit(f"\tANDQ $-{dl}, BX")
+    emit("\tCMPQ AX, BX")
+    emit("\tJGE  reduce")
+    emit("oneloop:")
+    emit(f"\tVCVTPS2PD (SI)(AX*4), {r}4")
+    emit(f"\tVADDPD {r}4, {r}0, {r}0")
+    emit(f"\tADDQ ${dl}, AX")
+    emit("\tCMPQ AX, BX")
+    emit("\tJLT  oneloop")
+    emit("reduce:")
+    emit(f"\tVADDPD {r}1, {r}0, {r}0")
+    emit(f"\tVADDPD {r}3, {r}2, {r}2")
+    emit(f"\tVADDPD {r}2, {r}0, {r}0")
+    if r == "Z":
+        emit("\tVEXTRACTF64X4 $1, Z0, Y1")
+        emit("\tVADDPD Y1, Y0, Y0")
+    emit("\tVEXTRACTF128 $1, Y0, X1")
+    emit("\tVADDPD X1, X0, X0")
+    emit("\tVUNPCKHPD X0, X0, X1")
+    emit("\tVADDSD X1, X0, X0")
+    emit("\tCMPQ AX, CX")
+    emit("\tJGE  done")
+    emit("tailloop:")
+    emit("\tVCVTSS2SD (SI)(AX*4), X2, X2")
+    emit("\tVADDSD X2, X0, X0")
+    emit("\tINCQ AX")
+    emit("\tCMPQ AX, CX")
+    emit("\tJLT  tailloop")
+    emit("done:")
+    emit("\tVMOVSD X0, ret+24(FP)")
+    emit("\tVZEROUPPER")
+    emit("\tRET")
+    emit()
+
+
+def exp(isa):
+    r, _, _ = ISAS[isa]
+    emit(f"// func exp{isa}(dst, a []float32): dst[i] = e**a[i]; len(a) must be a")
+    emit("// multiple of the vector width (the Go wrapper handles the tail).")
+    emit(f"TEXT ·exp{isa}(SB), NOSPLIT, $0-48")
+    emit("\tMOVQ dst_base+0(FP), DI")
+    emit("\tMOVQ dst_len+8(FP), CX")
+    emit("\tMOVQ a_base+24(FP), SI")
+    names = ["lo", "hi", "log2e", "ln2hi", "ln2lo", "bias", "one", "c6", "c5", "c4", "c3", "c2"]
+    regs = [8, 9, 10, 11, 12, 13, 14, 4, 5, 6, 7, 15]
+    for n, g in zip(names, regs):
+        emit(f"\tVBROADCASTSS expconst<>+{names.index(n) * 4}(SB), {r}{g}")
+    if r == "Y":
+        emit("\tVPBROADCASTD expconst<>+20(SB), Y13")
+
+    def body(j, d):
+        emit(f"\tVMOVUPS {d}(SI)(AX*4), {r}0")
+        # Clamp with NaN kept: Intel MAX/MIN return the second source, x,
+        # when either operand is NaN.
+        emit(f"\tVMAXPS {r}0, {r}8, {r}0")
+        emit(f"\tVMINPS {r}0, {r}9, {r}0")
+        emit(f"\tVMULPS {r}10, {r}0, {r}1")
+        if r == "Y":
+            emit("\tVROUNDPS $0, Y1, Y1")
+        else:
+            emit("\tVRNDSCALEPS $0, Z1, Z1")
+        emit(f"\tVFNMADD231PS {r}11, {r}1, {r}0")
+        emit(f"\tVFNMADD231PS {r}12, {r}1, {r}0")
+        emit(f"\tVBROADCASTSS expconst<>+48(SB), {r}2")
+        for g in [4, 5, 6, 7, 15, 14, 14]:
+            emit(f"\tVFMADD213PS {r}{g}, {r}0, {r}2")
+        if r == "Y":
+            emit("\tVCVTPS2DQ Y1, Y3")
+            emit("\tVPSRAD $1, Y3, Y1")
+            emit("\tVPSUBD Y1, Y3, Y3")
+            emit("\tVPADDD Y13, Y1, Y1")
+            emit("\tVPSLLD $23, Y1, Y1")
+            emit("\tVPADDD Y13, Y3, Y3")
+            emit("\tVPSLLD $23, Y3, Y3")
+            emit("\tVMULPS Y1, Y2, Y2")
+            emit("\tVMULPS Y3, Y2, Y2")
+        else:
+            emit("\tVSCALEFPS Z1, Z2, Z2")
+        emit(f"\tVMOVUPS {r}2, {d}(DI)(AX*4)")
+
+    loops(isa, body, None, unroll=1)
+
+
+emit("// Code generated by asmgen.py; DO NOT EDIT.")
+emit()
+emit("//go:build amd64 && !purego")
+emit()
+emit('#include "textflag.h"')
+emit()
+emit("// Constants of exp: clamp bounds, log2(e), ln2 split in two (Cody-Waite),")
+emit("// the exponent bias, 1, the Taylor coefficients 1/6!..1/2! and 1/7!.")
+consts = [
+    ("0xc2d00000", "-104"),
+    ("0x42b20000", "89"),
+    ("0x3fb8aa3b", "log2(e)"),
+    ("0x3f318000", "ln2hi = 0.693359375"),
+    ("0xb95e8083", "ln2lo = -2.12194440e-4"),
+    ("0x0000007f", "127 (int32)"),
+    ("0x3f800000", "1"),
+    ("0x3ab60b61", "1/720"),
+    ("0x3c088889", "1/120"),
+    ("0x3d2aaaab", "1/24"),
+    ("0x3e2aaaab", "1/6"),
+    ("0x3f000000", "1/2"),
+    ("0x39500d01", "1/5040"),
+]
+for i, (bits, what) in enumerate(consts):
+    emit(f"DATA expconst<>+{i * 4}(SB)/4, ${bits} // {what}")
+emit(f"GLOBL expconst<>(SB), RODATA|NOPTR, ${len(consts) * 4}")
+emit()
+for isa in ISAS:
+    for name, op in [("add", "ADD"), ("sub", "SUB"), ("mul", "MUL"), ("div", "DIV")]:
+        binary(isa, name, op)
+    for name, op, rev in [("addConst", "ADD", False), ("subConst", "SUB", False),
+                          ("mulConst", "MUL", False), ("divConst", "DIV", False),
+                          ("constSub", "SUB", True), ("constDiv", "DIV", True)]:
+        const(isa, name, op, rev)
+    relu(isa)
+    sum_(isa)
+    exp(isa)
+
+with open("vec_amd64.s", "w") as f:
+    f.write("\n".join(out).rstrip() + "\n")

@@ -1,0 +1,118 @@
+//go:build amd64 && !purego
+
+package vec
+
+import "golang.org/x/sys/cpu"
+
+//go:generate python3 asmgen.py
+
+// The assembly kernels of vec_amd64.s. Callers guarantee equal lengths;
+// expAVX2 and expAVX512 need len(a) to be a multiple of 8 and 16.
+
+//go:noescape
+func addAVX2(dst, a, b []float32)
+
+//go:noescape
+func subAVX2(dst, a, b []float32)
+
+//go:noescape
+func mulAVX2(dst, a, b []float32)
+
+//go:noescape
+func divAVX2(dst, a, b []float32)
+
+//go:noescape
+func addConstAVX2(dst, a []float32, c float32)
+
+//go:noescape
+func subConstAVX2(dst, a []float32, c float32)
+
+//go:noescape
+func mulConstAVX2(dst, a []float32, c float32)
+
+//go:noescape
+func divConstAVX2(dst, a []float32, c float32)
+
+//go:noescape
+func constSubAVX2(dst, a []float32, c float32)
+
+//go:noescape
+func constDivAVX2(dst, a []float32, c float32)
+
+//go:noescape
+func reluAVX2(dst, a []float32)
+
+//go:noescape
+func expAVX2(dst, a []float32)
+
+//go:noescape
+func sumAVX2(a []float32) float64
+
+//go:noescape
+func addAVX512(dst, a, b []float32)
+
+//go:noescape
+func subAVX512(dst, a, b []float32)
+
+//go:noescape
+func mulAVX512(dst, a, b []float32)
+
+//go:noescape
+func divAVX512(dst, a, b []float32)
+
+//go:noescape
+func addConstAVX512(dst, a []float32, c float32)
+
+//go:noescape
+func subConstAVX512(dst, a []float32, c float32)
+
+//go:noescape
+func mulConstAVX512(dst, a []float32, c float32)
+
+//go:noescape
+func divConstAVX512(dst, a []float32, c float32)
+
+//go:noescape
+func constSubAVX512(dst, a []float32, c float32)
+
+//go:noescape
+func constDivAVX512(dst, a []float32, c float32)
+
+//go:noescape
+func reluAVX512(dst, a []float32)
+
+//go:noescape
+func expAVX512(dst, a []float32)
+
+//go:noescape
+func sumAVX512(a []float32) float64
+
+var (
+	avx2Impl = &impl{
+		name: "avx2",
+		add:  addAVX2, sub: subAVX2, mul: mulAVX2, div: divAVX2,
+		addConst: addConstAVX2, subConst: subConstAVX2, mulConst: mulConstAVX2, divConst: divConstAVX2,
+		constSub: constSubAVX2, constDiv: constDivAVX2,
+		relu: reluAVX2, exp: expAVX2, expLanes: 8, sum: sumAVX2,
+	}
+	avx512Impl = &impl{
+		name: "avx512",
+		add:  addAVX512, sub: subAVX512, mul: mulAVX512, div: divAVX512,
+		addConst: addConstAVX512, subConst: subConstAVX512, mulConst: mulConstAVX512, divConst: divConstAVX512,
+		constSub: constSubAVX512, constDiv: constDivAVX512,
+		relu: reluAVX512, exp: expAVX512, expLanes: 16, sum: sumAVX512,
+	}
+)
+
+// impls lists the kernel sets this CPU runs, fastest first; the pure-Go set
+// is always last.
+func impls() []*impl {
+	s := make([]*impl, 0, 3)
+	if cpu.X86.HasAVX512F {
+		s = append(s, avx512Impl)
+	}
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		s = append(s, avx2Impl)
+	}
+	return append(s, goImpl)
+}
