@@ -189,6 +189,8 @@ type Backend interface {
 	// NNKernels are the convolution, pooling and normalization primitives
 	// (nn_kernels.go).
 	NNKernels
+	// FusedKernels are the in-place fused optimizer updates (fused.go).
+	FusedKernels
 }
 
 // BackendFactory opens the backend for one device ordinal.
