@@ -180,3 +180,16 @@ func mkAttrGraph(name string, g graphParts) []byte {
 	b = pbVarint(b, 20, attrGraph)
 	return pbBytes(b, 6, gb)
 }
+
+func protowireFixed32(b []byte, num protowire.Number, v float32) []byte {
+	b = protowire.AppendTag(b, num, protowire.Fixed32Type)
+	return protowire.AppendFixed32(b, math.Float32bits(v))
+}
+
+// mkValueInfoAnyShape encodes a tensor ValueInfoProto with no shape.
+func mkValueInfoAnyShape(name string, elem int64) []byte {
+	tt := pbVarint(nil, 1, elem)
+	typ := pbBytes(nil, 1, tt)
+	b := pbString(nil, 1, name)
+	return pbBytes(b, 2, typ)
+}
