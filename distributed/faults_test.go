@@ -131,19 +131,23 @@ func TestWrongTokenIsRejected(t *testing.T) {
 	assert.ErrorIs(t, err1, errAuth)
 	assert.Contains(t, err1.Error(), "rank 0")
 	require.Error(t, err0, "rank 0 must not accept the impostor")
-	assert.Contains(t, err0.Error(), "rendezvous waiting for 1 ranks")
+	assert.Contains(t, err0.Error(), "rendezvous: 0 of 1 ranks connected")
 }
 
 func TestStrangerBytesAtRendezvousAreIgnored(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	// A stranger connects first and writes garbage; rank 0 drops it and
-	// the real rank still joins.
+	// A stranger connects first and writes garbage, another connects and
+	// stays silent; rank 0 drops the first, waits for neither, and the real
+	// rank still joins.
 	c, err := net.Dial("tcp", ln.Addr().String())
 	require.NoError(t, err)
 	_, err = c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + string(make([]byte, 64))))
 	require.NoError(t, err)
 	defer c.Close()
+	silent, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer silent.Close()
 	var wg sync.WaitGroup
 	gs := make([]*TCPGroup, 2)
 	errs := make([]error, 2)

@@ -398,21 +398,23 @@ func (g *TCPGroup) connect(ctx context.Context, cfg Config, storeLn net.Listener
 		errs <- nil
 	}()
 	go func() {
-		for missing := g.size - 1 - g.rank; missing > 0; {
-			c, err := ln.Accept()
-			if err != nil {
-				errs <- fmt.Errorf("distributed: rank %d: waiting for %d higher ranks to connect: %w", g.rank, missing, ctxErr(ctx, err))
-				return
-			}
+		got, err := acceptPeers(ctx, ln, g.size-1-g.rank, func(c net.Conn, deadline time.Time) (int, string, error) {
 			h, err := handshake(c, cfg.Token, purposeMesh, roleAccept, g.rank, g.size, -1, deadline)
-			if err != nil || h.rank <= g.rank || g.links[h.rank] != nil {
-				c.Close() // a stranger or a duplicate: ignore it
-				continue
+			if err != nil {
+				return 0, "", err
 			}
-			g.links[h.rank] = newLink(h.rank, addrs[h.rank], c)
-			missing--
+			if h.rank <= g.rank {
+				return 0, "", fmt.Errorf("rank %d dialed rank %d, but lower ranks are dialed", h.rank, g.rank)
+			}
+			return h.rank, addrs[h.rank], nil
+		})
+		for _, a := range got {
+			g.links[a.rank] = newLink(a.rank, a.addr, a.conn)
 		}
-		errs <- nil
+		if err != nil {
+			err = fmt.Errorf("distributed: rank %d: waiting for the higher ranks to connect: %w", g.rank, err)
+		}
+		errs <- err
 	}()
 	var first error
 	for range 2 {
@@ -465,6 +467,73 @@ func resolveListenAddr(cfg Config) (string, error) {
 	return a, nil
 }
 
+// handshakeTimeout bounds one connection's handshake during setup, so that
+// a stranger who connects and stays silent cannot hold up the others.
+const handshakeTimeout = 10 * time.Second
+
+// acceptedPeer is a connection that passed acceptPeers' check.
+type acceptedPeer struct {
+	rank int
+	addr string
+	conn net.Conn
+}
+
+// acceptPeers accepts connections on ln until want distinct ranks have
+// passed check (which runs concurrently per connection, with its own
+// deadline, and returns the peer's rank and address). Connections that
+// fail the check or repeat a rank are closed and ignored. On error the
+// peers accepted so far are returned with it, for the caller to close.
+func acceptPeers(ctx context.Context, ln net.Listener, want int, check func(c net.Conn, deadline time.Time) (int, string, error)) ([]acceptedPeer, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan acceptedPeer)
+	acceptErr := make(chan error, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				acceptErr <- err
+				return
+			}
+			go func() {
+				deadline := time.Now().Add(handshakeTimeout)
+				if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+					deadline = d
+				}
+				rank, addr, err := check(c, deadline)
+				if err != nil {
+					c.Close()
+					return
+				}
+				c.SetDeadline(time.Time{})
+				select {
+				case results <- acceptedPeer{rank, addr, c}:
+				case <-ctx.Done():
+					c.Close()
+				}
+			}()
+		}
+	}()
+	var got []acceptedPeer
+	seen := map[int]bool{}
+	for len(got) < want {
+		select {
+		case a := <-results:
+			if seen[a.rank] {
+				a.conn.Close()
+				continue
+			}
+			seen[a.rank] = true
+			got = append(got, a)
+		case err := <-acceptErr:
+			return got, fmt.Errorf("%d of %d ranks connected: %w", len(got), want, ctxErr(ctx, err))
+		case <-ctx.Done():
+			return got, fmt.Errorf("%d of %d ranks connected: %w", len(got), want, ctx.Err())
+		}
+	}
+	return got, nil
+}
+
 // maxAddrLen bounds an address in the rendezvous messages.
 const maxAddrLen = 512
 
@@ -498,7 +567,6 @@ func serveRendezvous(ctx context.Context, ln net.Listener, cfg Config, own strin
 	defer ln.Close()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
-	deadline, _ := ctx.Deadline()
 	addrs := make([]string, cfg.WorldSize)
 	addrs[0] = own
 	conns := make([]net.Conn, cfg.WorldSize)
@@ -509,24 +577,23 @@ func serveRendezvous(ctx context.Context, ln net.Listener, cfg Config, own strin
 			}
 		}
 	}()
-	for missing := cfg.WorldSize - 1; missing > 0; {
-		c, err := ln.Accept()
-		if err != nil {
-			return nil, fmt.Errorf("distributed: rank 0: rendezvous waiting for %d ranks: %w", missing, ctxErr(ctx, err))
-		}
+	got, err := acceptPeers(ctx, ln, cfg.WorldSize-1, func(c net.Conn, deadline time.Time) (int, string, error) {
 		h, err := handshake(c, cfg.Token, purposeStore, roleAccept, 0, cfg.WorldSize, -1, deadline)
-		if err != nil || h.rank == 0 || conns[h.rank] != nil {
-			c.Close() // unauthenticated, or a duplicate: ignore it
-			continue
+		if err != nil {
+			return 0, "", err
+		}
+		if h.rank == 0 {
+			return 0, "", errors.New("a second rank 0")
 		}
 		c.SetDeadline(deadline)
 		a, err := readString(c)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		addrs[h.rank], conns[h.rank] = a, c
-		missing--
+		return h.rank, a, err
+	})
+	for _, a := range got {
+		addrs[a.rank], conns[a.rank] = a.addr, a.conn
+	}
+	if err != nil {
+		return nil, fmt.Errorf("distributed: rank 0: rendezvous: %w", err)
 	}
 	var table []byte
 	for _, a := range addrs {
