@@ -1,0 +1,45 @@
+package models
+
+import (
+	"github.com/emberml/ember/nn"
+	"github.com/emberml/ember/tensor"
+)
+
+// convOpts returns 2-d convolution options with equal stride and padding on
+// both axes.
+func convOpts(stride, pad, groups int) tensor.Conv2dOptions {
+	return tensor.Conv2dOptions{Stride: [2]int{stride, stride}, Padding: [2]int{pad, pad}, Groups: groups}
+}
+
+// kaimingConv returns a k×k convolution without bias whose weight is drawn
+// from kaiming_normal_(mode="fan_out", nonlinearity="relu"), as torchvision
+// initializes the convolutions of its classification models.
+func kaimingConv(g *tensor.Generator, in, out, k, stride, pad, groups int) *nn.Conv2d {
+	c := nn.NewConv2d(g, in, out, [2]int{k, k}, convOpts(stride, pad, groups), false)
+	nn.KaimingNormal(g, c.Weight.Value(), 0, nn.FanOut, "relu")
+	return c
+}
+
+// batchNorm2d returns a BatchNorm2d with torchvision's initialization
+// (weight 1, bias 0), which is also nn's default.
+func batchNorm2d(c int) *nn.BatchNorm {
+	return nn.NewBatchNorm2d(c, nn.BatchNormOptions{})
+}
+
+// normalLinear returns a Linear layer with weight N(0, std²) and a zero bias.
+func normalLinear(g *tensor.Generator, in, out int, std float64, bias bool) *nn.Linear {
+	l := nn.NewLinear(g, in, out, bias)
+	nn.Normal(g, l.Weight.Value(), 0, std)
+	if bias {
+		nn.Zeros(l.Bias.Value())
+	}
+	return l
+}
+
+// orDefault returns v, or def when v is zero.
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}

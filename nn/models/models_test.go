@@ -1,0 +1,152 @@
+package models_test
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/nn"
+	"github.com/emberml/ember/nn/models"
+	"github.com/emberml/ember/tensor"
+)
+
+// zooModel is one configuration built both here and by
+// internal/golden/gen/gen_models.py under the same name.
+type zooModel struct {
+	build func(g *tensor.Generator) nn.Module
+	// input is the shape of a small forward-shape test input; ids is its
+	// exclusive upper bound for integer token inputs (0 for float images).
+	input []int
+	ids   int64
+	// want is the expected output shape for input.
+	want []int
+	// heavy models (hundreds of MB of weights) are skipped with -short.
+	heavy bool
+	// golden models are compared with torch's outputs by TestTorchGolden
+	// (goldenShort ones also with -short).
+	golden, goldenShort bool
+}
+
+var zoo = map[string]zooModel{
+	"resnet18": {
+		build: func(g *tensor.Generator) nn.Module { return models.ResNet18(g, models.ResNetConfig{}) },
+		input: []int{1, 3, 64, 64}, want: []int{1, 1000}, golden: true,
+	},
+	"resnet34": {
+		build: func(g *tensor.Generator) nn.Module { return models.ResNet34(g, models.ResNetConfig{}) },
+		input: []int{1, 3, 32, 32}, want: []int{1, 1000},
+	},
+	"resnet50": {
+		build: func(g *tensor.Generator) nn.Module { return models.ResNet50(g, models.ResNetConfig{}) },
+		input: []int{1, 3, 32, 32}, want: []int{1, 1000},
+	},
+}
+
+type keyEntry struct {
+	Name  string `json:"name"`
+	Shape []int  `json:"shape"`
+	DType string `json:"dtype"`
+}
+
+func loadKeys(t *testing.T) map[string][]keyEntry {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "keys_models.json"))
+	require.NoError(t, err)
+	var f struct {
+		Models map[string][]keyEntry `json:"models"`
+	}
+	require.NoError(t, json.Unmarshal(b, &f))
+	return f.Models
+}
+
+// TestStateDictKeys checks that every model's state dict has exactly
+// torch's keys, in torch's order, with torch's shapes and dtypes.
+func TestStateDictKeys(t *testing.T) {
+	keys := loadKeys(t)
+	for name, z := range zoo {
+		t.Run(name, func(t *testing.T) {
+			if z.heavy && testing.Short() {
+				t.Skip("heavy model skipped with -short")
+			}
+			want, ok := keys[name]
+			require.True(t, ok, "no torch key list for %s; regenerate with gen_models.py", name)
+			m := z.build(tensor.NewGenerator(1))
+			sd := nn.StateDict(m)
+			got := nn.StateDictKeys(m)
+			require.Len(t, got, len(want))
+			for i, w := range want {
+				require.Equal(t, w.Name, got[i], "key %d", i)
+				assert.True(t, slices.Equal(w.Shape, sd[w.Name].Shape()), "%s: shape %v, want %v", w.Name, sd[w.Name].Shape(), w.Shape)
+				assert.Equal(t, w.DType, sd[w.Name].DType().String(), w.Name)
+			}
+		})
+	}
+}
+
+// TestForwardShape runs every model on a tiny input in both modes.
+func TestForwardShape(t *testing.T) {
+	for name, z := range zoo {
+		t.Run(name, func(t *testing.T) {
+			if z.heavy && testing.Short() {
+				t.Skip("heavy model skipped with -short")
+			}
+			g := tensor.NewGenerator(2)
+			m := z.build(g)
+			var x *tensor.Tensor
+			if z.ids > 0 {
+				x = g.RandInt(z.input, 0, z.ids)
+			} else {
+				x = g.Randn(z.input)
+			}
+			m.Train(false)
+			y := m.Forward(autograd.New(x))
+			assert.Equal(t, z.want, y.Shape())
+			for _, v := range y.Value().Float32s() {
+				require.False(t, v != v, "NaN in output")
+			}
+		})
+	}
+}
+
+// TestTorchGolden loads state dicts written by torch/torchvision
+// (gen_models.py --weights, run into a temporary directory so the weights
+// stay out of git) and compares the eval-mode outputs with torch's. It is
+// skipped without /usr/bin/python3 with torch and torchvision.
+func TestTorchGolden(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import torch, torchvision").Run(); err != nil {
+		t.Skipf("needs %s with torch and torchvision: %v", python, err)
+	}
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(zoo)) {
+		if z := zoo[name]; z.goldenShort || (z.golden && !testing.Short()) {
+			names = append(names, name)
+		}
+	}
+	dir := t.TempDir()
+	args := append([]string{filepath.Join("..", "..", "internal", "golden", "gen", "gen_models.py"), "--weights", dir}, names...)
+	out, err := exec.Command(python, args...).CombinedOutput()
+	require.NoError(t, err, "gen_models.py: %s", out)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			m := zoo[name].build(tensor.NewGenerator(3))
+			m.Train(false)
+			require.NoError(t, nn.LoadSafetensors(filepath.Join(dir, name+".safetensors"), m))
+			tensors, _, err := nn.LoadTensors(filepath.Join(dir, name+"_io.safetensors"))
+			require.NoError(t, err)
+			y := m.Forward(autograd.New(tensors["input"]))
+			want := tensors["output"]
+			golden.AllClose(t, name, golden.Tensor{Shape: want.Shape(), DType: golden.Float32, Data: want.Float64s()},
+				y.Shape(), y.Value().Float64s(), 1e-4, 1e-4)
+		})
+	}
+}
