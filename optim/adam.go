@@ -141,9 +141,6 @@ func (a *Adam) Step() error {
 				continue
 			}
 			w := p.Value()
-			if o.Maximize {
-				grad = grad.Neg()
-			}
 			st := a.state[p]
 			if st == nil {
 				st = map[string]*tensor.Tensor{
@@ -158,7 +155,12 @@ func (a *Adam) Step() error {
 			}
 			step := st["step"].Item() + 1
 			st["step"] = tensor.ScalarOf(step, tensor.Float64)
-
+			if a.fusedStep(w, grad, st, o, step) {
+				continue
+			}
+			if o.Maximize {
+				grad = grad.Neg()
+			}
 			if a.decoupled {
 				w.CopyFrom(w.MulScalar(1 - o.LR*o.WeightDecay))
 			} else if o.WeightDecay != 0 {
@@ -183,4 +185,27 @@ func (a *Adam) Step() error {
 		}
 	}
 	return nil
+}
+
+// fusedStep applies the update with tensor.AdamUpdate (one pass, no
+// temporaries, the same values as the op-by-op formula) when the parameter
+// and its state allow it, and reports whether it did.
+func (a *Adam) fusedStep(w, grad *tensor.Tensor, st map[string]*tensor.Tensor, o AdamOptions, step float64) bool {
+	m, v, mx := st["exp_avg"], st["exp_avg_sq"], st["max_exp_avg_sq"]
+	if !o.AMSGrad {
+		mx = nil
+	}
+	for _, t := range []*tensor.Tensor{w, m, v} {
+		if !tensor.FusedSupported(t) {
+			return false
+		}
+	}
+	if mx != nil && !tensor.FusedSupported(mx) {
+		return false
+	}
+	tensor.AdamUpdate(w, grad, m, v, mx, tensor.AdamStep{
+		LR: o.LR, Beta1: o.Betas[0], Beta2: o.Betas[1], Eps: o.Eps, WeightDecay: o.WeightDecay,
+		Step: step, Decoupled: a.decoupled, AMSGrad: o.AMSGrad, Maximize: o.Maximize,
+	})
+	return true
 }

@@ -97,6 +97,9 @@ func (s *SGD) Step() error {
 				continue
 			}
 			w := p.Value()
+			if s.fusedStep(p, w, d, o) {
+				continue
+			}
 			if o.Maximize {
 				d = d.Neg()
 			}
@@ -126,4 +129,35 @@ func (s *SGD) Step() error {
 		}
 	}
 	return nil
+}
+
+// fusedStep applies the update with tensor.SGDUpdate (one pass, no
+// temporaries, the same values as the op-by-op formula) when the parameter
+// and its momentum buffer allow it, and reports whether it did.
+func (s *SGD) fusedStep(p *autograd.Var, w, d *tensor.Tensor, o SGDOptions) bool {
+	if !tensor.FusedSupported(w) {
+		return false
+	}
+	step := tensor.SGDStep{LR: o.LR, Momentum: o.Momentum, Dampening: o.Dampening, WeightDecay: o.WeightDecay, Nesterov: o.Nesterov, Maximize: o.Maximize}
+	var buf *tensor.Tensor
+	if o.Momentum != 0 {
+		st := s.state[p]
+		if st != nil {
+			buf = st["momentum_buffer"]
+		}
+		if buf != nil && !tensor.FusedSupported(buf) {
+			return false
+		}
+		if buf == nil {
+			buf = tensor.ZerosLike(w)
+			step.InitBuffer = true
+			if st == nil {
+				st = map[string]*tensor.Tensor{}
+				s.state[p] = st
+			}
+			st["momentum_buffer"] = buf
+		}
+	}
+	tensor.SGDUpdate(w, d, buf, step)
+	return true
 }
