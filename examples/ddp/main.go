@@ -176,6 +176,13 @@ func loadDigits(path string) (train, test data.Dataset, err error) {
 
 // train runs one rank of the job.
 func train(digits, mnist string, epochs, batch int, lr float64, seed uint64) error {
+	_, err := trainModel(digits, mnist, epochs, batch, lr, seed)
+	return err
+}
+
+// trainModel runs one rank of the job and returns rank 0's test accuracy
+// (0 on the other ranks).
+func trainModel(digits, mnist string, epochs, batch int, lr float64, seed uint64) (float64, error) {
 	ctx := context.Background()
 	var pg *distributed.TCPGroup
 	var err error
@@ -185,11 +192,11 @@ func train(digits, mnist string, epochs, batch int, lr float64, seed uint64) err
 		pg, err = distributed.NewTCPGroup(ctx, distributed.Config{WorldSize: 1})
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer pg.Close()
 	if batch%pg.Size() != 0 {
-		return fmt.Errorf("global batch %d does not divide among %d processes", batch, pg.Size())
+		return 0, fmt.Errorf("global batch %d does not divide among %d processes", batch, pg.Size())
 	}
 
 	var trainSet, testSet data.Dataset
@@ -197,21 +204,21 @@ func train(digits, mnist string, epochs, batch int, lr float64, seed uint64) err
 	if mnist != "" {
 		flat := data.MNISTOptions{Flatten: true}
 		if trainSet, err = data.LoadMNIST(mnist, true, flat); err != nil {
-			return err
+			return 0, err
 		}
 		if testSet, err = data.LoadMNIST(mnist, false, flat); err != nil {
-			return err
+			return 0, err
 		}
 		in, hidden = 784, 256
 	} else if trainSet, testSet, err = loadDigits(digits); err != nil {
-		return err
+		return 0, err
 	}
 
 	g := tensor.NewGenerator(seed)
 	net := nn.NewSequential(nn.NewLinear(g, in, hidden, true), nn.NewReLU(), nn.NewLinear(g, hidden, 10, true))
 	model, err := distributed.DataParallel(net, pg, distributed.DDPOptions{})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	opt := optim.NewAdam(model.Parameters(), optim.AdamOptions{LR: lr})
 	lossFn := nn.NewCrossEntropyLoss()
@@ -232,13 +239,13 @@ func train(digits, mnist string, epochs, batch int, lr float64, seed uint64) err
 			opt.ZeroGrad()
 			loss := lossFn.Forward(model.Forward(autograd.New(b[0])), b[1])
 			if err := loss.Backward(); err != nil {
-				return err
+				return 0, err
 			}
 			if err := model.SyncGradients(); err != nil {
-				return err
+				return 0, err
 			}
 			if err := opt.Step(); err != nil {
-				return err
+				return 0, err
 			}
 			sum += loss.Item()
 			steps++
@@ -250,13 +257,15 @@ func train(digits, mnist string, epochs, batch int, lr float64, seed uint64) err
 	}
 	elapsed := time.Since(start)
 	if err := pg.Barrier(); err != nil {
-		return err
+		return 0, err
 	}
+	acc := 0.0
 	if pg.Rank() == 0 {
+		acc = accuracy(model, testSet)
 		fmt.Printf("samples/s: %.0f (%d samples in %v)\n", float64(samples)/elapsed.Seconds(), samples, elapsed.Round(time.Millisecond))
-		fmt.Printf("test accuracy: %.4f\n", accuracy(model, testSet))
+		fmt.Printf("test accuracy: %.4f\n", acc)
 	}
-	return nil
+	return acc, nil
 }
 
 // accuracy evaluates m on ds.

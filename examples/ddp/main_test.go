@@ -1,0 +1,24 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTrainOneProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains for a few seconds")
+	}
+	acc, err := trainModel("../quickstart/digits.csv.gz", "", 5, 64, 1e-3, 1)
+	require.NoError(t, err)
+	assert.Greater(t, acc, 0.7)
+}
+
+func TestLoadDigitsErrors(t *testing.T) {
+	_, _, err := loadDigits("does-not-exist.csv.gz")
+	assert.ErrorContains(t, err, "pass -digits")
+	_, _, err = loadDigits("main.go")
+	assert.Error(t, err, "not gzip")
+}
