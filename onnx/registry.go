@@ -34,14 +34,17 @@ type opVersion struct {
 	impl         opImpl
 }
 
-// opTable maps operator types of the default ONNX domain to their
-// implementations.
+// opTable maps operator types to their implementations. Operators of the
+// default ONNX domain are keyed by type ("Relu"), others by domain and type
+// ("ai.onnx.preview.training.Adam"); opsets are those of the operator's
+// domain.
 type opTable map[string][]opVersion
 
 // registry holds every supported operator. It is built once and never
 // modified.
 var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
-	sortOps(), normOps(), signalOps(), einsumOps(), visionOps(), controlOps())
+	sortOps(), normOps(), signalOps(), einsumOps(), visionOps(), controlOps(),
+	trainingOps())
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.
@@ -60,10 +63,7 @@ func buildRegistry(families ...opTable) opTable {
 
 // lookup returns the implementation of op at the given opset, or nil.
 func (r opTable) lookup(domain, op string, opset int64) opImpl {
-	if domain != "" && domain != "ai.onnx" {
-		return nil
-	}
-	for _, v := range r[op] {
+	for _, v := range r[qualified(domain, op)] {
 		if opset >= v.since && (v.until == 0 || opset <= v.until) {
 			return v.impl
 		}
@@ -71,8 +71,8 @@ func (r opTable) lookup(domain, op string, opset int64) opImpl {
 	return nil
 }
 
-// SupportedOps returns the supported operator types of the default domain,
-// sorted.
+// SupportedOps returns the supported operator types, sorted; operators
+// outside the default domain are written "domain.Type".
 func SupportedOps() []string {
 	ops := make([]string, 0, len(registry))
 	for op := range registry {
