@@ -175,6 +175,9 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 
 func accumulate(grads map[*Var]*Var, v, g *Var) {
 	if prev, ok := grads[v]; ok {
+		if prev == g && g.gradSink {
+			return // the op behind the placeholder already holds every piece
+		}
 		grads[v] = prev.Add(g)
 		return
 	}

@@ -27,6 +27,10 @@ type Var struct {
 	grad       *Var
 	retainGrad bool
 	hooks      []*hookEntry // gradient hooks (hooks.go)
+
+	// gradSink marks a placeholder gradient that stands for gradients an op
+	// collects itself (Unbind): backward adds it to a gradient only once.
+	gradSink bool
 }
 
 // node is one recorded operation.
