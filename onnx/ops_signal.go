@@ -7,10 +7,14 @@ import (
 	"github.com/emberml/ember/tensor"
 )
 
-// Window functions.
+// Window functions and discrete Fourier transforms (direct O(n²) sums in
+// float64, fine for the short signals ONNX test data and feature
+// extraction use).
 
 func signalOps() opTable {
 	return opTable{
+		"DFT":            {{since: 17, impl: opDFT}},
+		"STFT":           {{since: 17, impl: opSTFT}},
 		"HannWindow":     {{since: 17, impl: window(0.5, 0.5, 0)}},
 		"HammingWindow":  {{since: 17, impl: window(25.0/46, 21.0/46, 0)}},
 		"BlackmanWindow": {{since: 17, impl: window(0.42, 0.5, 0.08)}},
@@ -44,4 +48,148 @@ func window(a0, a1, a2 float64) opImpl {
 		}
 		return one(tensor.FromSlice(v).To(dt))
 	}
+}
+
+// complexLanes returns x ([..., n, 1] real or [..., n, 2] complex) with the
+// signal axis moved last as real and imaginary parts, lane by lane.
+func complexLanes(x *tensor.Tensor, axis int) (re, im []float64, lanes, n int, shape []int, err error) {
+	s := x.Shape()
+	if len(s) < 2 || (s[len(s)-1] != 1 && s[len(s)-1] != 2) {
+		return nil, nil, 0, 0, nil, fmt.Errorf("last axis of %v must be 1 (real) or 2 (complex)", s)
+	}
+	moved := x.Transpose(axis, len(s)-2).Contiguous()
+	shape = moved.Shape()
+	n = shape[len(shape)-2]
+	c := shape[len(shape)-1]
+	v := moved.Float64s()
+	lanes = len(v) / max(1, n*c)
+	re, im = make([]float64, lanes*n), make([]float64, lanes*n)
+	for i := range lanes * n {
+		re[i] = v[i*c]
+		if c == 2 {
+			im[i] = v[i*c+1]
+		}
+	}
+	return re, im, lanes, n, shape, nil
+}
+
+// dft returns bins 0..m-1 of the length-size DFT of re+i·im (zero-padded
+// or truncated to size), inverse scaling by 1/size.
+func dft(re, im []float64, size, m int, inverse bool) (ore, oim []float64) {
+	ore, oim = make([]float64, m), make([]float64, m)
+	sign := -1.0
+	if inverse {
+		sign = 1
+	}
+	for k := range m {
+		var sr, si float64
+		for t := range min(size, len(re)) {
+			a := sign * 2 * math.Pi * float64(k*t%size) / float64(size)
+			c, s := math.Cos(a), math.Sin(a)
+			sr += re[t]*c - im[t]*s
+			si += re[t]*s + im[t]*c
+		}
+		if inverse {
+			sr, si = sr/float64(size), si/float64(size)
+		}
+		ore[k], oim[k] = sr, si
+	}
+	return ore, oim
+}
+
+func opDFT(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	axis := int(n.attrInt("axis", 1))
+	if t := arg(in, 2); t != nil && n.opset >= 20 {
+		axis = int(t.Reshape(-1).At(0))
+	}
+	if axis, err = n.normAxis(axis, x.Dim()-1); err != nil {
+		return nil, err
+	}
+	re, im, lanes, size, shape, err := complexLanes(x, axis)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %v: %w", n, err)
+	}
+	length := size
+	if t := arg(in, 1); t != nil && t.Numel() > 0 {
+		length = int(t.Reshape(-1).At(0))
+	}
+	inverse, onesided := n.attrInt("inverse", 0) == 1, n.attrInt("onesided", 0) == 1
+	m := length
+	if onesided {
+		m = length/2 + 1
+	}
+	if length <= 0 || int64(lanes)*int64(m)*2 > n.maxElements || int64(m)*int64(length) > n.maxElements {
+		return nil, fmt.Errorf("onnx: %v: DFT length %d out of range", n, length)
+	}
+	out := make([]float64, 0, lanes*m*2)
+	for l := range lanes {
+		r, i := dft(re[l*size:(l+1)*size], im[l*size:(l+1)*size], length, m, inverse)
+		for k := range m {
+			out = append(out, r[k], i[k])
+		}
+	}
+	shape[len(shape)-2], shape[len(shape)-1] = m, 2
+	y := tensor.FromSlice(out, shape...).Transpose(axis, len(shape)-2)
+	return one(y.Contiguous().To(x.DType()))
+}
+
+func opSTFT(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	step := int(st.Reshape(-1).At(0))
+	win := arg(in, 2)
+	frameLen := 0
+	if t := arg(in, 3); t != nil {
+		frameLen = int(t.Reshape(-1).At(0))
+	} else if win != nil {
+		frameLen = win.Numel()
+	}
+	if x.Dim() != 3 || step <= 0 || frameLen <= 0 || frameLen > x.Shape()[1] {
+		return nil, fmt.Errorf("onnx: %v: signal %v, frame_step %d and frame_length %d do not fit", n, x.Shape(), step, frameLen)
+	}
+	var w []float64
+	if win != nil {
+		if w = win.Float64s(); len(w) != frameLen {
+			return nil, fmt.Errorf("onnx: %v: window of %d for frames of %d", n, len(w), frameLen)
+		}
+	}
+	re, im, lanes, size, _, err := complexLanes(x, 1)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %v: %w", n, err)
+	}
+	frames := (size-frameLen)/step + 1
+	m := frameLen
+	if n.attrInt("onesided", 1) == 1 {
+		m = frameLen/2 + 1
+	}
+	if int64(lanes)*int64(frames)*int64(m)*2 > n.maxElements {
+		return nil, fmt.Errorf("onnx: %v: output too large", n)
+	}
+	out := make([]float64, 0, lanes*frames*m*2)
+	fr, fi := make([]float64, frameLen), make([]float64, frameLen)
+	for l := range lanes {
+		for f := range frames {
+			for t := range frameLen {
+				fr[t], fi[t] = re[l*size+f*step+t], im[l*size+f*step+t]
+				if w != nil {
+					fr[t], fi[t] = fr[t]*w[t], fi[t]*w[t]
+				}
+			}
+			r, i := dft(fr, fi, frameLen, m, false)
+			for k := range m {
+				out = append(out, r[k], i[k])
+			}
+		}
+	}
+	return one(tensor.FromSlice(out, lanes, frames, m, 2).To(x.DType()))
 }
