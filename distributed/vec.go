@@ -108,7 +108,7 @@ func newVec(dt tensor.DType, n int) vec {
 }
 
 // store writes v back into t in place, through t's view (so non-contiguous
-// tensors are updated element by element).
+// tensors are updated element by element), on t's device.
 func (v vec) store(t *tensor.Tensor) {
 	shape := t.Shape()
 	var src *tensor.Tensor
@@ -121,6 +121,12 @@ func (v vec) store(t *tensor.Tensor) {
 		src = tensor.FromSlice(d, shape...)
 	case []int64:
 		src = tensor.FromSlice(d, shape...)
+	}
+	if dev := t.Device(); dev != tensor.CPU {
+		var err error
+		if src, err = src.ToDevice(dev); err != nil {
+			panic(fmt.Sprintf("distributed: writing a result back to %s: %v", dev, err)) // t lives there, so its backend exists
+		}
 	}
 	t.CopyFrom(src)
 }
