@@ -83,3 +83,45 @@ func TestDynamicBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestPyTorchExportsConcurrent runs every exported model from several
+// goroutines at once on one session (run the package with -race).
+func TestPyTorchExportsConcurrent(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/models/*")
+	require.NoError(t, err)
+	for _, dir := range dirs {
+		m, err := Load(filepath.Join(dir, "model.onnx"))
+		require.NoError(t, err)
+		s, err := m.NewSession(SessionOptions{})
+		require.NoError(t, err)
+		inputs := map[string]*tensor.Tensor{}
+		for i, in := range m.Inputs {
+			x, err := tensor.LoadNpy(filepath.Join(dir, fmt.Sprintf("input_%d.npy", i)))
+			require.NoError(t, err)
+			inputs[in.Name] = x
+		}
+		ref, err := s.Run(context.Background(), inputs)
+		require.NoError(t, err)
+		errs := make(chan error, 8)
+		for range 8 {
+			go func() {
+				out, err := s.Run(context.Background(), inputs)
+				if err == nil {
+					for name, want := range ref {
+						w, g := want.Float64s(), out[name].Float64s()
+						for j := range w {
+							if w[j] != g[j] {
+								err = fmt.Errorf("%s: %s differs between concurrent runs", dir, name)
+								break
+							}
+						}
+					}
+				}
+				errs <- err
+			}()
+		}
+		for range 8 {
+			require.NoError(t, <-errs)
+		}
+	}
+}
