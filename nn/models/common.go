@@ -1,6 +1,7 @@
 package models
 
 import (
+	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -26,12 +27,14 @@ func batchNorm2d(c int) *nn.BatchNorm {
 	return nn.NewBatchNorm2d(c, nn.BatchNormOptions{})
 }
 
-// normalLinear returns a Linear layer with weight N(0, std²) and a zero bias.
+// normalLinear returns a Linear layer with weight N(0, std²) and a zero
+// bias. It draws the weight once, without nn.NewLinear's default draw
+// first: VGG's classifier holds over 100 million weights.
 func normalLinear(g *tensor.Generator, in, out int, std float64, bias bool) *nn.Linear {
-	l := nn.NewLinear(g, in, out, bias)
-	nn.Normal(g, l.Weight.Value(), 0, std)
+	l := &nn.Linear{InFeatures: in, OutFeatures: out}
+	l.Weight = l.RegisterParameter("weight", autograd.Param(g.Normal([]int{out, in}, 0, std, tensor.Float32)))
 	if bias {
-		nn.Zeros(l.Bias.Value())
+		l.Bias = l.RegisterParameter("bias", autograd.Param(tensor.Zeros([]int{out}, tensor.Float32)))
 	}
 	return l
 }
