@@ -154,6 +154,17 @@ func parse(b []byte, baseDir string) (*Model, error) {
 		}
 		m.initializers[tp.name] = t
 	}
+	for _, sp := range mp.graph.sparseInits {
+		name := sp.values.name
+		if _, dup := m.initializers[name]; dup || name == "" {
+			return nil, fmt.Errorf("onnx: sparse initializer %q is unnamed or defined twice", name)
+		}
+		t, err := sp.toTensor(baseDir)
+		if err != nil {
+			return nil, err
+		}
+		m.initializers[name] = t
+	}
 	for _, in := range mp.graph.inputs {
 		if _, ok := m.initializers[in.name]; ok {
 			m.overridable[in.name] = true

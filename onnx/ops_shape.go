@@ -55,6 +55,16 @@ func opConstant(n *node, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, fmt.Errorf("onnx: %v: attribute value holds no tensor", n)
 		}
 		return one(t)
+	case n.has("sparse_value"):
+		sp := n.attrs["sparse_value"].sparse
+		if sp == nil {
+			return nil, fmt.Errorf("onnx: %v: attribute sparse_value holds no sparse tensor", n)
+		}
+		t, err := sp.toTensor(n.baseDir)
+		if err != nil {
+			return nil, err
+		}
+		return one(t)
 	case n.has("value_float"):
 		return one(tensor.ScalarOf(n.attrFloat("value_float", 0), tensor.Float32))
 	case n.has("value_floats"):

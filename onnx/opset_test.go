@@ -96,3 +96,34 @@ func TestSoftmaxOpsets(t *testing.T) {
 	def := runOne(t, 13, mkNode("LogSoftmax", []string{"x"}, []string{"y"}), nil, x)
 	assert.InDeltaSlice(t, []float32{-1.0986123, -1.0986123, -1.0986123, -1.0986123, -1.0986123, -1.0986123}, def.Float32s(), 1e-6)
 }
+
+// TestSparseConstant densifies Constant's sparse_value, with linear and
+// coordinate indices.
+func TestSparseConstant(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		indices []byte
+	}{
+		{"linear", mkInt64Tensor("", []int64{2}, 1, 5)},
+		{"coordinates", mkInt64Tensor("", []int64{2, 2}, 0, 1, 1, 2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sp := pbBytes(nil, 1, mkFloatTensor("", []int64{2}, 7, -3))
+			sp = pbBytes(sp, 2, tc.indices)
+			sp = pbVarint(sp, 3, 2)
+			sp = pbVarint(sp, 3, 3)
+			attr := pbString(nil, 1, "sparse_value")
+			attr = pbVarint(attr, 20, attrSparseTensor)
+			attr = pbBytes(attr, 22, sp)
+			model := mkModel(13, graphParts{
+				nodes:   [][]byte{mkNode("Constant", nil, []string{"y"}, attr)},
+				outputs: [][]byte{mkValueInfo("y", dtFloat, 2, 3)},
+			})
+			s := newSession(t, model)
+			out, err := s.Run(context.Background(), nil)
+			require.NoError(t, err)
+			assert.Equal(t, []int{2, 3}, out["y"].Shape())
+			assert.Equal(t, []float32{0, 7, 0, 0, 0, -3}, out["y"].Float32s())
+		})
+	}
+}

@@ -43,6 +43,7 @@ type graphProto struct {
 	name         string
 	nodes        []*nodeProto
 	initializers []*tensorProto
+	sparseInits  []*sparseTensorProto
 	inputs       []*valueInfo
 	outputs      []*valueInfo
 	valueInfo    []*valueInfo
@@ -91,6 +92,17 @@ type attribute struct {
 	strings [][]byte
 	tensors []*tensorProto
 	graphs  []*graphProto
+	sparse  *sparseTensorProto
+	sparses []*sparseTensorProto
+	tp      *valueInfo
+	tps     []*valueInfo
+}
+
+// sparseTensorProto is SparseTensorProto: values and their indices, either
+// linear ([NNZ]) or coordinates ([NNZ, rank]), into a dense shape dims.
+type sparseTensorProto struct {
+	values, indices *tensorProto
+	dims            []int64
 }
 
 // tensorProto is TensorProto (the data fields kept raw until conversion).
@@ -338,12 +350,20 @@ func decodeGraph(b []byte, depth int) (*graphProto, error) {
 			return nil, err
 		}
 		switch num {
-		case 1, 2, 5, 11, 12, 13:
+		case 1, 2, 5, 11, 12, 13, 15:
 		default:
 			continue
 		}
 		if err := wantType("GraphProto", num, typ, protowire.BytesType); err != nil {
 			return nil, err
+		}
+		if num == 15 {
+			sp, err := decodeSparse(p)
+			if err != nil {
+				return nil, err
+			}
+			g.sparseInits = append(g.sparseInits, sp)
+			continue
 		}
 		switch num {
 		case 1:
@@ -425,7 +445,7 @@ func decodeAttribute(b []byte, depth int) (*attribute, error) {
 			return nil, err
 		}
 		switch num {
-		case 1, 21, 4, 5, 6, 9, 10, 11:
+		case 1, 21, 4, 5, 6, 9, 10, 11, 14, 15, 22, 23:
 			if typ != protowire.BytesType {
 				return nil, wantType("AttributeProto", num, typ, protowire.BytesType)
 			}
@@ -476,6 +496,26 @@ func decodeAttribute(b []byte, depth int) (*attribute, error) {
 				return nil, err
 			}
 			a.graphs = append(a.graphs, g)
+		case 22, 23:
+			sp, err := decodeSparse(p)
+			if err != nil {
+				return nil, err
+			}
+			if num == 22 {
+				a.sparse = sp
+			} else {
+				a.sparses = append(a.sparses, sp)
+			}
+		case 14, 15:
+			vi := &valueInfo{}
+			if err := decodeType(p, vi); err != nil {
+				return nil, err
+			}
+			if num == 14 {
+				a.tp = vi
+			} else {
+				a.tps = append(a.tps, vi)
+			}
 		}
 	}
 	if a.typ == attrUndefined {
@@ -579,6 +619,40 @@ func decodeTensor(b []byte) (*tensorProto, error) {
 		}
 	}
 	return t, nil
+}
+
+func decodeSparse(b []byte) (*sparseTensorProto, error) {
+	sp := &sparseTensorProto{}
+	d := decoder{b}
+	for len(d.b) > 0 {
+		num, typ, v, p, err := d.next()
+		if err != nil {
+			return nil, err
+		}
+		switch num {
+		case 1, 2:
+			if err := wantType("SparseTensorProto", num, typ, protowire.BytesType); err != nil {
+				return nil, err
+			}
+			t, err := decodeTensor(p)
+			if err != nil {
+				return nil, err
+			}
+			if num == 1 {
+				sp.values = t
+			} else {
+				sp.indices = t
+			}
+		case 3:
+			if sp.dims, err = varints(sp.dims, typ, v, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if sp.values == nil || sp.indices == nil {
+		return nil, errors.New("onnx: sparse tensor without values or indices")
+	}
+	return sp, nil
 }
 
 func decodeValueInfo(b []byte) (*valueInfo, error) {

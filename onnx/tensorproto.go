@@ -292,6 +292,63 @@ func (tp *tensorProto) readExternal(baseDir string, want int) ([]byte, error) {
 	return buf, nil
 }
 
+// toTensor densifies the sparse tensor: zeros of shape dims with the values
+// at their indices.
+func (sp *sparseTensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
+	vals, err := sp.values.toTensor(baseDir)
+	if err != nil {
+		return nil, err
+	}
+	idx, err := sp.indices.toTensor(baseDir)
+	if err != nil {
+		return nil, err
+	}
+	n, err := numelOf(sp.dims)
+	if err != nil {
+		return nil, err
+	}
+	if int64(n) > int64(vals.Numel())*1024+1<<20 {
+		// The dense form is built from values the file holds; refuse
+		// densities that would turn a few bytes into gigabytes.
+		return nil, fmt.Errorf("onnx: sparse tensor of shape %v is too large to densify from %d values", sp.dims, vals.Numel())
+	}
+	nnz, rank := vals.Numel(), len(sp.dims)
+	iv := idx.Int64s()
+	var linear []int64
+	switch {
+	case idx.Dim() == 1 && len(iv) == nnz:
+		linear = iv
+	case idx.Dim() == 2 && idx.Shape()[0] == nnz && idx.Shape()[1] == rank:
+		linear = make([]int64, nnz)
+		for i := range nnz {
+			var l int64
+			for j, d := range sp.dims {
+				c := iv[i*rank+j]
+				if c < 0 || c >= d {
+					return nil, fmt.Errorf("onnx: sparse index %d out of range for shape %v", c, sp.dims)
+				}
+				l = l*d + c
+			}
+			linear[i] = l
+		}
+	default:
+		return nil, fmt.Errorf("onnx: sparse indices of shape %v do not fit %d values of rank %d", idx.Shape(), nnz, rank)
+	}
+	dense := make([]float64, n)
+	v := vals.Float64s()
+	for i, l := range linear {
+		if l < 0 || l >= int64(n) {
+			return nil, fmt.Errorf("onnx: sparse index %d out of range for shape %v", l, sp.dims)
+		}
+		dense[l] = v[i]
+	}
+	shape := make([]int, rank)
+	for i, d := range sp.dims {
+		shape[i] = int(d)
+	}
+	return tensor.FromSlice(dense, shape...).To(vals.DType()), nil
+}
+
 // ReadTensor decodes one serialized TensorProto (as in the ONNX test data's
 // input_0.pb files) into a tensor. External data is refused.
 func ReadTensor(r io.Reader) (*tensor.Tensor, error) {
