@@ -148,13 +148,14 @@ func (r *recurrent) run(op string, x, h0, c0 *autograd.Var, lengths []int) (out,
 			if c0 != nil {
 				c = c0.Select(0, k)
 			}
+			xs := gi.Unbind(0) // one backward for all steps, not one per step
 			outs := make([]*autograd.Var, steps)
 			for i := range steps {
 				t := i
 				if d == 1 {
 					t = steps - 1 - i
 				}
-				h2, c2 := w.step(r.mode, gi.Select(0, t), h, c)
+				h2, c2 := w.step(r.mode, xs[t], h, c)
 				if invalid == nil {
 					outs[t], h, c = h2, h2, c2
 					continue
