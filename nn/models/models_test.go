@@ -37,7 +37,28 @@ type zooModel struct {
 	golden, goldenShort bool
 }
 
+var (
+	gruConfig = models.GRUClassifierConfig{VocabSize: 50, EmbedDim: 8, HiddenSize: 12, NumLayers: 2, NumClasses: 3, Bidirectional: true}
+	gptConfig = models.GPTConfig{VocabSize: 64, BlockSize: 16, NumLayers: 2, NumHeads: 2, EmbedDim: 16}
+)
+
 var zoo = map[string]zooModel{
+	"gru_classifier": {
+		build: func(g *tensor.Generator) nn.Module { return models.NewGRUClassifier(g, gruConfig) },
+		input: []int{2, 7}, ids: 50, want: []int{2, 3}, golden: true, goldenShort: true,
+	},
+	"gpt": {
+		build: func(g *tensor.Generator) nn.Module { return models.NewGPT(g, gptConfig) },
+		input: []int{2, 10}, ids: 64, want: []int{2, 10, 64}, golden: true, goldenShort: true,
+	},
+	"gpt_tied": {
+		build: func(g *tensor.Generator) nn.Module {
+			cfg := gptConfig
+			cfg.TiedHead = true
+			return models.NewGPT(g, cfg)
+		},
+		input: []int{2, 10}, ids: 64, want: []int{2, 10, 64}, golden: true, goldenShort: true,
+	},
 	"mlp": {
 		build: func(g *tensor.Generator) nn.Module {
 			return models.NewMLP(g, models.MLPConfig{InFeatures: 8, Hidden: []int{16, 16, 4}})
