@@ -83,3 +83,34 @@ func TestLoopSumsAndScans(t *testing.T) {
 	assert.Equal(t, []int64{10, 21, 33, 46}, out["trace"].Int64s())
 	assert.Equal(t, []int{4}, out["trace"].Shape())
 }
+
+// TestSequencesInsideTheGraph builds a sequence, inserts, reads back and
+// concatenates; a sequence graph output is refused at Run.
+func TestSequencesInsideTheGraph(t *testing.T) {
+	model := mkModel(13, graphParts{
+		nodes: [][]byte{
+			mkNode("SequenceConstruct", []string{"x", "x"}, []string{"s"}),
+			mkNode("Neg", []string{"x"}, []string{"nx"}),
+			mkNode("SequenceInsert", []string{"s", "nx", "pos"}, []string{"s2"}),
+			mkNode("SequenceLength", []string{"s2"}, []string{"len"}),
+			mkNode("ConcatFromSequence", []string{"s2"}, []string{"y"}, mkAttrInt("axis", 0)),
+		},
+		inits:   [][]byte{mkInt64Tensor("pos", nil, 1)},
+		inputs:  [][]byte{mkValueInfo("x", dtFloat, 2)},
+		outputs: [][]byte{mkValueInfo("y", dtFloat, 6), mkValueInfo("len", dtInt64)},
+	})
+	s := newSession(t, model)
+	out, err := s.Run(context.Background(), map[string]*tensor.Tensor{"x": tensor.FromSlice([]float32{1, 2})})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{1, 2, -1, -2, 1, 2}, out["y"].Float32s())
+	assert.Equal(t, []int64{3}, out["len"].Int64s())
+
+	seqOut := mkModel(13, graphParts{
+		nodes:   [][]byte{mkNode("SequenceConstruct", []string{"x"}, []string{"s"})},
+		inputs:  [][]byte{mkValueInfo("x", dtFloat, 2)},
+		outputs: [][]byte{mkValueInfo("s", dtFloat)},
+	})
+	s = newSession(t, seqOut)
+	_, err = s.Run(context.Background(), map[string]*tensor.Tensor{"x": tensor.FromSlice([]float32{1, 2})})
+	require.ErrorContains(t, err, "is a sequence")
+}

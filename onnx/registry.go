@@ -32,6 +32,9 @@ type opImpl func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error)
 type opVersion struct {
 	since, until int64
 	impl         opImpl
+	// stateful operators use the run's state through node.ctx (sequences,
+	// see ops_sequence.go) and are never constant-folded.
+	stateful bool
 }
 
 // opTable maps operator types to their implementations. Operators of the
@@ -44,7 +47,7 @@ type opTable map[string][]opVersion
 // modified.
 var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
 	sortOps(), normOps(), signalOps(), einsumOps(), visionOps(), controlOps(),
-	trainingOps())
+	trainingOps(), sequenceOps())
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.
@@ -62,10 +65,10 @@ func buildRegistry(families ...opTable) opTable {
 }
 
 // lookup returns the implementation of op at the given opset, or nil.
-func (r opTable) lookup(domain, op string, opset int64) opImpl {
-	for _, v := range r[qualified(domain, op)] {
+func (r opTable) lookup(domain, op string, opset int64) *opVersion {
+	for i, v := range r[qualified(domain, op)] {
 		if opset >= v.since && (v.until == 0 || opset <= v.until) {
-			return v.impl
+			return &r[qualified(domain, op)][i]
 		}
 	}
 	return nil
@@ -94,6 +97,7 @@ type node struct {
 	baseDir     string
 	maxElements int64
 	impl        opImpl
+	stateful    bool
 	// graphs holds the compiled graph attributes (If, Loop, Scan).
 	graphs map[string]*plan
 	// ctx is the run's context, set only on the private copy a control-flow

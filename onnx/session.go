@@ -135,7 +135,7 @@ func (c *compiler) compile(g *graphProto, depth int, consts map[string]*tensor.T
 	for _, n := range order {
 		// Control-flow nodes are never folded: a hostile loop could then
 		// hang NewSession, which has no context.
-		if !c.opts.DisableConstantFolding && n.graphs == nil && p.allConst(n) {
+		if !c.opts.DisableConstantFolding && n.graphs == nil && !n.stateful && p.allConst(n) {
 			outs, err := callOp(n, p.gather(n, nil))
 			if err != nil {
 				return nil, nil, fmt.Errorf("onnx: constant folding: %w", err)
@@ -181,7 +181,9 @@ func (c *compiler) buildNodes(g *graphProto) []*node {
 			n.attrs[a.name] = a
 		}
 		if ok {
-			n.impl = registry.lookup(domain, np.opType, opset)
+			if v := registry.lookup(domain, np.opType, opset); v != nil {
+				n.impl, n.stateful = v.impl, v.stateful
+			}
 		}
 		if n.impl == nil {
 			desc := fmt.Sprintf("%s (opset %d)", qualified(domain, np.opType), opset)
@@ -382,7 +384,7 @@ func (p *plan) run(ctx context.Context, env map[string]*tensor.Tensor) ([]*tenso
 // operators: they get a private copy of their node carrying it, so the
 // shared node is never written.
 func callOpCtx(ctx context.Context, n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	if n.graphs != nil {
+	if n.graphs != nil || n.stateful {
 		c := *n
 		c.ctx = ctx
 		return callOp(&c, in)
@@ -450,13 +452,17 @@ func (s *Session) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ma
 			env[name] = s.model.initializers[name]
 		}
 	}
-	outs, err := s.plan.run(ctx, env)
+	store := &seqStore{}
+	outs, err := s.plan.run(withSeqStore(ctx, store), env)
 	if err != nil {
 		return nil, err
 	}
 	result := make(map[string]*tensor.Tensor, len(outs))
 	for i, name := range s.plan.outputs {
 		t := outs[i]
+		if store.isSeq(t) {
+			return nil, fmt.Errorf("onnx: graph output %q is a sequence, which Run cannot return (tensor outputs only)", name)
+		}
 		if s.sharesConst(t) {
 			t = t.Clone() // never hand out the session's own storage
 		}
