@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-
-	"github.com/chewxy/math32"
 )
 
 // FusedKernels is the part of the backend contract for fused in-place
@@ -182,9 +180,9 @@ func checkFused(op string, targets []*Tensor, names []string, grad *Tensor) *Ten
 func (cpuBackend) FusedAdam(n int, param, grad, expAvg, expAvgSq, maxExpAvgSq Span, p AdamStep) {
 	switch dt := param.Buf.DType(); dt {
 	case Float32:
-		adamF32(hostSpan[float32](param, n), hostSpan[float32](grad, n), hostSpan[float32](expAvg, n), hostSpan[float32](expAvgSq, n), hostSpan[float32](maxExpAvgSq, n), p)
+		adamKernel(hostSpan[float32](param, n), hostSpan[float32](grad, n), hostSpan[float32](expAvg, n), hostSpan[float32](expAvgSq, n), hostSpan[float32](maxExpAvgSq, n), p)
 	case Float64:
-		adamF64(hostSpan[float64](param, n), hostSpan[float64](grad, n), hostSpan[float64](expAvg, n), hostSpan[float64](expAvgSq, n), hostSpan[float64](maxExpAvgSq, n), p)
+		adamKernel(hostSpan[float64](param, n), hostSpan[float64](grad, n), hostSpan[float64](expAvg, n), hostSpan[float64](expAvgSq, n), hostSpan[float64](maxExpAvgSq, n), p)
 	default:
 		panic(fmt.Sprintf("tensor.FusedAdam: unsupported dtype %s", dt))
 	}
@@ -193,9 +191,9 @@ func (cpuBackend) FusedAdam(n int, param, grad, expAvg, expAvgSq, maxExpAvgSq Sp
 func (cpuBackend) FusedSGD(n int, param, grad, buf Span, p SGDStep) {
 	switch dt := param.Buf.DType(); dt {
 	case Float32:
-		sgdF32(hostSpan[float32](param, n), hostSpan[float32](grad, n), hostSpan[float32](buf, n), p)
+		sgdKernel(hostSpan[float32](param, n), hostSpan[float32](grad, n), hostSpan[float32](buf, n), p)
 	case Float64:
-		sgdF64(hostSpan[float64](param, n), hostSpan[float64](grad, n), hostSpan[float64](buf, n), p)
+		sgdKernel(hostSpan[float64](param, n), hostSpan[float64](grad, n), hostSpan[float64](buf, n), p)
 	default:
 		panic(fmt.Sprintf("tensor.FusedSGD: unsupported dtype %s", dt))
 	}
@@ -212,120 +210,107 @@ func hostSpan[T float32 | float64](s Span, n int) []T {
 // The loops below spell out every rounding the unfused ops make: each
 // product and sum is converted to the element type on its own, so that no
 // compiler may fuse a multiply and an add (the Go spec allows fusing x*y+z
-// only without an explicit conversion).
+// only without an explicit conversion). Flags are read into locals once and
+// the commonest configurations get loops of their own.
 
-func adamF32(w, g, m, v, mx []float32, p AdamStep) {
-	b1, b2 := float32(p.Beta1), float32(p.Beta2)
-	c1, c2 := float32(1-p.Beta1), float32(1-p.Beta2)
-	decay := float32(1 - p.LR*p.WeightDecay)
-	wd := float32(p.WeightDecay)
-	bc2 := float32(math.Sqrt(1 - math.Pow(p.Beta2, p.Step)))
-	stepSize := float32(p.LR / (1 - math.Pow(p.Beta1, p.Step)))
-	eps := float32(p.Eps)
+func adamKernel[T float32 | float64](w, g, m, v, mx []T, p AdamStep) {
+	n := len(w)
+	g, m, v = g[:n], m[:n], v[:n]
+	b1, b2 := T(p.Beta1), T(p.Beta2)
+	c1, c2 := T(1-p.Beta1), T(1-p.Beta2)
+	decay, wd := T(1-p.LR*p.WeightDecay), T(p.WeightDecay)
+	bc2 := T(math.Sqrt(1 - math.Pow(p.Beta2, p.Step)))
+	stepSize := T(p.LR / (1 - math.Pow(p.Beta1, p.Step)))
+	eps := T(p.Eps)
+	maximize, decoupled, l2 := p.Maximize, p.Decoupled, !p.Decoupled && p.WeightDecay != 0
+	if !maximize && !l2 && mx == nil {
+		if !decoupled {
+			decay = 1 // param * 1 is param: skip the multiply below
+		}
+		for i := range w {
+			gi := g[i]
+			wi := T(w[i] * decay)
+			mi := T(m[i]*b1) + T(gi*c1)
+			vi := T(v[i]*b2) + T(T(gi*gi)*c2)
+			m[i], v[i] = mi, vi
+			denom := T(sqrt(vi)/bc2) + eps
+			w[i] = wi - T(T(mi/denom)*stepSize)
+		}
+		return
+	}
+	if mx != nil {
+		mx = mx[:n]
+	}
 	for i := range w {
 		gi := g[i]
-		if p.Maximize {
+		if maximize {
 			gi = -gi
 		}
 		wi := w[i]
-		if p.Decoupled {
-			wi = float32(wi * decay)
-		} else if p.WeightDecay != 0 {
-			gi = gi + float32(wi*wd)
+		if decoupled {
+			wi = T(wi * decay)
+		} else if l2 {
+			gi = gi + T(wi*wd)
 		}
-		mi := float32(m[i]*b1) + float32(gi*c1)
-		vi := float32(v[i]*b2) + float32(float32(gi*gi)*c2)
+		mi := T(m[i]*b1) + T(gi*c1)
+		vi := T(v[i]*b2) + T(T(gi*gi)*c2)
 		m[i], v[i] = mi, vi
 		vh := vi
 		if mx != nil {
 			vh = max(mx[i], vi) // NaN-propagating, as Maximum
 			mx[i] = vh
 		}
-		denom := float32(math32.Sqrt(vh)/bc2) + eps
-		w[i] = wi - float32(float32(mi/denom)*stepSize)
+		denom := T(sqrt(vh)/bc2) + eps
+		w[i] = wi - T(T(mi/denom)*stepSize)
 	}
 }
 
-func adamF64(w, g, m, v, mx []float64, p AdamStep) {
-	b1, b2 := p.Beta1, p.Beta2
-	c1, c2 := 1-p.Beta1, 1-p.Beta2
-	decay := 1 - p.LR*p.WeightDecay
-	wd := p.WeightDecay
-	bc2 := math.Sqrt(1 - math.Pow(p.Beta2, p.Step))
-	stepSize := p.LR / (1 - math.Pow(p.Beta1, p.Step))
-	eps := p.Eps
-	for i := range w {
-		gi := g[i]
-		if p.Maximize {
-			gi = -gi
-		}
-		wi := w[i]
-		if p.Decoupled {
-			wi = float64(wi * decay)
-		} else if wd != 0 {
-			gi = gi + float64(wi*wd)
-		}
-		mi := float64(m[i]*b1) + float64(gi*c1)
-		vi := float64(v[i]*b2) + float64(float64(gi*gi)*c2)
-		m[i], v[i] = mi, vi
-		vh := vi
-		if mx != nil {
-			vh = max(mx[i], vi)
-			mx[i] = vh
-		}
-		denom := float64(math.Sqrt(vh)/bc2) + eps
-		w[i] = wi - float64(float64(mi/denom)*stepSize)
-	}
-}
+// sqrt is the correctly rounded square root in T (for float32, rounding
+// the float64 root once more gives the correctly rounded float32 root).
+func sqrt[T float32 | float64](x T) T { return T(math.Sqrt(float64(x))) }
 
-func sgdF32(w, g, buf []float32, p SGDStep) {
-	wd, mom, damp, lr := float32(p.WeightDecay), float32(p.Momentum), float32(1-p.Dampening), float32(p.LR)
+func sgdKernel[T float32 | float64](w, g, buf []T, p SGDStep) {
+	n := len(w)
+	g = g[:n]
+	wd, mom, damp, lr := T(p.WeightDecay), T(p.Momentum), T(1-p.Dampening), T(p.LR)
+	maximize, l2, momentum, nesterov, init := p.Maximize, p.WeightDecay != 0, p.Momentum != 0, p.Nesterov, p.InitBuffer
+	if momentum {
+		buf = buf[:n]
+	}
+	switch {
+	case !maximize && !l2 && !momentum:
+		for i := range w {
+			w[i] = w[i] - T(g[i]*lr)
+		}
+		return
+	case !maximize && !l2 && momentum && !nesterov && !init:
+		for i := range w {
+			b := T(buf[i]*mom) + T(g[i]*damp)
+			buf[i] = b
+			w[i] = w[i] - T(b*lr)
+		}
+		return
+	}
 	for i := range w {
 		d := g[i]
-		if p.Maximize {
+		if maximize {
 			d = -d
 		}
-		if p.WeightDecay != 0 {
-			d = d + float32(w[i]*wd)
+		if l2 {
+			d = d + T(w[i]*wd)
 		}
-		if p.Momentum != 0 {
+		if momentum {
 			b := d
-			if !p.InitBuffer {
-				b = float32(buf[i]*mom) + float32(d*damp)
+			if !init {
+				b = T(buf[i]*mom) + T(d*damp)
 			}
 			buf[i] = b
-			if p.Nesterov {
-				d = d + float32(b*mom)
+			if nesterov {
+				d = d + T(b*mom)
 			} else {
 				d = b
 			}
 		}
-		w[i] = w[i] - float32(d*lr)
-	}
-}
-
-func sgdF64(w, g, buf []float64, p SGDStep) {
-	wd, mom, damp, lr := p.WeightDecay, p.Momentum, 1-p.Dampening, p.LR
-	for i := range w {
-		d := g[i]
-		if p.Maximize {
-			d = -d
-		}
-		if wd != 0 {
-			d = d + float64(w[i]*wd)
-		}
-		if mom != 0 {
-			b := d
-			if !p.InitBuffer {
-				b = float64(buf[i]*mom) + float64(d*damp)
-			}
-			buf[i] = b
-			if p.Nesterov {
-				d = d + float64(b*mom)
-			} else {
-				d = b
-			}
-		}
-		w[i] = w[i] - float64(d*lr)
+		w[i] = w[i] - T(d*lr)
 	}
 }

@@ -132,6 +132,7 @@ func TestSGDUpdateMatchesUnfused(t *testing.T) {
 		"weight_decay":   {LR: 0.1, WeightDecay: 0.01},
 		"momentum":       {LR: 0.05, Momentum: 0.9},
 		"dampening":      {LR: 0.05, Momentum: 0.9, Dampening: 0.3, WeightDecay: 0.2},
+		"dampening_only": {LR: 0.05, Momentum: 0.7, Dampening: 0.25},
 		"nesterov":       {LR: 0.05, Momentum: 0.8, Nesterov: true, WeightDecay: 0.1},
 		"maximize":       {LR: 0.2, Momentum: 0.5, Maximize: true},
 		"plain_maximize": {LR: 0.2, Maximize: true, WeightDecay: 0.5},
@@ -216,4 +217,25 @@ func TestFusedUpdateMisuse(t *testing.T) {
 	assert.False(t, tensor.FusedSupported(w.T()))
 	assert.False(t, tensor.FusedSupported(nil))
 	assert.True(t, tensor.FusedSupported(w))
+}
+
+// BenchmarkFusedUpdate times the fused updates over one million float32
+// elements.
+func BenchmarkFusedUpdate(b *testing.B) {
+	gen := tensor.NewGenerator(1)
+	shape := []int{1 << 20}
+	w, g := gen.Randn(shape), gen.Randn(shape)
+	m, v, buf := tensor.ZerosLike(w), tensor.ZerosLike(w), tensor.ZerosLike(w)
+	b.Run("SGDMomentum", func(b *testing.B) {
+		b.SetBytes(4 * 4 << 20)
+		for b.Loop() {
+			tensor.SGDUpdate(w, g, buf, tensor.SGDStep{LR: 1e-3, Momentum: 0.9})
+		}
+	})
+	b.Run("Adam", func(b *testing.B) {
+		b.SetBytes(6 * 4 << 20)
+		for b.Loop() {
+			tensor.AdamUpdate(w, g, m, v, nil, tensor.AdamStep{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, Step: 10})
+		}
+	})
 }
