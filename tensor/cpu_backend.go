@@ -221,6 +221,9 @@ func (cpuBackend) Unary(op UnaryOp, dst, src Buffer, l Layout) {
 	d, s := dst.(*cpuBuffer), src.(*cpuBuffer)
 	switch sd := s.data.(type) {
 	case []float32:
+		if unaryF32Fast(op, d.data.([]float32), sd, l) {
+			return
+		}
 		cpu.Map(d.data.([]float32), sd, l.Shape, l.Strides, l.Offset, unaryF32(op))
 	case []float64:
 		cpu.Map(d.data.([]float64), sd, l.Shape, l.Strides, l.Offset, unaryF64(op))
@@ -476,6 +479,9 @@ func (cpuBackend) Binary(op BinaryOp, dst, a Buffer, la Layout, b Buffer, lb Lay
 	shape := la.Shape
 	switch ad := ab.data.(type) {
 	case []float32:
+		if dd, ok := d.data.([]float32); ok && binaryF32Fast(op, dd, shape, ad, la, bb.data.([]float32), lb) {
+			return
+		}
 		binaryNum(op, d, shape, ad, la, bb.data.([]float32), lb, binF32(op))
 	case []float64:
 		binaryNum(op, d, shape, ad, la, bb.data.([]float64), lb, binF64(op))
@@ -652,6 +658,9 @@ func (cpuBackend) Reduce(op ReduceOp, dst, src Buffer, outer, n int) {
 	o := cpu.ReduceOp(op)
 	switch sd := src.(*cpuBuffer).data.(type) {
 	case []float32:
+		if reduceF32Fast(op, dst.(*cpuBuffer).data.([]float32), sd, outer, n) {
+			return
+		}
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]float32), sd, outer, n)
 	case []float64:
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]float64), sd, outer, n)
@@ -713,7 +722,7 @@ func (cpuBackend) MatMul(dst, a, b Buffer, p MatMulParams) {
 			if p.K == 0 {
 				continue
 			}
-			gemm.Sgemm(p.TransA, p.TransB, p.M, p.N, p.K, 1, ad[p.AOffsets[i]:], p.LDA, bd[p.BOffsets[i]:], p.LDB, 0, dd[i*mn:(i+1)*mn], max(p.N, 1))
+			gemm.SgemmThreads(NumThreads(), p.TransA, p.TransB, p.M, p.N, p.K, 1, ad[p.AOffsets[i]:], p.LDA, bd[p.BOffsets[i]:], p.LDB, 0, dd[i*mn:(i+1)*mn], max(p.N, 1))
 		}
 	case []float64:
 		ad, bd := a.(*cpuBuffer).data.([]float64), b.(*cpuBuffer).data.([]float64)

@@ -74,6 +74,9 @@ func (t *Tensor) reduce(name string, op ReduceOp, axes []int, keepDim bool) *Ten
 		panic(fmt.Sprintf("tensor.%s: reducing an empty axis of shape %v has no identity", name, t.shape))
 	}
 	c := src.Permute(perm...).Contiguous()
+	if c.offset != 0 { // the kernel reads its buffer from element 0
+		c = c.Clone()
+	}
 	b := t.st.backend
 	out := empty(b, src.dtype, t.reducedShape(red, keepDim))
 	b.Reduce(op, out.st.buf, c.st.buf, outer, n)

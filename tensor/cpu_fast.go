@@ -1,0 +1,198 @@
+package tensor
+
+import (
+	"sync"
+
+	"github.com/emberml/ember/tensor/internal/strided"
+	"github.com/emberml/ember/tensor/internal/vec"
+)
+
+// The float32 fast paths of the CPU backend: contiguous (and broadcast
+// scalar or broadcast row) operands go to the SIMD kernels of
+// tensor/internal/vec, split across NumThreads goroutines when large.
+// Each returns false when it does not apply, and the backend falls back to
+// its generic strided kernels.
+
+// unaryF32Fast computes op over the view l of src into dst.
+func unaryF32Fast(op UnaryOp, dst, src []float32, l Layout) bool {
+	n := len(dst)
+	if n == 0 || !strided.IsContiguous(l.Shape, l.Strides) {
+		return false
+	}
+	src = src[l.Offset : l.Offset+n]
+	var f func(d, s []float32)
+	switch op.Kind {
+	case OpRelu:
+		f = vec.Relu
+	case OpExp:
+		f = vec.Exp
+	case OpSigmoid:
+		f = vec.Sigmoid
+	case OpTanh:
+		f = vec.Tanh
+	case OpLog:
+		f = vec.Log
+	case OpSquare:
+		f = func(d, s []float32) { vec.Mul(d, s, s) }
+	case OpAffine:
+		a, b := float32(op.A), float32(op.B)
+		if a == 1 {
+			f = func(d, s []float32) { vec.AddConst(d, s, b) }
+		} else {
+			f = func(d, s []float32) { vec.Affine(d, s, a, b) }
+		}
+	default:
+		return false
+	}
+	parallelFor(n, 16, func(lo, hi int) { f(dst[lo:hi], src[lo:hi]) })
+	return true
+}
+
+// repeatedBlock reports whether the view (shape, strides) is one contiguous
+// block of the trailing axes repeated along the leading ones (stride 0), as
+// a broadcast scalar (block 1), a broadcast row, or a contiguous tensor
+// (block = numel) are; block is the block's length.
+func repeatedBlock(shape, strides []int) (block int, ok bool) {
+	block = 1
+	i := len(shape) - 1
+	for ; i >= 0; i-- {
+		if shape[i] == 1 {
+			continue
+		}
+		if strides[i] != block {
+			break
+		}
+		block *= shape[i]
+	}
+	for ; i >= 0; i-- {
+		if shape[i] != 1 && strides[i] != 0 {
+			return 0, false
+		}
+	}
+	return block, true
+}
+
+// minRowBlock is the shortest broadcast row the row-wise fast path takes;
+// shorter rows are faster through the generic kernel.
+const minRowBlock = 8
+
+// binaryF32Fast computes a op b into dst for the arithmetic ops when both
+// operands are contiguous or repeated blocks (see repeatedBlock).
+func binaryF32Fast(op BinaryOp, dst []float32, shape []int, a []float32, la Layout, b []float32, lb Layout) bool {
+	var vv func(d, x, y []float32)
+	switch op {
+	case OpAdd:
+		vv = vec.Add
+	case OpSub:
+		vv = vec.Sub
+	case OpMul:
+		vv = vec.Mul
+	case OpDiv:
+		vv = vec.Div
+	default:
+		return false
+	}
+	n := len(dst)
+	ba, okA := repeatedBlock(shape, la.Strides)
+	bb, okB := repeatedBlock(shape, lb.Strides)
+	if n == 0 || !okA || !okB {
+		return false
+	}
+	switch {
+	case ba == n && bb == n:
+		a, b = a[la.Offset:la.Offset+n], b[lb.Offset:lb.Offset+n]
+		parallelFor(n, 16, func(lo, hi int) { vv(dst[lo:hi], a[lo:hi], b[lo:hi]) })
+	case ba == n && bb == 1:
+		a, c := a[la.Offset:la.Offset+n], b[lb.Offset]
+		var f func(d, x []float32, c float32)
+		switch op {
+		case OpAdd:
+			f = vec.AddConst
+		case OpSub:
+			f = vec.SubConst
+		case OpMul:
+			f = vec.MulConst
+		default:
+			f = vec.DivConst
+		}
+		parallelFor(n, 16, func(lo, hi int) { f(dst[lo:hi], a[lo:hi], c) })
+	case ba == 1 && bb == n:
+		c, b := a[la.Offset], b[lb.Offset:lb.Offset+n]
+		var f func(d, x []float32, c float32)
+		switch op {
+		case OpAdd:
+			f = vec.AddConst
+		case OpSub:
+			f = vec.ConstSub
+		case OpMul:
+			f = vec.MulConst
+		default:
+			f = vec.ConstDiv
+		}
+		parallelFor(n, 16, func(lo, hi int) { f(dst[lo:hi], b[lo:hi], c) })
+	case (ba == n && bb >= minRowBlock) || (bb == n && ba >= minRowBlock):
+		row := min(ba, bb) // the repeated operand's block; n is a multiple of it
+		a, b = a[la.Offset:la.Offset+ba], b[lb.Offset:lb.Offset+bb]
+		parallelFor(n, row, func(lo, hi int) {
+			for r := lo; r < hi; r += row {
+				x, y := a[r%ba:r%ba+row], b[r%bb:r%bb+row]
+				vv(dst[r:r+row], x, y)
+			}
+		})
+	default:
+		return false
+	}
+	return true
+}
+
+// reduceF32Fast sums or maxes each of the outer rows of n elements of the
+// contiguous src into dst.
+func reduceF32Fast(op ReduceOp, dst, src []float32, outer, n int) bool {
+	switch {
+	case op == ReduceSum && outer == 1 && n >= parallelMin:
+		// One long row: partial sums over fixed chunks (so the result does
+		// not depend on the thread count), added in order.
+		const chunk = parallelMin / 4
+		parts := make([]float64, (n+chunk-1)/chunk)
+		parallelFor(len(parts), 1, func(lo, hi int) {
+			for p := lo; p < hi; p++ {
+				parts[p] = vec.Sum(src[p*chunk : min((p+1)*chunk, n)])
+			}
+		})
+		var s float64
+		for _, p := range parts {
+			s += p
+		}
+		dst[0] = float32(s)
+	case op == ReduceSum:
+		parallelRows(outer, n, func(r int) { dst[r] = float32(vec.Sum(src[r*n : r*n+n])) })
+	case op == ReduceMax && n > 0:
+		parallelRows(outer, n, func(r int) { dst[r] = vec.Max(src[r*n : r*n+n]) })
+	default:
+		return false
+	}
+	return true
+}
+
+// parallelRows calls f for each of rows rows of n elements, split across
+// goroutines when the rows hold parallelMin elements or more in all.
+func parallelRows(rows, n int, f func(r int)) {
+	threads := min(NumThreads(), rows)
+	if rows*n < parallelMin || threads <= 1 {
+		for r := range rows {
+			f(r)
+		}
+		return
+	}
+	per := (rows + threads - 1) / threads
+	var wg sync.WaitGroup
+	for lo := 0; lo < rows; lo += per {
+		hi := min(lo+per, rows)
+		wg.Go(func() {
+			for r := lo; r < hi; r++ {
+				f(r)
+			}
+		})
+	}
+	wg.Wait()
+}
