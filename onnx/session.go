@@ -29,6 +29,7 @@ type UnsupportedError struct {
 	Ops []string
 }
 
+// Error lists the unsupported operators.
 func (e *UnsupportedError) Error() string {
 	return "onnx: unsupported operators: " + strings.Join(e.Ops, ", ")
 }

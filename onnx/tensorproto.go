@@ -96,6 +96,7 @@ type DTypeError struct {
 	Type string
 }
 
+// Error names the type and the supported ones.
 func (e *DTypeError) Error() string {
 	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, BOOL, FLOAT16, BFLOAT16)"
 }

@@ -128,7 +128,10 @@ func describeValue(v onnx.ValueInfo) string {
 // inputFlags collects repeated -i values.
 type inputFlags []string
 
-func (f *inputFlags) String() string     { return strings.Join(*f, ",") }
+// String joins the values (flag.Value).
+func (f *inputFlags) String() string { return strings.Join(*f, ",") }
+
+// Set appends one value (flag.Value).
 func (f *inputFlags) Set(v string) error { *f = append(*f, v); return nil }
 
 func onnxRun(args []string, stdout, stderr io.Writer) int {
