@@ -4,11 +4,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/emberml/ember/tensor/internal/strided"
 )
 
 // FusedKernels is the part of the backend contract for fused in-place
-// optimizer updates: one pass over contiguous spans of the parameter, its
-// gradient and its state, with no temporaries. Each kernel must give the
+// updates: optimizer steps in one pass over contiguous spans of the
+// parameter, its gradient and its state, and gradient accumulation, with
+// no temporaries. Each kernel must give the
 // same result, element by element, as the unfused sequence of tensor ops its
 // doc comment spells out (each op rounding to the dtype).
 type FusedKernels interface {
@@ -18,6 +21,9 @@ type FusedKernels interface {
 	// FusedSGD applies one SGD step (see SGDUpdate) to n elements. buf.Buf
 	// is nil when p.Momentum is zero.
 	FusedSGD(n int, param, grad, buf Span, p SGDStep)
+	// AddInto adds the view sl of src to the n contiguous elements of dst
+	// (same dtype, sl of n elements), in place.
+	AddInto(n int, dst Span, src Buffer, sl Layout)
 }
 
 // Span is a run of contiguous elements of a buffer starting at Offset.
@@ -92,7 +98,7 @@ func AdamUpdate(param, grad, expAvg, expAvgSq, maxExpAvgSq *Tensor, p AdamStep) 
 	} else if maxExpAvgSq != nil {
 		panic("tensor.AdamUpdate: maxExpAvgSq given without AMSGrad")
 	}
-	grad = checkFused(op, targets, names, grad)
+	grad = checkFused(op, targets, names, grad, "grad").Contiguous()
 	var mx Span
 	if p.AMSGrad {
 		mx = span(maxExpAvgSq)
@@ -128,7 +134,7 @@ func SGDUpdate(param, grad, buf *Tensor, p SGDStep) {
 	} else if buf != nil {
 		panic("tensor.SGDUpdate: momentum buffer given with zero momentum")
 	}
-	grad = checkFused(op, targets, names, grad)
+	grad = checkFused(op, targets, names, grad, "grad").Contiguous()
 	var bs Span
 	if p.Momentum != 0 {
 		bs = span(buf)
@@ -137,6 +143,22 @@ func SGDUpdate(param, grad, buf *Tensor, p SGDStep) {
 	for _, t := range targets {
 		t.bumpVersion()
 	}
+}
+
+// AddInto adds src to dst in place (dst += src) and bumps dst's version:
+// the accumulation an autograd engine does into a gradient buffer it owns,
+// without the temporary that dst.AddInPlace(src) makes. dst must be a
+// contiguous Float32 or Float64 tensor; src must have dst's shape, dtype and
+// device (any layout) and must not share dst's storage. Each element gets
+// exactly dst.Add(src)'s value.
+func AddInto(dst, src *Tensor) {
+	const op = "AddInto"
+	if src != nil && dst != nil && src.st == dst.st {
+		panic("tensor.AddInto: src shares dst's storage")
+	}
+	checkFused(op, []*Tensor{dst}, []string{"dst"}, src, "src")
+	dst.st.backend.AddInto(dst.Numel(), span(dst), src.st.buf, src.Layout())
+	dst.bumpVersion()
 }
 
 // FusedSupported reports whether the fused updates (AdamUpdate, SGDUpdate)
@@ -148,9 +170,9 @@ func FusedSupported(t *Tensor) bool {
 
 func span(t *Tensor) Span { return Span{Buf: t.st.buf, Offset: t.offset} }
 
-// checkFused validates the in-place targets of a fused update and returns
-// grad laid out contiguously.
-func checkFused(op string, targets []*Tensor, names []string, grad *Tensor) *Tensor {
+// checkFused validates the in-place targets of a fused update (the first
+// one leads) and the operand it reads, and returns that operand.
+func checkFused(op string, targets []*Tensor, names []string, grad *Tensor, gradName string) *Tensor {
 	p := targets[0]
 	for i, t := range targets {
 		if t == nil {
@@ -163,16 +185,16 @@ func checkFused(op string, targets []*Tensor, names []string, grad *Tensor) *Ten
 			panic(fmt.Sprintf("tensor.%s: %s of shape %v and strides %v is not contiguous; fused updates write contiguous tensors", op, names[i], t.shape, t.strides))
 		}
 		if t.dtype != p.dtype || !slices.Equal(t.shape, p.shape) || t.Device() != p.Device() {
-			panic(fmt.Sprintf("tensor.%s: %s is %s %v on %s but param is %s %v on %s; they must match", op, names[i], t.dtype, t.shape, t.Device(), p.dtype, p.shape, p.Device()))
+			panic(fmt.Sprintf("tensor.%s: %s is %s %v on %s but %s is %s %v on %s; they must match", op, names[i], t.dtype, t.shape, t.Device(), names[0], p.dtype, p.shape, p.Device()))
 		}
 	}
 	if grad == nil {
-		panic(fmt.Sprintf("tensor.%s: grad is nil", op))
+		panic(fmt.Sprintf("tensor.%s: %s is nil", op, gradName))
 	}
 	if grad.dtype != p.dtype || !slices.Equal(grad.shape, p.shape) || grad.Device() != p.Device() {
-		panic(fmt.Sprintf("tensor.%s: grad is %s %v on %s but param is %s %v on %s; they must match", op, grad.dtype, grad.shape, grad.Device(), p.dtype, p.shape, p.Device()))
+		panic(fmt.Sprintf("tensor.%s: %s is %s %v on %s but %s is %s %v on %s; they must match", op, gradName, grad.dtype, grad.shape, grad.Device(), names[0], p.dtype, p.shape, p.Device()))
 	}
-	return grad.Contiguous()
+	return grad
 }
 
 // The CPU implementation of FusedKernels.
@@ -197,6 +219,34 @@ func (cpuBackend) FusedSGD(n int, param, grad, buf Span, p SGDStep) {
 	default:
 		panic(fmt.Sprintf("tensor.FusedSGD: unsupported dtype %s", dt))
 	}
+}
+
+func (cpuBackend) AddInto(n int, dst Span, src Buffer, sl Layout) {
+	switch dt := dst.Buf.DType(); dt {
+	case Float32:
+		addInto(hostSpan[float32](dst, n), src.(*cpuBuffer).data.([]float32), sl)
+	case Float64:
+		addInto(hostSpan[float64](dst, n), src.(*cpuBuffer).data.([]float64), sl)
+	default:
+		panic(fmt.Sprintf("tensor.AddInto: unsupported dtype %s", dt))
+	}
+}
+
+// addInto adds the strided view sl of src to the contiguous dst.
+func addInto[T float32 | float64](dst, src []T, sl Layout) {
+	if strided.IsContiguous(sl.Shape, sl.Strides) {
+		src = src[sl.Offset : sl.Offset+len(dst)]
+		for i := range dst {
+			dst[i] += src[i]
+		}
+		return
+	}
+	strided.Walk(sl.Shape, [][]int{strided.Contiguous(sl.Shape), sl.Strides}, []int{0, sl.Offset}, func(offs []int, n int, inc []int) {
+		od, os, id, is := offs[0], offs[1], inc[0], inc[1]
+		for j := range n {
+			dst[od+j*id] += src[os+j*is]
+		}
+	})
 }
 
 // hostSpan returns the n elements of a CPU span, or nil for an absent one.

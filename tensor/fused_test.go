@@ -239,3 +239,37 @@ func BenchmarkFusedUpdate(b *testing.B) {
 		}
 	})
 }
+
+func TestAddIntoMatchesAdd(t *testing.T) {
+	gen := tensor.NewGenerator(4)
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		base := gen.Randn([]int{3, 4}, dt)
+		srcs := map[string]*tensor.Tensor{
+			"contiguous": gen.Randn([]int{3, 4}, dt),
+			"transposed": gen.Randn([]int{4, 3}, dt).T(),
+			"broadcast":  gen.Randn([]int{1, 4}, dt).Expand(3, 4),
+			"sliced":     gen.Randn([]int{3, 8}, dt).Slice(1, 1, 8, 2),
+		}
+		for name, src := range srcs {
+			t.Run(fmt.Sprintf("%s/%s", name, dt), func(t *testing.T) {
+				dst := base.Clone()
+				ver := dst.Version()
+				tensor.AddInto(dst, src)
+				bitsEqual(t, base.Add(src), dst, "sum")
+				assert.Greater(t, dst.Version(), ver)
+			})
+		}
+	}
+	t.Run("offset view", func(t *testing.T) {
+		whole := tensor.FromSlice([]float64{1, 2, 3, 4, 5, 6}, 3, 2)
+		tensor.AddInto(whole.Select(0, 2), tensor.FromSlice([]float64{10, 20}))
+		assert.Equal(t, []float64{1, 2, 3, 4, 15, 26}, whole.Float64s())
+	})
+	t.Run("misuse", func(t *testing.T) {
+		x := tensor.Zeros([]int{2, 2}, tensor.Float32)
+		assert.PanicsWithValue(t, "tensor.AddInto: src shares dst's storage", func() { tensor.AddInto(x, x.T()) })
+		assert.PanicsWithValue(t, "tensor.AddInto: src is float64 [2 2] on cpu but dst is float32 [2 2] on cpu; they must match",
+			func() { tensor.AddInto(x, tensor.Zeros([]int{2, 2}, tensor.Float64)) })
+		assert.Panics(t, func() { tensor.AddInto(x.T(), x.Clone()) })
+	})
+}
