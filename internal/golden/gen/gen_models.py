@@ -13,8 +13,8 @@ python3-torchvision):
 
     /usr/bin/python3 internal/golden/gen/gen_models.py --weights DIR [NAME...]
         writes DIR/<name>.safetensors (the state dict) and
-        DIR/<name>_io.safetensors ("input" and the model's eval-mode
-        "output") for the named models of GOLDEN (all without names). nn/models/golden_test.go runs this
+        DIR/<name>_io.safetensors ("input", the model's eval-mode
+        "output", and "output64", the same in float64) for the named models of GOLDEN (all without names). nn/models/golden_test.go runs this
         into a temporary directory, so the weights never enter git.
 
 torchvision models are built with weights=None (no download). The models
@@ -150,6 +150,7 @@ GOLDEN = {
     "gpt": lambda: torch.randint(0, 64, (2, 10)),
     "gpt_tied": lambda: torch.randint(0, 64, (2, 10)),
     "resnet18": lambda: torch.randn(1, 3, 64, 64),
+    "resnet50": lambda: torch.randn(1, 3, 64, 64),
     "mobilenet_v2": lambda: torch.randn(1, 3, 64, 64),
 }
 
@@ -242,7 +243,12 @@ def write_weights(d, names):
         with torch.no_grad():
             y = model(x)
         save(os.path.join(d, name + ".safetensors"), model.state_dict())
-        save(os.path.join(d, name + "_io.safetensors"), {"input": x, "output": y})
+        # The float64 forward pass of the same weights bounds the float32
+        # rounding error that torch itself makes.
+        model.double()
+        with torch.no_grad():
+            y64 = model(x.double() if x.dtype.is_floating_point else x)
+        save(os.path.join(d, name + "_io.safetensors"), {"input": x, "output": y, "output64": y64})
 
 
 def main():
