@@ -44,7 +44,7 @@ func HardTanh(x *Var, minVal, maxVal float64) *Var {
 	}
 	v := x.value
 	inside := v.Gt(scalarOf(x, minVal)).LogicalAnd(v.Lt(scalarOf(x, maxVal)))
-	return Where(inside, x, New(v.Clamp(minVal, maxVal)))
+	return annotate(Where(inside, x, New(v.Clamp(minVal, maxVal))), "HardTanh", map[string]any{"min": minVal, "max": maxVal}, x)
 }
 
 // ReLU6 returns min(max(x, 0), 6); the gradient is zero at 0 and at 6, as in
@@ -59,7 +59,7 @@ func ReLU6(x *Var) *Var {
 func LeakyReLU(x *Var, negativeSlope float64) *Var {
 	checkFloat("LeakyReLU", x)
 	pos := x.value.Gt(scalarOf(x, 0))
-	return Where(pos, x, x.MulScalar(negativeSlope))
+	return annotate(Where(pos, x, x.MulScalar(negativeSlope)), "LeakyReLU", map[string]any{"negativeSlope": negativeSlope}, x)
 }
 
 // PReLU returns x where x > 0 and weight*x elsewhere, with a learnable slope
@@ -88,7 +88,7 @@ func PReLU(x, weight *Var) *Var {
 		panic(fmt.Sprintf("autograd.PReLU: weight of shape %v needs 1 element or one per channel (axis 1) of input shape %v", ws, x.Shape()))
 	}
 	pos := x.value.Gt(scalarOf(x, 0))
-	return Where(pos, x, x.Mul(w))
+	return annotate(Where(pos, x, x.Mul(w)), "PReLU", nil, x, weight)
 }
 
 // elu computes scale * (x if x > 0 else alpha*(exp(inScale*x) - 1)), the
@@ -104,7 +104,7 @@ func elu(op string, x *Var, alpha, scale, inScale float64) *Var {
 	if scale != 1 {
 		out = out.MulScalar(scale)
 	}
-	return out
+	return annotate(out, op, map[string]any{"alpha": alpha, "scale": scale, "inScale": inScale}, x)
 }
 
 // ELU returns x where x > 0 and alpha*(exp(x) - 1) elsewhere (PyTorch's
@@ -162,7 +162,7 @@ func HardSigmoid(x *Var) *Var {
 	v := x.value
 	inside := v.Gt(scalarOf(x, -3)).LogicalAnd(v.Lt(scalarOf(x, 3)))
 	outside := New(v.Ge(scalarOf(x, 3)).To(v.DType()))
-	return Where(inside, x.AddScalar(3).DivScalar(6), outside)
+	return annotate(Where(inside, x.AddScalar(3).DivScalar(6), outside), "HardSigmoid", nil, x)
 }
 
 // HardSwish returns x*min(max(x+3, 0), 6)/6. Its gradient is 0 for x < -3,
@@ -175,7 +175,7 @@ func HardSwish(x *Var) *Var {
 	mid := v.Lt(scalarOf(x, 3))
 	safe := Where(mid, x, constLike(x, 0))
 	quad := safe.Mul(safe.AddScalar(3)).DivScalar(6)
-	return Where(low, constLike(x, 0), Where(mid, quad, x))
+	return annotate(Where(low, constLike(x, 0), Where(mid, quad, x)), "HardSwish", nil, x)
 }
 
 // Softplus returns log(1 + exp(beta*x))/beta, and x itself where
@@ -189,7 +189,7 @@ func Softplus(x *Var, beta, threshold float64) *Var {
 	over := x.value.MulScalar(beta).Gt(scalarOf(x, threshold))
 	safe := Where(over, constLike(x, 0), x)
 	soft := safe.MulScalar(beta).Exp().Log1p().DivScalar(beta)
-	return Where(over, x, soft)
+	return annotate(Where(over, x, soft), "Softplus", map[string]any{"beta": beta, "threshold": threshold}, x)
 }
 
 // Softsign returns x/(1 + |x|).
@@ -209,7 +209,7 @@ func Softmin(x *Var, axis int) *Var {
 func Threshold(x *Var, threshold, value float64) *Var {
 	checkFloat("Threshold", x)
 	keep := x.value.Gt(scalarOf(x, threshold))
-	return Where(keep, x, constLike(x, value))
+	return annotate(Where(keep, x, constLike(x, value)), "Threshold", map[string]any{"threshold": threshold, "value": value}, x)
 }
 
 // LogSigmoid returns log(sigmoid(x)), computed stably as
@@ -262,7 +262,7 @@ func Softshrink(x *Var, lambda float64) *Var {
 	v := x.value
 	above := v.Gt(scalarOf(x, lambda))
 	below := v.Lt(scalarOf(x, -lambda))
-	return Where(above, x.SubScalar(lambda), Where(below, x.AddScalar(lambda), constLike(x, 0)))
+	return annotate(Where(above, x.SubScalar(lambda), Where(below, x.AddScalar(lambda), constLike(x, 0))), "Softshrink", map[string]any{"lambda": lambda}, x)
 }
 
 // Hardshrink returns x where |x| > lambda and 0 elsewhere (PyTorch's
@@ -271,5 +271,5 @@ func Hardshrink(x *Var, lambda float64) *Var {
 	checkFloat("Hardshrink", x)
 	v := x.value
 	zeroed := v.Ge(scalarOf(x, -lambda)).LogicalAnd(v.Le(scalarOf(x, lambda)))
-	return Where(zeroed, constLike(x, 0), x)
+	return annotate(Where(zeroed, constLike(x, 0), x), "Hardshrink", map[string]any{"lambda": lambda}, x)
 }

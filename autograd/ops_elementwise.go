@@ -111,35 +111,35 @@ func minMaxGrad(g, a, b *Var, aWins *tensor.Tensor) []*Var {
 
 // AddScalar returns v + s.
 func (v *Var) AddScalar(s float64) *Var {
-	return record("AddScalar", v.value.AddScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("AddScalar", map[string]any{"scalar": s}, v.value.AddScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g}
 	})
 }
 
 // SubScalar returns v - s.
 func (v *Var) SubScalar(s float64) *Var {
-	return record("SubScalar", v.value.SubScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("SubScalar", map[string]any{"scalar": s}, v.value.SubScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g}
 	})
 }
 
 // MulScalar returns v * s.
 func (v *Var) MulScalar(s float64) *Var {
-	return record("MulScalar", v.value.MulScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("MulScalar", map[string]any{"scalar": s}, v.value.MulScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.MulScalar(s)}
 	})
 }
 
 // DivScalar returns v / s.
 func (v *Var) DivScalar(s float64) *Var {
-	return record("DivScalar", v.value.DivScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("DivScalar", map[string]any{"scalar": s}, v.value.DivScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.DivScalar(s)}
 	})
 }
 
 // PowScalar returns v ** e.
 func (v *Var) PowScalar(e float64) *Var {
-	return record("PowScalar", v.value.PowScalar(e), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("PowScalar", map[string]any{"exponent": e}, v.value.PowScalar(e), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		if e == 0 {
 			return []*Var{g.MulScalar(0)}
 		}
@@ -247,7 +247,7 @@ func (v *Var) Relu() *Var {
 
 // Clamp limits v to [lo, hi]; the gradient passes where lo <= v <= hi.
 func (v *Var) Clamp(lo, hi float64) *Var {
-	return record("Clamp", v.value.Clamp(lo, hi), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Clamp", map[string]any{"min": lo, "max": hi}, v.value.Clamp(lo, hi), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0].value
 		inside := x.Ge(tensor.ScalarOf(lo, x.DType())).LogicalAnd(x.Le(tensor.ScalarOf(hi, x.DType())))
 		return []*Var{g.Mul(New(inside.To(g.DType())))}
@@ -300,7 +300,7 @@ func (v *Var) Round() *Var { return v.stepOp("Round", v.value.Round()) }
 // the chosen side.
 func Where(cond *tensor.Tensor, a, b *Var) *Var {
 	out := tensor.Where(cond, a.value, b.value)
-	return record("Where", out, []*Var{a, b}, []*tensor.Tensor{cond}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Where", map[string]any{"cond": cond}, out, []*Var{a, b}, []*tensor.Tensor{cond}, func(g *Var, in []*Var, _ *Var) []*Var {
 		zero := New(tensor.ZerosLike(g.value))
 		return []*Var{Where(cond, g, zero).SumTo(in[0].Shape()), Where(cond, zero, g).SumTo(in[1].Shape())}
 	})

@@ -45,7 +45,7 @@ func indexOn(like, idx *tensor.Tensor) *tensor.Tensor {
 // The gradient adds each row of the output gradient into a zero tensor at
 // its index, one pass over the output gradient whatever the size of v.
 func (v *Var) IndexSelect(axis int, idx *tensor.Tensor) *Var {
-	return record("IndexSelect", v.value.IndexSelect(axis, idx), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("IndexSelect", map[string]any{"axis": axis, "index": idx}, v.value.IndexSelect(axis, idx), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{indexSelectBackward(g, tensor.ZerosLike(in[0].value), axis, idx)}
 	})
 }
@@ -70,7 +70,7 @@ func (v *Var) IndexAdd(axis int, idx *tensor.Tensor, src *Var) *Var {
 // Gather picks v's entries along axis at positions idx (see tensor.Gather).
 // The gradient scatter-adds the output gradient back.
 func (v *Var) Gather(axis int, idx *tensor.Tensor) *Var {
-	return record("Gather", v.value.Gather(axis, idx), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Gather", map[string]any{"axis": axis, "index": idx}, v.value.Gather(axis, idx), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
 		z := tensor.ZerosLike(in[0].value)
 		out := z.ScatterAddInPlace(axis, idx, g.value)
 		return []*Var{record("GatherBackward", out, []*Var{g}, []*tensor.Tensor{idx}, func(gg *Var, _ []*Var, _ *Var) []*Var {
@@ -200,7 +200,7 @@ func (v *Var) Chunk(n, axis int) []*Var {
 func (v *Var) Pad(pads []int, mode tensor.PadMode, value float64) *Var {
 	pads = slices.Clone(pads)
 	inShape := v.Shape()
-	return record("Pad", v.value.Pad(pads, mode, value), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("Pad", map[string]any{"pads": pads, "mode": mode, "value": value}, v.value.Pad(pads, mode, value), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{padBackward(g, inShape, pads, mode)}
 	})
 }

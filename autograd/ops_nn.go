@@ -36,7 +36,7 @@ func Softmax(x *Var, axis int) *Var {
 		return Softmax(x.Reshape(1), axis).Reshape()
 	}
 	out := x.value.Softmax(axis)
-	return record("Softmax", out, []*Var{x}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, y *Var) []*Var {
+	return recordAttrs("Softmax", map[string]any{"axis": axis}, out, []*Var{x}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, y *Var) []*Var {
 		return []*Var{y.Mul(g.Sub(g.Mul(y).Sum([]int{axis}, true)))}
 	})
 }
@@ -48,7 +48,7 @@ func LogSoftmax(x *Var, axis int) *Var {
 		return LogSoftmax(x.Reshape(1), axis).Reshape()
 	}
 	out := x.value.LogSoftmax(axis)
-	return record("LogSoftmax", out, []*Var{x}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, y *Var) []*Var {
+	return recordAttrs("LogSoftmax", map[string]any{"axis": axis}, out, []*Var{x}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, y *Var) []*Var {
 		return []*Var{g.Sub(y.Exp().Mul(g.Sum([]int{axis}, true)))}
 	})
 }
@@ -150,7 +150,7 @@ func Conv2d(x, w, b *Var, opt tensor.Conv2dOptions) *Var {
 	out := tensor.Conv2d(x.value, w.value, value(b), opt)
 	c := convOp{g: tensor.Conv2dGeometry(x.Shape(), w.Shape(), opt), groups: groupsOf(opt.Groups)}
 	nx, nw, nb := needs(x), needs(w), needs(b)
-	return record("Conv2d", out, []*Var{x, w, b}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Conv2d", map[string]any{"options": opt}, out, []*Var{x, w, b}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
 		res := make([]*Var, 3)
 		if nx {
 			res[0] = c.bwdInput(g, in[1])
@@ -189,7 +189,7 @@ func ConvTranspose2d(x, w, b *Var, opt tensor.ConvTranspose2dOptions) *Var {
 	out := tensor.ConvTranspose2d(x.value, w.value, value(b), opt)
 	c := convOp{g: tensor.ConvTranspose2dGeometry(x.Shape(), w.Shape(), opt), groups: groupsOf(opt.Groups)}
 	nx, nw, nb := needs(x), needs(w), needs(b)
-	return record("ConvTranspose2d", out, []*Var{x, w, b}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("ConvTranspose2d", map[string]any{"options": opt}, out, []*Var{x, w, b}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
 		res := make([]*Var, 3)
 		if nx {
 			res[0] = c.fwd(g, in[1])
@@ -220,7 +220,7 @@ func MaxPool2d(x *Var, opt tensor.Pool2dOptions) *Var {
 func MaxPool2dWithIndices(x *Var, opt tensor.Pool2dOptions) (*Var, *tensor.Tensor) {
 	out, idx := tensor.MaxPool2d(x.value, opt)
 	h, w := spatial(x.Shape())
-	y := record("MaxPool2d", out, []*Var{x}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	y := recordAttrs("MaxPool2d", map[string]any{"options": opt}, out, []*Var{x}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{maxPoolScatter(g, idx, h, w)}
 	})
 	return y, idx
@@ -250,7 +250,7 @@ func maxPoolGather(x *Var, idx *tensor.Tensor) *Var {
 func AvgPool2d(x *Var, opt tensor.Pool2dOptions) *Var {
 	out := tensor.AvgPool2d(x.value, opt)
 	h, w := spatial(x.Shape())
-	return record("AvgPool2d", out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("AvgPool2d", map[string]any{"options": opt}, out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{avgPoolBackward(g, h, w, opt)}
 	})
 }
@@ -268,7 +268,7 @@ func avgPoolBackward(g *Var, h, w int, opt tensor.Pool2dOptions) *Var {
 func AdaptiveAvgPool2d(x *Var, outH, outW int) *Var {
 	out := tensor.AdaptiveAvgPool2d(x.value, outH, outW)
 	h, w := spatial(x.Shape())
-	return record("AdaptiveAvgPool2d", out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("AdaptiveAvgPool2d", map[string]any{"outH": outH, "outW": outW}, out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{adaptiveAvgPoolBackward(g, h, w)}
 	})
 }
@@ -374,7 +374,8 @@ func BatchNorm(x, weight, bias *Var, runningMean, runningVar *tensor.Tensor, tra
 	}
 	bshape[1] = c
 	nx, nw, nb := needs(x), needs(weight), needs(bias)
-	return record("BatchNorm", out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
+	attrs := map[string]any{"runningMean": runningMean, "runningVar": runningVar, "training": training, "momentum": momentum, "eps": eps}
+	return recordAttrs("BatchNorm", attrs, out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0]
 		if constant(g, x, in[1]) {
 			dx, dw, db := tensor.BatchNormBackward(g.value, x.value, mean, variance, value(in[1]), batchStats, eps)
@@ -426,7 +427,7 @@ func LayerNorm(x *Var, normalizedShape []int, weight, bias *Var, eps float64) *V
 		return v.Sum(leadAxes, false)
 	}
 	nx, nw, nb := needs(x), needs(weight), needs(bias)
-	return record("LayerNorm", out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("LayerNorm", map[string]any{"normalizedShape": normalizedShape, "eps": eps}, out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0]
 		if constant(g, x, in[1]) {
 			dx, dw, db := tensor.LayerNormBackward(g.value, x.value, mean, variance, normalizedShape, value(in[1]), eps)
@@ -466,7 +467,7 @@ func GroupNorm(x *Var, groups int, weight, bias *Var, eps float64) *Var {
 	}
 	bshape[1] = c
 	nx, nw, nb := needs(x), needs(weight), needs(bias)
-	return record("GroupNorm", out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("GroupNorm", map[string]any{"groups": groups, "eps": eps}, out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0]
 		if constant(g, x, in[1]) {
 			dx, dw, db := tensor.GroupNormBackward(g.value, x.value, mean, variance, groups, value(in[1]), eps)
@@ -510,7 +511,7 @@ func Dropout(x *Var, p float64, training bool, gen *tensor.Generator) *Var {
 			panic(fmt.Sprintf("autograd.Dropout: %v", err))
 		}
 	}
-	return record("Dropout", x.value.Mul(mask), []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("Dropout", map[string]any{"p": p}, x.value.Mul(mask), []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(New(mask))}
 	})
 }
@@ -521,7 +522,7 @@ func Dropout(x *Var, p float64, training bool, gen *tensor.Generator) *Var {
 func Embedding(ids *tensor.Tensor, weight *Var) *Var {
 	out := tensor.Embedding(ids, weight.value)
 	v := weight.Shape()[0]
-	return record("Embedding", out, []*Var{weight}, []*tensor.Tensor{ids}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("Embedding", map[string]any{"ids": ids}, out, []*Var{weight}, []*tensor.Tensor{ids}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{embeddingBackward(g, ids, v)}
 	})
 }

@@ -46,7 +46,7 @@ func unreduce(g *Var, inShape []int, axes []int, keepDim bool) *Var {
 
 // Sum sums over axes.
 func (v *Var) Sum(axes []int, keepDim bool) *Var {
-	return record("Sum", v.value.Sum(axes, keepDim), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Sum", map[string]any{"axes": axes, "keepDim": keepDim}, v.value.Sum(axes, keepDim), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		s := in[0].Shape()
 		return []*Var{unreduce(g, s, axes, keepDim).Expand(s...)}
 	})
@@ -67,7 +67,7 @@ func (v *Var) Mean(axes []int, keepDim bool) *Var {
 // zeros: it is the product of the other elements.
 func (v *Var) Prod(axes []int, keepDim bool) *Var {
 	out := v.value.Prod(axes, keepDim)
-	return record("Prod", out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
+	return recordAttrs("Prod", map[string]any{"axes": axes, "keepDim": keepDim}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		x := in[0]
 		s := x.Shape()
 		gk := unreduce(g, s, axes, keepDim)
@@ -141,7 +141,7 @@ func (v *Var) extreme(name string, isMax bool, axes []int, keepDim bool) *Var {
 	} else {
 		out = v.value.Min(axes, keepDim)
 	}
-	return record(name, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
+	return recordAttrs(name, map[string]any{"axes": axes, "keepDim": keepDim}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		x := in[0]
 		s := x.Shape()
 		w := New(evenShare(x.value, unreduce(o, s, axes, keepDim).value, axes))
@@ -178,7 +178,7 @@ func (v *Var) Std(axes []int, correction int, keepDim bool) *Var {
 // gradient is the softmax over the same axes.
 func (v *Var) LogSumExp(axes []int, keepDim bool) *Var {
 	out := v.value.LogSumExp(axes, keepDim)
-	return record("LogSumExp", out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
+	return recordAttrs("LogSumExp", map[string]any{"axes": axes, "keepDim": keepDim}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		s := in[0].Shape()
 		sm := in[0].Sub(unreduce(o, s, axes, keepDim)).Exp()
 		return []*Var{unreduce(g, s, axes, keepDim).Mul(sm)}

@@ -9,28 +9,28 @@ import (
 
 // Reshape returns v with a new shape (see tensor.Reshape).
 func (v *Var) Reshape(shape ...int) *Var {
-	return record("Reshape", v.value.Reshape(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Reshape", map[string]any{"shape": shape}, v.value.Reshape(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // View is Reshape that refuses to copy (see tensor.View).
 func (v *Var) View(shape ...int) *Var {
-	return record("View", v.value.View(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("View", map[string]any{"shape": shape}, v.value.View(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // Flatten merges axes start..end into one.
 func (v *Var) Flatten(start, end int) *Var {
-	return record("Flatten", v.value.Flatten(start, end), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Flatten", map[string]any{"start": start, "end": end}, v.value.Flatten(start, end), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // Permute reorders axes.
 func (v *Var) Permute(axes ...int) *Var {
-	return record("Permute", v.value.Permute(axes...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("Permute", map[string]any{"axes": axes}, v.value.Permute(axes...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		inv := make([]int, len(axes))
 		for i, a := range axes {
 			if a < 0 {
@@ -44,7 +44,7 @@ func (v *Var) Permute(axes ...int) *Var {
 
 // Transpose swaps two axes.
 func (v *Var) Transpose(a, b int) *Var {
-	return record("Transpose", v.value.Transpose(a, b), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("Transpose", map[string]any{"a": a, "b": b}, v.value.Transpose(a, b), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Transpose(a, b)}
 	})
 }
@@ -57,21 +57,21 @@ func (v *Var) T() *Var {
 
 // Squeeze removes size-1 axes (all of them when none are given).
 func (v *Var) Squeeze(axes ...int) *Var {
-	return record("Squeeze", v.value.Squeeze(axes...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Squeeze", map[string]any{"axes": axes}, v.value.Squeeze(axes...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // Unsqueeze inserts a size-1 axis.
 func (v *Var) Unsqueeze(axis int) *Var {
-	return record("Unsqueeze", v.value.Unsqueeze(axis), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Unsqueeze", map[string]any{"axis": axis}, v.value.Unsqueeze(axis), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // Expand broadcasts v to shape; the gradient sums over the broadcast axes.
 func (v *Var) Expand(shape ...int) *Var {
-	return record("Expand", v.value.Expand(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Expand", map[string]any{"shape": shape}, v.value.Expand(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.SumTo(in[0].Shape())}
 	})
 }
@@ -92,7 +92,7 @@ func (v *Var) To(dt tensor.DType) *Var {
 		return v
 	}
 	from := v.DType()
-	return record("To", v.value.To(dt), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("To", map[string]any{"dtype": dt}, v.value.To(dt), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.To(from)}
 	})
 }
@@ -114,30 +114,30 @@ func sliceInto(g *tensor.Tensor, inShape []int, view func(*tensor.Tensor) *tenso
 // Narrow returns length elements from start along axis.
 func (v *Var) Narrow(axis, start, length int) *Var {
 	view := func(t *tensor.Tensor) *tensor.Tensor { return t.Narrow(axis, start, length) }
-	return v.viewOp("Narrow", view, func(x *Var) *Var { return x.Narrow(axis, start, length) })
+	return v.viewOp("Narrow", map[string]any{"axis": axis, "start": start, "length": length}, view, func(x *Var) *Var { return x.Narrow(axis, start, length) })
 }
 
 // Slice returns v[start:end:step] along axis.
 func (v *Var) Slice(axis, start, end, step int) *Var {
 	view := func(t *tensor.Tensor) *tensor.Tensor { return t.Slice(axis, start, end, step) }
-	return v.viewOp("Slice", view, func(x *Var) *Var { return x.Slice(axis, start, end, step) })
+	return v.viewOp("Slice", map[string]any{"axis": axis, "start": start, "end": end, "step": step}, view, func(x *Var) *Var { return x.Slice(axis, start, end, step) })
 }
 
 // Select returns index i along axis, removing the axis.
 func (v *Var) Select(axis, i int) *Var {
 	view := func(t *tensor.Tensor) *tensor.Tensor { return t.Select(axis, i) }
-	return v.viewOp("Select", view, func(x *Var) *Var { return x.Select(axis, i) })
+	return v.viewOp("Select", map[string]any{"axis": axis, "index": i}, view, func(x *Var) *Var { return x.Select(axis, i) })
 }
 
-func (v *Var) viewOp(name string, view func(*tensor.Tensor) *tensor.Tensor, viewVar func(*Var) *Var) *Var {
-	return record(name, view(v.value), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+func (v *Var) viewOp(name string, attrs map[string]any, view func(*tensor.Tensor) *tensor.Tensor, viewVar func(*Var) *Var) *Var {
+	return recordAttrs(name, attrs, view(v.value), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{sliceGrad(g, in[0].Shape(), view, viewVar)}
 	})
 }
 
 // Flip reverses v along the given axes.
 func (v *Var) Flip(axes ...int) *Var {
-	return record("Flip", v.value.Flip(axes...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("Flip", map[string]any{"axes": axes}, v.value.Flip(axes...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Flip(axes...)}
 	})
 }
@@ -152,7 +152,7 @@ func Concat(vs []*Var, axis int) *Var {
 		ts[i] = v.value
 	}
 	out := tensor.Concat(ts, axis)
-	return record("Concat", out, vs, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return recordAttrs("Concat", map[string]any{"axis": axis}, out, vs, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		a := axis
 		if a < 0 {
 			a += out.Dim()

@@ -43,6 +43,12 @@ type node struct {
 	backward func(g *Var, in []*Var, out *Var) []*Var
 	saved    []savedVersion
 	freed    bool
+	// attrs holds the op's non-tensor arguments for readers of the graph
+	// (ONNX export); see trace.go.
+	attrs map[string]any
+	// composite, when set, names the higher-level op (an activation built
+	// from primitives) whose output this node is; see trace.go.
+	composite *NodeInfo
 }
 
 // savedVersion remembers the storage version a saved tensor had when the op
