@@ -77,6 +77,12 @@ var zoo = map[string]zooModel{
 		build: func(g *tensor.Generator) nn.Module { return models.NewMobileNetV2(g, models.MobileNetV2Config{}) },
 		input: []int{1, 3, 32, 32}, backward: true, want: []int{1, 1000}, golden: true,
 	},
+	"mobilenet_v2_w05": {
+		build: func(g *tensor.Generator) nn.Module {
+			return models.NewMobileNetV2(g, models.MobileNetV2Config{WidthMult: 0.5, NumClasses: 10})
+		},
+		input: []int{1, 3, 48, 48}, want: []int{1, 10}, golden: true, goldenShort: true,
+	},
 	"vgg11": {
 		build: func(g *tensor.Generator) nn.Module { return models.VGG11(g, models.VGGConfig{}) },
 		input: []int{1, 3, 32, 32}, want: []int{1, 1000}, heavy: true,

@@ -136,6 +136,7 @@ MODELS = {
     "resnet34": lambda: tv.resnet34(weights=None),
     "resnet50": lambda: tv.resnet50(weights=None),
     "mobilenet_v2": lambda: tv.mobilenet_v2(weights=None),
+    "mobilenet_v2_w05": lambda: tv.mobilenet_v2(weights=None, width_mult=0.5, num_classes=10),
     "vgg11": lambda: tv.vgg11(weights=None),
     "vgg11_bn": lambda: tv.vgg11_bn(weights=None),
     "vgg16": lambda: tv.vgg16(weights=None),
@@ -152,6 +153,7 @@ GOLDEN = {
     "resnet18": lambda: torch.randn(1, 3, 64, 64),
     "resnet50": lambda: torch.randn(1, 3, 64, 64),
     "mobilenet_v2": lambda: torch.randn(1, 3, 64, 64),
+    "mobilenet_v2_w05": lambda: torch.randn(1, 3, 48, 48),
 }
 
 
