@@ -21,6 +21,13 @@ type SessionOptions struct {
 	// Range, Pad, OneHot, ...), and of every operator output, so a hostile
 	// model cannot request huge allocations. Zero means 1<<31.
 	MaxElements int64
+	// IntraOpThreads, when positive, is how many goroutines one large
+	// kernel (matrix products, convolutions' GEMMs, big elementwise ops and
+	// reductions) may be split across. It is handed to tensor.SetNumThreads
+	// by NewSession, so it is process-wide: the last session created with a
+	// positive value sets it for every session. Zero leaves the setting as
+	// it is (by default runtime.GOMAXPROCS).
+	IntraOpThreads int
 }
 
 // UnsupportedError lists every operator of a model that Ember cannot run,
@@ -40,6 +47,8 @@ func (e *UnsupportedError) Error() string {
 type Session struct {
 	model *Model
 	plan  *plan
+	// shapes holds the shapes inferred at load from the declared inputs.
+	shapes shapeEnv
 }
 
 // plan is a compiled graph (the main graph or a subgraph of If, Loop or
@@ -52,6 +61,9 @@ type plan struct {
 	inputs  []string // formal inputs (subgraphs)
 	outputs []string
 	lastUse map[string]int
+	// release[i] lists the values dropped once node i has run (see
+	// plan.go).
+	release [][]string
 }
 
 // compiler builds plans for one model and collects unsupported operators
@@ -81,7 +93,12 @@ func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Session{model: m, plan: p}, nil
+	s := &Session{model: m, plan: p}
+	if s.shapes, err = p.inferShapes(m.declaredShapes()); err != nil {
+		return nil, err
+	}
+	opts.applyThreads()
+	return s, nil
 }
 
 // compile builds the plan of g. consts holds its constant initializers;
@@ -159,6 +176,7 @@ func (c *compiler) compile(g *graphProto, depth int, consts map[string]*tensor.T
 		p.outputs = append(p.outputs, o.name)
 		p.lastUse[o.name] = len(p.nodes)
 	}
+	p.buildReleases()
 	return p, captured, nil
 }
 
@@ -361,10 +379,8 @@ func (p *plan) run(ctx context.Context, env map[string]*tensor.Tensor) ([]*tenso
 				env[name] = outs[j]
 			}
 		}
-		for _, name := range n.inputs {
-			if p.lastUse[name] == i {
-				delete(env, name)
-			}
+		for _, name := range p.release[i] {
+			delete(env, name)
 		}
 	}
 	result := make([]*tensor.Tensor, len(p.outputs))
@@ -442,6 +458,9 @@ func (s *Session) Outputs() []ValueInfo { return s.model.Outputs }
 // and returns ctx's error once it is done.
 func (s *Session) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	if err := s.validate(inputs); err != nil {
+		return nil, err
+	}
+	if err := s.checkShapes(inputs); err != nil {
 		return nil, err
 	}
 	env := make(map[string]*tensor.Tensor, len(inputs)+len(s.plan.nodes))
