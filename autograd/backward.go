@@ -91,8 +91,14 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 		return nil, err
 	}
 	grads := make(map[*Var]*Var, len(order))
+	// owned holds the gradient sums this pass allocated itself. Until their
+	// Var is processed nothing but grads refers to them, so later
+	// contributions are added in place and a leaf may keep one without a
+	// copy. A recorded (CreateGraph) pass owns nothing.
+	owned := map[*tensor.Tensor]bool{}
+	inPlace := !opt.CreateGraph
 	for i, o := range outputs {
-		accumulate(grads, o, gouts[i])
+		accumulate(grads, owned, inPlace, o, gouts[i])
 	}
 	want := map[*Var]bool{}
 	for _, t := range targets {
@@ -103,13 +109,18 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 		if g == nil {
 			continue
 		}
+		// From here on g is handed out (to hooks, the leaf, the backward
+		// rule), so the pass may no longer write to it.
+		isOwned := owned[g.value]
+		delete(owned, g.value)
+		hooked := v.hasHooks()
 		if hg := v.runHooks(g); hg != g {
 			g = hg
 			grads[v] = g
 		}
 		if v.node == nil || v.retainGrad || want[v] {
 			if targets == nil {
-				v.accumulateGrad(g, opt.CreateGraph)
+				v.accumulateGrad(g, opt.CreateGraph, isOwned && !hooked && v.node == nil)
 			}
 			if v.node == nil {
 				continue
@@ -150,7 +161,7 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 				// own dtype, as in PyTorch.
 				gi = gi.To(x.DType())
 			}
-			accumulate(grads, x, gi)
+			accumulate(grads, owned, inPlace, x, gi)
 		}
 		if !want[v] {
 			delete(grads, v) // release the gradient as soon as it is pushed back
@@ -173,23 +184,45 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 	return res, nil
 }
 
-func accumulate(grads map[*Var]*Var, v, g *Var) {
-	if prev, ok := grads[v]; ok {
-		if prev == g && g.gradSink {
-			return // the op behind the placeholder already holds every piece
-		}
-		grads[v] = prev.Add(g)
+// accumulate adds g to v's gradient in grads. Sums the pass allocates are
+// recorded in owned; with inPlace, contributions to an owned sum are added
+// into it instead of allocating another.
+func accumulate(grads map[*Var]*Var, owned map[*tensor.Tensor]bool, inPlace bool, v, g *Var) {
+	prev, ok := grads[v]
+	if !ok {
+		grads[v] = g
 		return
 	}
-	grads[v] = g
+	if prev == g && g.gradSink {
+		return // the op behind the placeholder already holds every piece
+	}
+	if inPlace && owned[prev.value] && prev.DType() == g.DType() && !prev.value.SharesStorage(g.value) {
+		tensor.AddInto(prev.value, g.value)
+		return
+	}
+	sum := prev.Add(g)
+	if inPlace && tensor.FusedSupported(sum.value) {
+		owned[sum.value] = true
+	}
+	grads[v] = sum
+}
+
+// hasHooks reports whether v has gradient hooks (which may keep the
+// gradient tensor they are shown).
+func (v *Var) hasHooks() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.hooks) > 0
 }
 
 // accumulateGrad adds g to v's stored gradient. Without keepGraph the
 // stored gradient is a dense tensor that v owns: the gradient pushed back by
 // an op is often a view or shared with other inputs (Add hands the same
 // tensor to both operands, Expand a stride-0 view), and an optimizer that
-// updates one Grad in place must not change another.
-func (v *Var) accumulateGrad(g *Var, keepGraph bool) {
+// updates one Grad in place must not change another. So g is copied, unless
+// adopt says that the backward pass allocated g itself and hands it to v
+// alone.
+func (v *Var) accumulateGrad(g *Var, keepGraph, adopt bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if keepGraph {
@@ -201,7 +234,11 @@ func (v *Var) accumulateGrad(g *Var, keepGraph bool) {
 		return
 	}
 	if v.grad == nil {
-		v.grad = New(g.value.Clone())
+		if adopt {
+			v.grad = New(g.value)
+		} else {
+			v.grad = New(g.value.Clone())
+		}
 		return
 	}
 	v.grad = New(v.grad.value.Add(g.value))
