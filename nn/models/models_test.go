@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"os"
@@ -267,4 +268,42 @@ func maxAbsDiff(a, b []float64) float64 {
 		d = max(d, math.Abs(a[i]-b[i]))
 	}
 	return d
+}
+
+// TestConfigPanics checks that impossible configurations and inputs panic
+// with a message naming the constructor or method.
+func TestConfigPanics(t *testing.T) {
+	g := tensor.NewGenerator(5)
+	tests := []struct {
+		name, msg string
+		f         func()
+	}{
+		{"vgg-last-channels", "models.NewVGG", func() { models.NewVGG(g, []int{64, -1, 256, -1}, models.VGGConfig{}) }},
+		{"vgg-bad-entry", "models.NewVGG", func() { models.NewVGG(g, []int{64, 0, 512}, models.VGGConfig{}) }},
+		{"resnet-empty-stage", "models.NewResNet", func() { models.NewResNet(g, false, [4]int{2, 0, 2, 2}, models.ResNetConfig{}) }},
+		{"mlp-no-layers", "models.NewMLP", func() { models.NewMLP(g, models.MLPConfig{InFeatures: 4}) }},
+		{"gpt-heads", "models.NewGPT", func() {
+			models.NewGPT(g, models.GPTConfig{VocabSize: 8, BlockSize: 4, NumLayers: 1, NumHeads: 3, EmbedDim: 8})
+		}},
+		{"gpt-too-long", "models.GPT.Forward", func() {
+			m := models.NewGPT(g, models.GPTConfig{VocabSize: 8, BlockSize: 4, NumLayers: 1, NumHeads: 2, EmbedDim: 8})
+			m.Forward(autograd.New(tensor.Zeros([]int{1, 5}, tensor.Int64)))
+		}},
+		{"gru-sizes", "models.NewGRUClassifier", func() { models.NewGRUClassifier(g, models.GRUClassifierConfig{VocabSize: 8}) }},
+		{"gru-rank", "models.GRUClassifier.Forward", func() {
+			m := models.NewGRUClassifier(g, models.GRUClassifierConfig{VocabSize: 8, EmbedDim: 4, HiddenSize: 4, NumClasses: 2})
+			m.Forward(autograd.New(tensor.Zeros([]int{5}, tensor.Int64)))
+		}},
+		{"mobilenet-width", "models.NewMobileNetV2", func() { models.NewMobileNetV2(g, models.MobileNetV2Config{WidthMult: -1}) }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				require.NotNil(t, r, "no panic")
+				assert.Contains(t, fmt.Sprint(r), tc.msg)
+			}()
+			tc.f()
+		})
+	}
 }

@@ -1,6 +1,8 @@
 package models
 
 import (
+	"fmt"
+
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
@@ -56,6 +58,18 @@ func VGG16(g *tensor.Generator, cfg VGGConfig) *VGG {
 // N(0, 0.01²) with zero biases, all drawn from g (which also draws the
 // dropout masks).
 func NewVGG(g *tensor.Generator, layout []int, cfg VGGConfig) *VGG {
+	last := 0
+	for _, v := range layout {
+		if v != vggPool && v < 1 {
+			panic(fmt.Sprintf("models.NewVGG: layout %v: entries must be channel counts >= 1 or -1 (max pool)", layout))
+		}
+		if v != vggPool {
+			last = v
+		}
+	}
+	if last != 512 {
+		panic(fmt.Sprintf("models.NewVGG: layout %v must end its convolutions with 512 channels (the classifier takes 512·7·7 features)", layout))
+	}
 	feats := nn.NewSequential()
 	in := 3
 	for _, v := range layout {
