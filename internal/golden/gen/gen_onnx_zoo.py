@@ -1,5 +1,5 @@
 """Larger PyTorch models exported with torch.onnx.export, for the onnx
-package's zoo test (onnx/zoo_test.go) and the latency comparison with ONNX
+package's zoo test (onnx/session_zoo_test.go) and the latency comparison with ONNX
 Runtime (bench/onnx/compare.sh).
 
 The files are big (ResNet-18 is 45 MB), so they stay out of git: they go to
