@@ -84,7 +84,7 @@ func TestUnaryFastPathMatchesGeneric(t *testing.T) {
 		{UnaryOp{Kind: OpRelu}, 0},
 		{UnaryOp{Kind: OpExp}, 1},
 		{UnaryOp{Kind: OpSigmoid}, 4},
-		{UnaryOp{Kind: OpTanh}, 0},
+		{UnaryOp{Kind: OpTanh}, 4},
 		{UnaryOp{Kind: OpLog}, 0},
 		{UnaryOp{Kind: OpSquare}, 0},
 		{UnaryOp{Kind: OpAffine, A: 1, B: 0.25}, 0},

@@ -26,6 +26,7 @@ func BenchmarkKernels(b *testing.B) {
 			run("mul", 3, func() { im.mul(d, x, y) })
 			run("relu", 2, func() { im.relu(d, x) })
 			run("exp", 2, func() { im.expAll(d, x) })
+			run("tanh", 2, func() { im.tanhAll(d, x) })
 			run("sum", 1, func() { _ = im.sum(x) })
 		}
 	}

@@ -7,7 +7,8 @@ import "golang.org/x/sys/cpu"
 //go:generate python3 asmgen.py
 
 // The assembly kernels of vec_amd64.s. Callers guarantee equal lengths;
-// expAVX2 and expAVX512 need len(a) to be a multiple of 8 and 16.
+// the exp and tanh kernels need len(a) to be a multiple of 8 (AVX2) or 16
+// (AVX-512).
 
 //go:noescape
 func addAVX2(dst, a, b []float32)
@@ -44,6 +45,9 @@ func reluAVX2(dst, a []float32)
 
 //go:noescape
 func expAVX2(dst, a []float32)
+
+//go:noescape
+func tanhAVX2(dst, a []float32)
 
 //go:noescape
 func sumAVX2(a []float32) float64
@@ -85,6 +89,9 @@ func reluAVX512(dst, a []float32)
 func expAVX512(dst, a []float32)
 
 //go:noescape
+func tanhAVX512(dst, a []float32)
+
+//go:noescape
 func sumAVX512(a []float32) float64
 
 var (
@@ -93,14 +100,14 @@ var (
 		add:  addAVX2, sub: subAVX2, mul: mulAVX2, div: divAVX2,
 		addConst: addConstAVX2, subConst: subConstAVX2, mulConst: mulConstAVX2, divConst: divConstAVX2,
 		constSub: constSubAVX2, constDiv: constDivAVX2,
-		relu: reluAVX2, exp: expAVX2, expLanes: 8, sum: sumAVX2,
+		relu: reluAVX2, exp: expAVX2, tanh: tanhAVX2, expLanes: 8, sum: sumAVX2,
 	}
 	avx512Impl = &impl{
 		name: "avx512",
 		add:  addAVX512, sub: subAVX512, mul: mulAVX512, div: divAVX512,
 		addConst: addConstAVX512, subConst: subConstAVX512, mulConst: mulConstAVX512, divConst: divConstAVX512,
 		constSub: constSubAVX512, constDiv: constDivAVX512,
-		relu: reluAVX512, exp: expAVX512, expLanes: 16, sum: sumAVX512,
+		relu: reluAVX512, exp: expAVX512, tanh: tanhAVX512, expLanes: 16, sum: sumAVX512,
 	}
 )
 

@@ -21,6 +21,344 @@ DATA expconst<>+44(SB)/4, $0x3f000000 // 1/2
 DATA expconst<>+48(SB)/4, $0x39500d01 // 1/5040
 GLOBL expconst<>(SB), RODATA|NOPTR, $52
 
+DATA tanhconst<>+0(SB)/4, $0x7fffffff // abs
+DATA tanhconst<>+4(SB)/4, $0x7fffffff
+DATA tanhconst<>+8(SB)/4, $0x7fffffff
+DATA tanhconst<>+12(SB)/4, $0x7fffffff
+DATA tanhconst<>+16(SB)/4, $0x7fffffff
+DATA tanhconst<>+20(SB)/4, $0x7fffffff
+DATA tanhconst<>+24(SB)/4, $0x7fffffff
+DATA tanhconst<>+28(SB)/4, $0x7fffffff
+DATA tanhconst<>+32(SB)/4, $0x7fffffff
+DATA tanhconst<>+36(SB)/4, $0x7fffffff
+DATA tanhconst<>+40(SB)/4, $0x7fffffff
+DATA tanhconst<>+44(SB)/4, $0x7fffffff
+DATA tanhconst<>+48(SB)/4, $0x7fffffff
+DATA tanhconst<>+52(SB)/4, $0x7fffffff
+DATA tanhconst<>+56(SB)/4, $0x7fffffff
+DATA tanhconst<>+60(SB)/4, $0x7fffffff
+DATA tanhconst<>+64(SB)/4, $0x80000000 // sign
+DATA tanhconst<>+68(SB)/4, $0x80000000
+DATA tanhconst<>+72(SB)/4, $0x80000000
+DATA tanhconst<>+76(SB)/4, $0x80000000
+DATA tanhconst<>+80(SB)/4, $0x80000000
+DATA tanhconst<>+84(SB)/4, $0x80000000
+DATA tanhconst<>+88(SB)/4, $0x80000000
+DATA tanhconst<>+92(SB)/4, $0x80000000
+DATA tanhconst<>+96(SB)/4, $0x80000000
+DATA tanhconst<>+100(SB)/4, $0x80000000
+DATA tanhconst<>+104(SB)/4, $0x80000000
+DATA tanhconst<>+108(SB)/4, $0x80000000
+DATA tanhconst<>+112(SB)/4, $0x80000000
+DATA tanhconst<>+116(SB)/4, $0x80000000
+DATA tanhconst<>+120(SB)/4, $0x80000000
+DATA tanhconst<>+124(SB)/4, $0x80000000
+DATA tanhconst<>+128(SB)/4, $0x41200000 // ten
+DATA tanhconst<>+132(SB)/4, $0x41200000
+DATA tanhconst<>+136(SB)/4, $0x41200000
+DATA tanhconst<>+140(SB)/4, $0x41200000
+DATA tanhconst<>+144(SB)/4, $0x41200000
+DATA tanhconst<>+148(SB)/4, $0x41200000
+DATA tanhconst<>+152(SB)/4, $0x41200000
+DATA tanhconst<>+156(SB)/4, $0x41200000
+DATA tanhconst<>+160(SB)/4, $0x41200000
+DATA tanhconst<>+164(SB)/4, $0x41200000
+DATA tanhconst<>+168(SB)/4, $0x41200000
+DATA tanhconst<>+172(SB)/4, $0x41200000
+DATA tanhconst<>+176(SB)/4, $0x41200000
+DATA tanhconst<>+180(SB)/4, $0x41200000
+DATA tanhconst<>+184(SB)/4, $0x41200000
+DATA tanhconst<>+188(SB)/4, $0x41200000
+DATA tanhconst<>+192(SB)/4, $0x40000000 // two
+DATA tanhconst<>+196(SB)/4, $0x40000000
+DATA tanhconst<>+200(SB)/4, $0x40000000
+DATA tanhconst<>+204(SB)/4, $0x40000000
+DATA tanhconst<>+208(SB)/4, $0x40000000
+DATA tanhconst<>+212(SB)/4, $0x40000000
+DATA tanhconst<>+216(SB)/4, $0x40000000
+DATA tanhconst<>+220(SB)/4, $0x40000000
+DATA tanhconst<>+224(SB)/4, $0x40000000
+DATA tanhconst<>+228(SB)/4, $0x40000000
+DATA tanhconst<>+232(SB)/4, $0x40000000
+DATA tanhconst<>+236(SB)/4, $0x40000000
+DATA tanhconst<>+240(SB)/4, $0x40000000
+DATA tanhconst<>+244(SB)/4, $0x40000000
+DATA tanhconst<>+248(SB)/4, $0x40000000
+DATA tanhconst<>+252(SB)/4, $0x40000000
+DATA tanhconst<>+256(SB)/4, $0x3f200000 // thr
+DATA tanhconst<>+260(SB)/4, $0x3f200000
+DATA tanhconst<>+264(SB)/4, $0x3f200000
+DATA tanhconst<>+268(SB)/4, $0x3f200000
+DATA tanhconst<>+272(SB)/4, $0x3f200000
+DATA tanhconst<>+276(SB)/4, $0x3f200000
+DATA tanhconst<>+280(SB)/4, $0x3f200000
+DATA tanhconst<>+284(SB)/4, $0x3f200000
+DATA tanhconst<>+288(SB)/4, $0x3f200000
+DATA tanhconst<>+292(SB)/4, $0x3f200000
+DATA tanhconst<>+296(SB)/4, $0x3f200000
+DATA tanhconst<>+300(SB)/4, $0x3f200000
+DATA tanhconst<>+304(SB)/4, $0x3f200000
+DATA tanhconst<>+308(SB)/4, $0x3f200000
+DATA tanhconst<>+312(SB)/4, $0x3f200000
+DATA tanhconst<>+316(SB)/4, $0x3f200000
+DATA tanhconst<>+320(SB)/4, $0x3fb8aa3b // log2e
+DATA tanhconst<>+324(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+328(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+332(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+336(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+340(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+344(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+348(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+352(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+356(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+360(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+364(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+368(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+372(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+376(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+380(SB)/4, $0x3fb8aa3b
+DATA tanhconst<>+384(SB)/4, $0x3f318000 // ln2hi
+DATA tanhconst<>+388(SB)/4, $0x3f318000
+DATA tanhconst<>+392(SB)/4, $0x3f318000
+DATA tanhconst<>+396(SB)/4, $0x3f318000
+DATA tanhconst<>+400(SB)/4, $0x3f318000
+DATA tanhconst<>+404(SB)/4, $0x3f318000
+DATA tanhconst<>+408(SB)/4, $0x3f318000
+DATA tanhconst<>+412(SB)/4, $0x3f318000
+DATA tanhconst<>+416(SB)/4, $0x3f318000
+DATA tanhconst<>+420(SB)/4, $0x3f318000
+DATA tanhconst<>+424(SB)/4, $0x3f318000
+DATA tanhconst<>+428(SB)/4, $0x3f318000
+DATA tanhconst<>+432(SB)/4, $0x3f318000
+DATA tanhconst<>+436(SB)/4, $0x3f318000
+DATA tanhconst<>+440(SB)/4, $0x3f318000
+DATA tanhconst<>+444(SB)/4, $0x3f318000
+DATA tanhconst<>+448(SB)/4, $0xb95e8083 // ln2lo
+DATA tanhconst<>+452(SB)/4, $0xb95e8083
+DATA tanhconst<>+456(SB)/4, $0xb95e8083
+DATA tanhconst<>+460(SB)/4, $0xb95e8083
+DATA tanhconst<>+464(SB)/4, $0xb95e8083
+DATA tanhconst<>+468(SB)/4, $0xb95e8083
+DATA tanhconst<>+472(SB)/4, $0xb95e8083
+DATA tanhconst<>+476(SB)/4, $0xb95e8083
+DATA tanhconst<>+480(SB)/4, $0xb95e8083
+DATA tanhconst<>+484(SB)/4, $0xb95e8083
+DATA tanhconst<>+488(SB)/4, $0xb95e8083
+DATA tanhconst<>+492(SB)/4, $0xb95e8083
+DATA tanhconst<>+496(SB)/4, $0xb95e8083
+DATA tanhconst<>+500(SB)/4, $0xb95e8083
+DATA tanhconst<>+504(SB)/4, $0xb95e8083
+DATA tanhconst<>+508(SB)/4, $0xb95e8083
+DATA tanhconst<>+512(SB)/4, $0x0000007f // bias
+DATA tanhconst<>+516(SB)/4, $0x0000007f
+DATA tanhconst<>+520(SB)/4, $0x0000007f
+DATA tanhconst<>+524(SB)/4, $0x0000007f
+DATA tanhconst<>+528(SB)/4, $0x0000007f
+DATA tanhconst<>+532(SB)/4, $0x0000007f
+DATA tanhconst<>+536(SB)/4, $0x0000007f
+DATA tanhconst<>+540(SB)/4, $0x0000007f
+DATA tanhconst<>+544(SB)/4, $0x0000007f
+DATA tanhconst<>+548(SB)/4, $0x0000007f
+DATA tanhconst<>+552(SB)/4, $0x0000007f
+DATA tanhconst<>+556(SB)/4, $0x0000007f
+DATA tanhconst<>+560(SB)/4, $0x0000007f
+DATA tanhconst<>+564(SB)/4, $0x0000007f
+DATA tanhconst<>+568(SB)/4, $0x0000007f
+DATA tanhconst<>+572(SB)/4, $0x0000007f
+DATA tanhconst<>+576(SB)/4, $0x3f800000 // one
+DATA tanhconst<>+580(SB)/4, $0x3f800000
+DATA tanhconst<>+584(SB)/4, $0x3f800000
+DATA tanhconst<>+588(SB)/4, $0x3f800000
+DATA tanhconst<>+592(SB)/4, $0x3f800000
+DATA tanhconst<>+596(SB)/4, $0x3f800000
+DATA tanhconst<>+600(SB)/4, $0x3f800000
+DATA tanhconst<>+604(SB)/4, $0x3f800000
+DATA tanhconst<>+608(SB)/4, $0x3f800000
+DATA tanhconst<>+612(SB)/4, $0x3f800000
+DATA tanhconst<>+616(SB)/4, $0x3f800000
+DATA tanhconst<>+620(SB)/4, $0x3f800000
+DATA tanhconst<>+624(SB)/4, $0x3f800000
+DATA tanhconst<>+628(SB)/4, $0x3f800000
+DATA tanhconst<>+632(SB)/4, $0x3f800000
+DATA tanhconst<>+636(SB)/4, $0x3f800000
+DATA tanhconst<>+640(SB)/4, $0x39500d01 // c7
+DATA tanhconst<>+644(SB)/4, $0x39500d01
+DATA tanhconst<>+648(SB)/4, $0x39500d01
+DATA tanhconst<>+652(SB)/4, $0x39500d01
+DATA tanhconst<>+656(SB)/4, $0x39500d01
+DATA tanhconst<>+660(SB)/4, $0x39500d01
+DATA tanhconst<>+664(SB)/4, $0x39500d01
+DATA tanhconst<>+668(SB)/4, $0x39500d01
+DATA tanhconst<>+672(SB)/4, $0x39500d01
+DATA tanhconst<>+676(SB)/4, $0x39500d01
+DATA tanhconst<>+680(SB)/4, $0x39500d01
+DATA tanhconst<>+684(SB)/4, $0x39500d01
+DATA tanhconst<>+688(SB)/4, $0x39500d01
+DATA tanhconst<>+692(SB)/4, $0x39500d01
+DATA tanhconst<>+696(SB)/4, $0x39500d01
+DATA tanhconst<>+700(SB)/4, $0x39500d01
+DATA tanhconst<>+704(SB)/4, $0x3ab60b61 // c6
+DATA tanhconst<>+708(SB)/4, $0x3ab60b61
+DATA tanhconst<>+712(SB)/4, $0x3ab60b61
+DATA tanhconst<>+716(SB)/4, $0x3ab60b61
+DATA tanhconst<>+720(SB)/4, $0x3ab60b61
+DATA tanhconst<>+724(SB)/4, $0x3ab60b61
+DATA tanhconst<>+728(SB)/4, $0x3ab60b61
+DATA tanhconst<>+732(SB)/4, $0x3ab60b61
+DATA tanhconst<>+736(SB)/4, $0x3ab60b61
+DATA tanhconst<>+740(SB)/4, $0x3ab60b61
+DATA tanhconst<>+744(SB)/4, $0x3ab60b61
+DATA tanhconst<>+748(SB)/4, $0x3ab60b61
+DATA tanhconst<>+752(SB)/4, $0x3ab60b61
+DATA tanhconst<>+756(SB)/4, $0x3ab60b61
+DATA tanhconst<>+760(SB)/4, $0x3ab60b61
+DATA tanhconst<>+764(SB)/4, $0x3ab60b61
+DATA tanhconst<>+768(SB)/4, $0x3c088889 // c5
+DATA tanhconst<>+772(SB)/4, $0x3c088889
+DATA tanhconst<>+776(SB)/4, $0x3c088889
+DATA tanhconst<>+780(SB)/4, $0x3c088889
+DATA tanhconst<>+784(SB)/4, $0x3c088889
+DATA tanhconst<>+788(SB)/4, $0x3c088889
+DATA tanhconst<>+792(SB)/4, $0x3c088889
+DATA tanhconst<>+796(SB)/4, $0x3c088889
+DATA tanhconst<>+800(SB)/4, $0x3c088889
+DATA tanhconst<>+804(SB)/4, $0x3c088889
+DATA tanhconst<>+808(SB)/4, $0x3c088889
+DATA tanhconst<>+812(SB)/4, $0x3c088889
+DATA tanhconst<>+816(SB)/4, $0x3c088889
+DATA tanhconst<>+820(SB)/4, $0x3c088889
+DATA tanhconst<>+824(SB)/4, $0x3c088889
+DATA tanhconst<>+828(SB)/4, $0x3c088889
+DATA tanhconst<>+832(SB)/4, $0x3d2aaaab // c4
+DATA tanhconst<>+836(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+840(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+844(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+848(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+852(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+856(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+860(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+864(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+868(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+872(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+876(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+880(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+884(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+888(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+892(SB)/4, $0x3d2aaaab
+DATA tanhconst<>+896(SB)/4, $0x3e2aaaab // c3
+DATA tanhconst<>+900(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+904(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+908(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+912(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+916(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+920(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+924(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+928(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+932(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+936(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+940(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+944(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+948(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+952(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+956(SB)/4, $0x3e2aaaab
+DATA tanhconst<>+960(SB)/4, $0x3f000000 // c2
+DATA tanhconst<>+964(SB)/4, $0x3f000000
+DATA tanhconst<>+968(SB)/4, $0x3f000000
+DATA tanhconst<>+972(SB)/4, $0x3f000000
+DATA tanhconst<>+976(SB)/4, $0x3f000000
+DATA tanhconst<>+980(SB)/4, $0x3f000000
+DATA tanhconst<>+984(SB)/4, $0x3f000000
+DATA tanhconst<>+988(SB)/4, $0x3f000000
+DATA tanhconst<>+992(SB)/4, $0x3f000000
+DATA tanhconst<>+996(SB)/4, $0x3f000000
+DATA tanhconst<>+1000(SB)/4, $0x3f000000
+DATA tanhconst<>+1004(SB)/4, $0x3f000000
+DATA tanhconst<>+1008(SB)/4, $0x3f000000
+DATA tanhconst<>+1012(SB)/4, $0x3f000000
+DATA tanhconst<>+1016(SB)/4, $0x3f000000
+DATA tanhconst<>+1020(SB)/4, $0x3f000000
+DATA tanhconst<>+1024(SB)/4, $0xbeaaaa9c // t0
+DATA tanhconst<>+1028(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1032(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1036(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1040(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1044(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1048(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1052(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1056(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1060(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1064(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1068(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1072(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1076(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1080(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1084(SB)/4, $0xbeaaaa9c
+DATA tanhconst<>+1088(SB)/4, $0x3e088435 // t1
+DATA tanhconst<>+1092(SB)/4, $0x3e088435
+DATA tanhconst<>+1096(SB)/4, $0x3e088435
+DATA tanhconst<>+1100(SB)/4, $0x3e088435
+DATA tanhconst<>+1104(SB)/4, $0x3e088435
+DATA tanhconst<>+1108(SB)/4, $0x3e088435
+DATA tanhconst<>+1112(SB)/4, $0x3e088435
+DATA tanhconst<>+1116(SB)/4, $0x3e088435
+DATA tanhconst<>+1120(SB)/4, $0x3e088435
+DATA tanhconst<>+1124(SB)/4, $0x3e088435
+DATA tanhconst<>+1128(SB)/4, $0x3e088435
+DATA tanhconst<>+1132(SB)/4, $0x3e088435
+DATA tanhconst<>+1136(SB)/4, $0x3e088435
+DATA tanhconst<>+1140(SB)/4, $0x3e088435
+DATA tanhconst<>+1144(SB)/4, $0x3e088435
+DATA tanhconst<>+1148(SB)/4, $0x3e088435
+DATA tanhconst<>+1152(SB)/4, $0xbd5c3411 // t2
+DATA tanhconst<>+1156(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1160(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1164(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1168(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1172(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1176(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1180(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1184(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1188(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1192(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1196(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1200(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1204(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1208(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1212(SB)/4, $0xbd5c3411
+DATA tanhconst<>+1216(SB)/4, $0x3ca9a5dd // t3
+DATA tanhconst<>+1220(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1224(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1228(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1232(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1236(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1240(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1244(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1248(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1252(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1256(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1260(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1264(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1268(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1272(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1276(SB)/4, $0x3ca9a5dd
+DATA tanhconst<>+1280(SB)/4, $0xbbbd8cef // t4
+DATA tanhconst<>+1284(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1288(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1292(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1296(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1300(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1304(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1308(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1312(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1316(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1320(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1324(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1328(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1332(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1336(SB)/4, $0xbbbd8cef
+DATA tanhconst<>+1340(SB)/4, $0xbbbd8cef
+GLOBL tanhconst<>(SB), RODATA|NOPTR, $1344
+
 // func addAVX2(dst, a, b []float32): dst[i] = a[i] ADD b[i].
 TEXT ·addAVX2(SB), NOSPLIT, $0-72
 	MOVQ dst_base+0(FP), DI
@@ -713,6 +1051,65 @@ done:
 	VZEROUPPER
 	RET
 
+// func tanhAVX2(dst, a []float32): dst[i] = tanh(a[i]); len(a) must be a
+// multiple of the vector width (the Go wrapper handles the tail).
+TEXT ·tanhAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-8, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VANDPS tanhconst<>+0(SB), Y0, Y1
+	VMOVUPS tanhconst<>+128(SB), Y2
+	VMINPS Y1, Y2, Y1
+	VADDPS Y1, Y1, Y3
+	VMULPS tanhconst<>+320(SB), Y3, Y4
+	VROUNDPS $0, Y4, Y4
+	VFNMADD231PS tanhconst<>+384(SB), Y4, Y3
+	VFNMADD231PS tanhconst<>+448(SB), Y4, Y3
+	VMOVUPS tanhconst<>+640(SB), Y5
+	VFMADD213PS tanhconst<>+704(SB), Y3, Y5
+	VFMADD213PS tanhconst<>+768(SB), Y3, Y5
+	VFMADD213PS tanhconst<>+832(SB), Y3, Y5
+	VFMADD213PS tanhconst<>+896(SB), Y3, Y5
+	VFMADD213PS tanhconst<>+960(SB), Y3, Y5
+	VFMADD213PS tanhconst<>+576(SB), Y3, Y5
+	VFMADD213PS tanhconst<>+576(SB), Y3, Y5
+	VCVTPS2DQ Y4, Y4
+	VPADDD tanhconst<>+512(SB), Y4, Y4
+	VPSLLD $23, Y4, Y4
+	VMULPS Y4, Y5, Y5
+	VADDPS tanhconst<>+576(SB), Y5, Y5
+	VMOVUPS tanhconst<>+192(SB), Y6
+	VDIVPS Y5, Y6, Y6
+	VMOVUPS tanhconst<>+576(SB), Y7
+	VSUBPS Y6, Y7, Y7
+	VMULPS Y0, Y0, Y2
+	VMOVUPS tanhconst<>+1280(SB), Y3
+	VFMADD213PS tanhconst<>+1216(SB), Y2, Y3
+	VFMADD213PS tanhconst<>+1152(SB), Y2, Y3
+	VFMADD213PS tanhconst<>+1088(SB), Y2, Y3
+	VFMADD213PS tanhconst<>+1024(SB), Y2, Y3
+	VMULPS Y2, Y0, Y2
+	VFMADD213PS Y0, Y2, Y3
+	VCMPPS $1, tanhconst<>+256(SB), Y1, Y8
+	VBLENDVPS Y8, Y3, Y7, Y7
+	VANDPS tanhconst<>+64(SB), Y0, Y6
+	VORPS Y6, Y7, Y7
+	VMOVUPS Y7, 0(DI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+done:
+	VZEROUPPER
+	RET
+
 // func addAVX512(dst, a, b []float32): dst[i] = a[i] ADD b[i].
 TEXT ·addAVX512(SB), NOSPLIT, $0-72
 	MOVQ dst_base+0(FP), DI
@@ -1390,6 +1787,62 @@ oneloop:
 	VFMADD213PS Z14, Z0, Z2
 	VSCALEFPS Z1, Z2, Z2
 	VMOVUPS Z2, 0(DI)(AX*4)
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+done:
+	VZEROUPPER
+	RET
+
+// func tanhAVX512(dst, a []float32): dst[i] = tanh(a[i]); len(a) must be a
+// multiple of the vector width (the Go wrapper handles the tail).
+TEXT ·tanhAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-16, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VANDPS tanhconst<>+0(SB), Z0, Z1
+	VMOVUPS tanhconst<>+128(SB), Z2
+	VMINPS Z1, Z2, Z1
+	VADDPS Z1, Z1, Z3
+	VMULPS tanhconst<>+320(SB), Z3, Z4
+	VRNDSCALEPS $0, Z4, Z4
+	VFNMADD231PS tanhconst<>+384(SB), Z4, Z3
+	VFNMADD231PS tanhconst<>+448(SB), Z4, Z3
+	VMOVUPS tanhconst<>+640(SB), Z5
+	VFMADD213PS tanhconst<>+704(SB), Z3, Z5
+	VFMADD213PS tanhconst<>+768(SB), Z3, Z5
+	VFMADD213PS tanhconst<>+832(SB), Z3, Z5
+	VFMADD213PS tanhconst<>+896(SB), Z3, Z5
+	VFMADD213PS tanhconst<>+960(SB), Z3, Z5
+	VFMADD213PS tanhconst<>+576(SB), Z3, Z5
+	VFMADD213PS tanhconst<>+576(SB), Z3, Z5
+	VSCALEFPS Z4, Z5, Z5
+	VADDPS tanhconst<>+576(SB), Z5, Z5
+	VMOVUPS tanhconst<>+192(SB), Z6
+	VDIVPS Z5, Z6, Z6
+	VMOVUPS tanhconst<>+576(SB), Z7
+	VSUBPS Z6, Z7, Z7
+	VMULPS Z0, Z0, Z2
+	VMOVUPS tanhconst<>+1280(SB), Z3
+	VFMADD213PS tanhconst<>+1216(SB), Z2, Z3
+	VFMADD213PS tanhconst<>+1152(SB), Z2, Z3
+	VFMADD213PS tanhconst<>+1088(SB), Z2, Z3
+	VFMADD213PS tanhconst<>+1024(SB), Z2, Z3
+	VMULPS Z2, Z0, Z2
+	VFMADD213PS Z0, Z2, Z3
+	VCMPPS $1, tanhconst<>+256(SB), Z1, K1
+	VBLENDMPS Z3, Z7, K1, Z7
+	VANDPS tanhconst<>+64(SB), Z0, Z6
+	VORPS Z6, Z7, Z7
+	VMOVUPS Z7, 0(DI)(AX*4)
 	ADDQ $16, AX
 	CMPQ AX, BX
 	JLT  oneloop

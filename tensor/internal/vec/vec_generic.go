@@ -1,6 +1,10 @@
 package vec
 
-import "math"
+import (
+	"math"
+
+	"github.com/chewxy/math32"
+)
 
 // The pure-Go twins of the assembly kernels. Lengths are checked by the
 // exported wrappers; the reslicing below lets the compiler drop bounds checks.
@@ -135,4 +139,11 @@ func expf(x float32) float32 {
 	r := xd - k*ln2hi - k*ln2lo
 	p := 1 + r*(1+r*(1.0/2+r*(1.0/6+r*(1.0/24+r*(1.0/120+r*(1.0/720+r*(1.0/5040+r*(1.0/40320))))))))
 	return float32(p * math.Float64frombits(uint64(int64(k)+1023)<<52))
+}
+
+func tanhGo(dst, a []float32) {
+	dst = dst[:len(a)]
+	for i, v := range a {
+		dst[i] = math32.Tanh(v)
+	}
 }

@@ -221,6 +221,52 @@ func TestSigmoidErrorBound(t *testing.T) {
 	}
 }
 
+func TestTanhErrorBound(t *testing.T) {
+	xs := sweep(-12, 12)
+	got := make([]float32, len(xs))
+	for _, im := range impls() {
+		im.tanhAll(got, xs)
+		worst, at := 0.0, float32(0)
+		for i, x := range xs {
+			if e := ulps(got[i], math.Tanh(float64(x))); e > worst {
+				worst, at = e, x
+			}
+		}
+		t.Logf("%s tanh: max error %.3f ulp at %v", im.name, worst, at)
+		assert.LessOrEqual(t, worst, float64(TanhMaxULP), "%s tanh error at x=%v", im.name, at)
+	}
+}
+
+func TestTanhSpecialValuesAndTails(t *testing.T) {
+	inf := float32(math.Inf(1))
+	negZero := float32(math.Copysign(0, -1))
+	specials := []struct{ x, want float32 }{
+		{float32(math.NaN()), float32(math.NaN())}, {inf, 1}, {-inf, -1}, {0, 0},
+		{negZero, negZero}, {1e-40, 1e-40}, {-1e-40, -1e-40}, {30, 1}, {-1e30, -1},
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, im := range impls() {
+		for _, n := range sizes() {
+			a := randSlice(r, n, 4)
+			for i := range a {
+				if i%4 == 0 {
+					a[i] = specials[(i/4)%len(specials)].x
+				}
+			}
+			all, got := poisoned(n)
+			im.tanhAll(got, a)
+			requireGuards(t, all, n, im.name+" tanh")
+			for i, x := range a {
+				if i%4 == 0 {
+					w := specials[(i/4)%len(specials)].want
+					require.True(t, sameBits(w, got[i]), "%s tanh(%v) = %v, want %v", im.name, x, got[i], w)
+				}
+				require.LessOrEqual(t, ulps(got[i], math.Tanh(float64(x))), float64(TanhMaxULP), "%s tanh(%v) = %v", im.name, x, got[i])
+			}
+		}
+	}
+}
+
 func TestExpSpecialValuesAndTails(t *testing.T) {
 	inf := float32(math.Inf(1))
 	cases := []struct {
