@@ -29,6 +29,7 @@ type BasicBlock struct {
 	BN1, BN2     *nn.BatchNorm
 	// Downsample is nil when the block keeps its input's shape.
 	Downsample *nn.Sequential
+	relu       *nn.ReLU
 }
 
 // Bottleneck is torchvision's three-convolution residual block of
@@ -41,6 +42,7 @@ type Bottleneck struct {
 	BN1, BN2, BN3       *nn.BatchNorm
 	// Downsample is nil when the block keeps its input's shape.
 	Downsample *nn.Sequential
+	relu       *nn.ReLU
 }
 
 // ResNet is torchvision.models.ResNet: a 7×7 stride-2 stem (conv1, bn1,
@@ -56,6 +58,7 @@ type ResNet struct {
 	Layer1, Layer2, Layer3, Layer4 *nn.Sequential
 	AvgPool                        *nn.AdaptiveAvgPool2d
 	FC                             *nn.Linear
+	relu                           *nn.ReLU
 }
 
 // downsample returns the 1×1 convolution and batch norm of a projection
@@ -73,10 +76,11 @@ func newBasicBlock(g *tensor.Generator, in, planes, stride int, zeroInit bool) *
 		BN1:   batchNorm2d(planes),
 		Conv2: kaimingConv(g, planes, planes, 3, 1, 1, 1),
 		BN2:   batchNorm2d(planes),
+		relu:  nn.NewReLU(),
 	}
 	b.RegisterModule("conv1", b.Conv1)
 	b.RegisterModule("bn1", b.BN1)
-	b.RegisterModule("relu", nn.NewReLU())
+	b.RegisterModule("relu", b.relu)
 	b.RegisterModule("conv2", b.Conv2)
 	b.RegisterModule("bn2", b.BN2)
 	if b.Downsample = downsample(g, in, planes, stride); b.Downsample != nil {
@@ -90,9 +94,9 @@ func newBasicBlock(g *tensor.Generator, in, planes, stride int, zeroInit bool) *
 
 // Forward applies the block to x of shape [N, C, H, W].
 func (b *BasicBlock) Forward(x *autograd.Var) *autograd.Var {
-	out := nn.Call(b.BN1, nn.Call(b.Conv1, x)).Relu()
+	out := nn.Call(b.relu, nn.Call(b.BN1, nn.Call(b.Conv1, x)))
 	out = nn.Call(b.BN2, nn.Call(b.Conv2, out))
-	return out.Add(shortcut(b.Downsample, x)).Relu()
+	return nn.Call(b.relu, out.Add(shortcut(b.Downsample, x)))
 }
 
 func newBottleneck(g *tensor.Generator, in, planes, stride int, zeroInit bool) *Bottleneck {
@@ -104,6 +108,7 @@ func newBottleneck(g *tensor.Generator, in, planes, stride int, zeroInit bool) *
 		BN2:   batchNorm2d(planes),
 		Conv3: kaimingConv(g, planes, out, 1, 1, 0, 1),
 		BN3:   batchNorm2d(out),
+		relu:  nn.NewReLU(),
 	}
 	b.RegisterModule("conv1", b.Conv1)
 	b.RegisterModule("bn1", b.BN1)
@@ -111,7 +116,7 @@ func newBottleneck(g *tensor.Generator, in, planes, stride int, zeroInit bool) *
 	b.RegisterModule("bn2", b.BN2)
 	b.RegisterModule("conv3", b.Conv3)
 	b.RegisterModule("bn3", b.BN3)
-	b.RegisterModule("relu", nn.NewReLU())
+	b.RegisterModule("relu", b.relu)
 	if b.Downsample = downsample(g, in, out, stride); b.Downsample != nil {
 		b.RegisterModule("downsample", b.Downsample)
 	}
@@ -123,10 +128,10 @@ func newBottleneck(g *tensor.Generator, in, planes, stride int, zeroInit bool) *
 
 // Forward applies the block to x of shape [N, C, H, W].
 func (b *Bottleneck) Forward(x *autograd.Var) *autograd.Var {
-	out := nn.Call(b.BN1, nn.Call(b.Conv1, x)).Relu()
-	out = nn.Call(b.BN2, nn.Call(b.Conv2, out)).Relu()
+	out := nn.Call(b.relu, nn.Call(b.BN1, nn.Call(b.Conv1, x)))
+	out = nn.Call(b.relu, nn.Call(b.BN2, nn.Call(b.Conv2, out)))
 	out = nn.Call(b.BN3, nn.Call(b.Conv3, out))
-	return out.Add(shortcut(b.Downsample, x)).Relu()
+	return nn.Call(b.relu, out.Add(shortcut(b.Downsample, x)))
 }
 
 func shortcut(ds *nn.Sequential, x *autograd.Var) *autograd.Var {
@@ -171,6 +176,7 @@ func NewResNet(g *tensor.Generator, bottleneck bool, layers [4]int, cfg ResNetCo
 		BN1:     batchNorm2d(64),
 		MaxPool: nn.NewMaxPool2d(tensor.Pool2dOptions{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}}),
 		AvgPool: nn.NewAdaptiveAvgPool2d(1, 1),
+		relu:    nn.NewReLU(),
 	}
 	inplanes := 64
 	stage := func(planes, blocks, stride int) *nn.Sequential {
@@ -196,7 +202,7 @@ func NewResNet(g *tensor.Generator, bottleneck bool, layers [4]int, cfg ResNetCo
 	m.FC = nn.NewLinear(g, 512*expansion, orDefault(cfg.NumClasses, 1000), true)
 	m.RegisterModule("conv1", m.Conv1)
 	m.RegisterModule("bn1", m.BN1)
-	m.RegisterModule("relu", nn.NewReLU())
+	m.RegisterModule("relu", m.relu)
 	m.RegisterModule("maxpool", m.MaxPool)
 	m.RegisterModule("layer1", m.Layer1)
 	m.RegisterModule("layer2", m.Layer2)
@@ -210,7 +216,7 @@ func NewResNet(g *tensor.Generator, bottleneck bool, layers [4]int, cfg ResNetCo
 // Forward maps images x of shape [N, 3, H, W] to logits [N, NumClasses].
 // H and W of at least 32 keep every stage non-empty.
 func (m *ResNet) Forward(x *autograd.Var) *autograd.Var {
-	x = nn.Call(m.MaxPool, nn.Call(m.BN1, nn.Call(m.Conv1, x)).Relu())
+	x = nn.Call(m.MaxPool, nn.Call(m.relu, nn.Call(m.BN1, nn.Call(m.Conv1, x))))
 	x = nn.Call(m.Layer4, nn.Call(m.Layer3, nn.Call(m.Layer2, nn.Call(m.Layer1, x))))
 	return nn.Call(m.FC, nn.Call(m.AvgPool, x).Flatten(1, -1))
 }
