@@ -1,0 +1,158 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Wire formats of /predict.
+//
+// Request:  {"inputs": {"x": {"shape": [1, 3], "data": [1, 2, 3], "dtype": "float32"}}}
+// Response: {"outputs": {"y": {"shape": [1, 5], "dtype": "float32", "data": [...]}}}
+//
+// dtype is optional in requests (the model's declared element type is
+// used). Non-finite floats are written as the strings "NaN", "Infinity"
+// and "-Infinity", which JSON numbers cannot express.
+
+// maxRank bounds the rank of a request tensor.
+const maxRank = 8
+
+// wireTensor is one tensor in a request or response.
+type wireTensor struct {
+	Shape []int         `json:"shape"`
+	DType string        `json:"dtype,omitempty"`
+	Data  []json.Number `json:"data"`
+}
+
+// predictRequest is the JSON body of POST /predict.
+type predictRequest struct {
+	Inputs map[string]wireTensor `json:"inputs"`
+}
+
+// outTensor is one tensor of a response.
+type outTensor struct {
+	Shape []int  `json:"shape"`
+	DType string `json:"dtype"`
+	Data  []any  `json:"data"`
+}
+
+// predictResponse is the JSON body of a successful POST /predict.
+type predictResponse struct {
+	Outputs map[string]outTensor `json:"outputs"`
+}
+
+// errorResponse is the JSON body of every error.
+type errorResponse struct {
+	Error string `json:"error"`
+}
+
+// decodeTensor turns a wire tensor into a tensor of dtype dt (or of the
+// dtype the request names), checking that the shape is sane, holds at most
+// maxElems elements and matches the data's length.
+func decodeTensor(name string, w wireTensor, dt tensor.DType, maxElems int) (*tensor.Tensor, error) {
+	if w.DType != "" {
+		d, err := tensor.ParseDType(w.DType)
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %w", name, err)
+		}
+		dt = d
+	}
+	if w.Shape == nil {
+		return nil, fmt.Errorf("input %q: shape is missing", name)
+	}
+	if len(w.Shape) > maxRank {
+		return nil, fmt.Errorf("input %q: rank %d exceeds %d", name, len(w.Shape), maxRank)
+	}
+	n := 1
+	for _, d := range w.Shape {
+		if d < 0 {
+			return nil, fmt.Errorf("input %q: negative dimension in shape %v", name, w.Shape)
+		}
+		if d > 0 && n > maxElems/d {
+			return nil, fmt.Errorf("input %q: shape %v has more than %d elements", name, w.Shape, maxElems)
+		}
+		n *= d
+	}
+	if n != len(w.Data) {
+		return nil, fmt.Errorf("input %q: shape %v needs %d values, got %d", name, w.Shape, n, len(w.Data))
+	}
+	switch dt {
+	case tensor.Float32, tensor.Float64, tensor.Float16, tensor.BFloat16:
+		v := make([]float64, n)
+		for i, s := range w.Data {
+			f, err := strconv.ParseFloat(string(s), 64)
+			if err != nil {
+				return nil, fmt.Errorf("input %q: value %d: %q is not a number", name, i, s)
+			}
+			v[i] = f
+		}
+		return tensor.FromSlice(v, w.Shape...).To(dt), nil
+	case tensor.Int64, tensor.Int32:
+		v := make([]int64, n)
+		for i, s := range w.Data {
+			x, err := strconv.ParseInt(string(s), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("input %q: value %d: %q is not an integer", name, i, s)
+			}
+			if dt == tensor.Int32 && (x < math.MinInt32 || x > math.MaxInt32) {
+				return nil, fmt.Errorf("input %q: value %d: %d overflows int32", name, i, x)
+			}
+			v[i] = x
+		}
+		return tensor.FromSlice(v, w.Shape...).To(dt), nil
+	case tensor.Bool:
+		v := make([]bool, n)
+		for i, s := range w.Data {
+			switch s {
+			case "0":
+			case "1":
+				v[i] = true
+			default:
+				return nil, fmt.Errorf("input %q: value %d: %q is not 0 or 1", name, i, s)
+			}
+		}
+		return tensor.FromSlice(v, w.Shape...), nil
+	}
+	return nil, fmt.Errorf("input %q: dtype %s is not accepted", name, dt)
+}
+
+// encodeTensor turns an output tensor into its wire form.
+func encodeTensor(t *tensor.Tensor) outTensor {
+	o := outTensor{Shape: t.Shape(), DType: t.DType().String()}
+	if o.Shape == nil {
+		o.Shape = []int{}
+	}
+	switch {
+	case t.DType().IsFloat():
+		for _, f := range t.Float64s() {
+			switch {
+			case math.IsNaN(f):
+				o.Data = append(o.Data, "NaN")
+			case math.IsInf(f, 1):
+				o.Data = append(o.Data, "Infinity")
+			case math.IsInf(f, -1):
+				o.Data = append(o.Data, "-Infinity")
+			case t.DType() == tensor.Float64:
+				o.Data = append(o.Data, f)
+			default:
+				o.Data = append(o.Data, float32(f)) // shortest float32 digits
+			}
+		}
+	case t.DType() == tensor.Bool:
+		for _, b := range t.Bools() {
+			o.Data = append(o.Data, b)
+		}
+	default:
+		for _, x := range t.Int64s() {
+			o.Data = append(o.Data, x)
+		}
+	}
+	if o.Data == nil {
+		o.Data = []any{}
+	}
+	return o
+}
