@@ -208,8 +208,14 @@ func TestBadRequestInBatchDoesNotFailOthers(t *testing.T) {
 	var wg sync.WaitGroup
 	var rg, rb result
 	wg.Add(2)
-	go func() { defer wg.Done(); rg = srv.batcher.submit(context.Background(), map[string]*tensor.Tensor{name: good}) }()
-	go func() { defer wg.Done(); rb = srv.batcher.submit(context.Background(), map[string]*tensor.Tensor{name: bad}) }()
+	go func() {
+		defer wg.Done()
+		rg = srv.batcher.submit(context.Background(), map[string]*tensor.Tensor{name: good})
+	}()
+	go func() {
+		defer wg.Done()
+		rb = srv.batcher.submit(context.Background(), map[string]*tensor.Tensor{name: bad})
+	}()
 	wg.Wait()
 	require.NoError(t, rg.err)
 	assertClose(t, direct(t, sess, good), rg.outputs[sess.Outputs()[0].Name].Float64s())
