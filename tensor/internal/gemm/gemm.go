@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"github.com/emberml/ember/tensor/internal/pool"
 )
 
 // kernel describes one micro-kernel and the blocking it is tuned for.
@@ -29,8 +31,10 @@ type kernel struct {
 // goroutine: smaller products finish faster than goroutines start.
 const minParallelWork = 1 << 18
 
-// bufPool recycles packing buffers (*[]float32) between calls.
-var bufPool sync.Pool
+// bufPool recycles packing buffers between calls, by size class: the
+// packed A and B panels and the edge tile differ in size, and one pool for
+// all of them would hand a tile back for a panel and drop it.
+var bufPool pool.Pool[float32]
 
 // Sgemm computes C = alpha·op(A)·op(B) + beta·C for row-major float32
 // matrices, where op(X) is X or, when the matching trans flag is set, Xᵀ.
@@ -138,17 +142,8 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 
 func roundUp(x, to int) int { return (x + to - 1) / to * to }
 
-// getBuf returns a pooled buffer of at least n elements (contents arbitrary).
-func getBuf(n int) *[]float32 {
-	if p, ok := bufPool.Get().(*[]float32); ok {
-		if cap(*p) >= n {
-			*p = (*p)[:n]
-			return p
-		}
-	}
-	s := make([]float32, n)
-	return &s
-}
+// getBuf returns a pooled buffer of n elements (contents arbitrary).
+func getBuf(n int) *[]float32 { return bufPool.Get(n) }
 
 // blocked runs C += alpha·op(A)·op(B) on the calling goroutine with the
 // BLIS loop nest: NC columns of B, KC depth, MC rows of A, then NR×MR tiles.
