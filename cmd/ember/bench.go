@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/emberml/ember/tensor"
 )
 
 // benchOptions are the flags of "ember bench".
@@ -52,7 +54,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.workload, "workload", "all",
 		"workloads to run, comma-separated: "+strings.Join(workloadNames(), ", ")+
 			"; a prefix such as resnet18 selects all its batch sizes; all runs every workload")
-	fs.IntVar(&o.threads, "threads", 0, "threads (GOMAXPROCS) to use; 0 keeps GOMAXPROCS")
+	fs.IntVar(&o.threads, "threads", 0, "threads to use (sets GOMAXPROCS and tensor.SetNumThreads); 0 keeps GOMAXPROCS")
 	fs.IntVar(&o.steps, "steps", 0, "timed steps per workload (gemm: samples per size); 0 uses the workload's default")
 	fs.IntVar(&o.warmup, "warmup", 0, "untimed warm-up steps; 0 uses the workload's default")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per line: workload, threads, batch, median_ms, samples_per_s, peak_rss_mb")
@@ -85,6 +87,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.threads > 0 {
 		runtime.GOMAXPROCS(o.threads)
+		tensor.SetNumThreads(o.threads)
 	}
 	o.threads = runtime.GOMAXPROCS(0)
 
