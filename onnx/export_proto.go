@@ -1,0 +1,244 @@
+package onnx
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/emberml/ember/tensor"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// This file encodes the ONNX messages that Export writes (ModelProto and
+// what it contains) with protowire, by the field numbers of the ONNX
+// specification (onnx.proto3), the same numbers proto.go decodes.
+
+// exGraph is the graph Export builds before encoding.
+type exGraph struct {
+	name    string
+	nodes   []*exNode
+	inits   []exInit
+	inputs  []exValue
+	outputs []exValue
+}
+
+// exNode is one NodeProto.
+type exNode struct {
+	op, name        string
+	inputs, outputs []string
+	attrs           []exAttr
+}
+
+// exAttr is one AttributeProto of kind attrInt, attrFloat, attrString,
+// attrInts or attrFloats.
+type exAttr struct {
+	name   string
+	kind   int
+	i      int64
+	f      float32
+	s      string
+	ints   []int64
+	floats []float32
+}
+
+// exInit is an initializer: a named tensor.
+type exInit struct {
+	name string
+	t    *tensor.Tensor
+}
+
+// exValue is a graph input or output (ValueInfoProto with a tensor type).
+type exValue struct {
+	name string
+	elem int64
+	dims []Dim
+}
+
+func attrI(name string, v int) exAttr { return exAttr{name: name, kind: attrInt, i: int64(v)} }
+func attrF(name string, v float64) exAttr {
+	return exAttr{name: name, kind: attrFloat, f: float32(v)}
+}
+func attrS(name, v string) exAttr { return exAttr{name: name, kind: attrString, s: v} }
+func attrIs(name string, v []int) exAttr {
+	a := exAttr{name: name, kind: attrInts, ints: make([]int64, len(v))}
+	for i, x := range v {
+		a.ints[i] = int64(x)
+	}
+	return a
+}
+
+func appendBytesField(b []byte, num protowire.Number, p []byte) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, p)
+}
+
+func appendStringField(b []byte, num protowire.Number, s string) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendString(b, s)
+}
+
+func appendVarintField(b []byte, num protowire.Number, v int64) []byte {
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(v))
+}
+
+// irVersionFor returns the IR version ONNX released with an opset.
+func irVersionFor(opset int) int64 {
+	switch {
+	case opset <= 14:
+		return 7
+	case opset <= 18:
+		return 8
+	case opset <= 20:
+		return 9
+	}
+	return 10
+}
+
+// encodeModel encodes g as a ModelProto importing the default domain at
+// opset.
+func encodeModel(g *exGraph, opset int, producer, producerVersion string) ([]byte, error) {
+	graph, err := encodeGraph(g)
+	if err != nil {
+		return nil, err
+	}
+	var b []byte
+	b = appendVarintField(b, 1, irVersionFor(opset)) // ir_version
+	b = appendStringField(b, 2, producer)            // producer_name
+	b = appendStringField(b, 3, producerVersion)     // producer_version
+	b = appendBytesField(b, 7, graph)                // graph
+	var os []byte
+	os = appendStringField(os, 1, "")           // domain
+	os = appendVarintField(os, 2, int64(opset)) // version
+	b = appendBytesField(b, 8, os)              // opset_import
+	return b, nil
+}
+
+func encodeGraph(g *exGraph) ([]byte, error) {
+	var b []byte
+	for _, n := range g.nodes {
+		b = appendBytesField(b, 1, encodeNode(n)) // node
+	}
+	b = appendStringField(b, 2, g.name) // name
+	for _, in := range g.inits {
+		t, err := encodeTensor(in.name, in.t)
+		if err != nil {
+			return nil, err
+		}
+		b = appendBytesField(b, 5, t) // initializer
+	}
+	for _, v := range g.inputs {
+		b = appendBytesField(b, 11, encodeValueInfo(v)) // input
+	}
+	for _, v := range g.outputs {
+		b = appendBytesField(b, 12, encodeValueInfo(v)) // output
+	}
+	return b, nil
+}
+
+func encodeNode(n *exNode) []byte {
+	var b []byte
+	for _, s := range n.inputs {
+		b = appendStringField(b, 1, s)
+	}
+	for _, s := range n.outputs {
+		b = appendStringField(b, 2, s)
+	}
+	b = appendStringField(b, 3, n.name)
+	b = appendStringField(b, 4, n.op)
+	for _, a := range n.attrs {
+		b = appendBytesField(b, 5, encodeAttr(a))
+	}
+	return b
+}
+
+func encodeAttr(a exAttr) []byte {
+	b := appendStringField(nil, 1, a.name)
+	switch a.kind {
+	case attrFloat:
+		b = protowire.AppendTag(b, 2, protowire.Fixed32Type)
+		b = protowire.AppendFixed32(b, math.Float32bits(a.f))
+	case attrInt:
+		b = appendVarintField(b, 3, a.i)
+	case attrString:
+		b = appendStringField(b, 4, a.s)
+	case attrFloats:
+		for _, f := range a.floats {
+			b = protowire.AppendTag(b, 7, protowire.Fixed32Type)
+			b = protowire.AppendFixed32(b, math.Float32bits(f))
+		}
+	case attrInts:
+		for _, v := range a.ints {
+			b = appendVarintField(b, 8, v)
+		}
+	}
+	return appendVarintField(b, 20, int64(a.kind)) // type
+}
+
+// encodeTensor encodes t as a TensorProto with raw little-endian data.
+func encodeTensor(name string, t *tensor.Tensor) ([]byte, error) {
+	dt := dtypeToONNX(t.DType())
+	var raw []byte
+	switch t.DType() {
+	case tensor.Float32:
+		vs := t.Float32s()
+		raw = make([]byte, 4*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
+		}
+	case tensor.Float64:
+		vs := t.Float64s()
+		raw = make([]byte, 8*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint64(raw[8*i:], math.Float64bits(v))
+		}
+	case tensor.Int64:
+		vs := t.Int64s()
+		raw = make([]byte, 8*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
+		}
+	case tensor.Int32:
+		vs := t.Int32s()
+		raw = make([]byte, 4*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint32(raw[4*i:], uint32(v))
+		}
+	case tensor.Bool:
+		vs := t.Bools()
+		raw = make([]byte, len(vs))
+		for i, v := range vs {
+			if v {
+				raw[i] = 1
+			}
+		}
+	default:
+		return nil, fmt.Errorf("onnx.Export: initializer %q has dtype %s, which the exporter does not write", name, t.DType())
+	}
+	var b []byte
+	for _, d := range t.Shape() {
+		b = appendVarintField(b, 1, int64(d)) // dims
+	}
+	b = appendVarintField(b, 2, dt)   // data_type
+	b = appendStringField(b, 8, name) // name
+	return appendBytesField(b, 9, raw), nil
+}
+
+func encodeValueInfo(v exValue) []byte {
+	var shape []byte
+	for _, d := range v.dims {
+		var db []byte
+		if d.Param != "" {
+			db = appendStringField(db, 2, d.Param) // dim_param
+		} else {
+			db = appendVarintField(db, 1, d.Value) // dim_value
+		}
+		shape = appendBytesField(shape, 1, db) // dim
+	}
+	var tt []byte
+	tt = appendVarintField(tt, 1, v.elem) // elem_type
+	tt = appendBytesField(tt, 2, shape)   // shape
+	typ := appendBytesField(nil, 1, tt)   // tensor_type
+	b := appendStringField(nil, 1, v.name)
+	return appendBytesField(b, 2, typ)
+}
