@@ -32,6 +32,22 @@ func unaryF32Fast(op UnaryOp, dst, src []float32, l Layout) bool {
 		f = vec.Tanh
 	case OpLog:
 		f = vec.Log
+	case OpNeg:
+		f = vec.Neg
+	case OpAbs:
+		f = vec.Abs
+	case OpSqrt:
+		f = vec.Sqrt
+	case OpRsqrt:
+		f = func(d, s []float32) {
+			vec.Sqrt(d, s)
+			vec.ConstDiv(d, d, 1)
+		}
+	case OpRecip:
+		f = func(d, s []float32) { vec.ConstDiv(d, s, 1) }
+	case OpClamp:
+		lo, hi := float32(op.A), float32(op.B)
+		f = func(d, s []float32) { vec.Clamp(d, s, lo, hi) }
 	case OpSquare:
 		f = func(d, s []float32) { vec.Mul(d, s, s) }
 	case OpAffine:

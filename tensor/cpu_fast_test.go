@@ -87,6 +87,13 @@ func TestUnaryFastPathMatchesGeneric(t *testing.T) {
 		{UnaryOp{Kind: OpTanh}, 4},
 		{UnaryOp{Kind: OpLog}, 0},
 		{UnaryOp{Kind: OpSquare}, 0},
+		{UnaryOp{Kind: OpNeg}, 0},
+		{UnaryOp{Kind: OpAbs}, 0},
+		{UnaryOp{Kind: OpSqrt}, 0},
+		{UnaryOp{Kind: OpRsqrt}, 0},
+		{UnaryOp{Kind: OpRecip}, 0},
+		{UnaryOp{Kind: OpClamp, A: -1.5, B: 2}, 0},
+		{UnaryOp{Kind: OpClamp, A: math.Inf(-1), B: 0.5}, 0},
 		{UnaryOp{Kind: OpAffine, A: 1, B: 0.25}, 0},
 		{UnaryOp{Kind: OpAffine, A: -3, B: 0.5}, 0},
 	}

@@ -4,14 +4,15 @@
 // Dot). The CPU backend of package tensor calls them for contiguous and
 // broadcast-scalar operands.
 //
-// On amd64 the hot kernels (arithmetic, Relu, Exp, Tanh, Sum) are written
+// On amd64 the hot kernels (arithmetic, Relu, Neg, Abs, Sqrt, Exp, Tanh, Sum)
+// are written
 // in Go assembly, in an AVX-512F and an AVX2+FMA version, and the fastest
 // one the CPU supports is chosen at run time with golang.org/x/sys/cpu.
 // Every assembly kernel has a pure-Go twin, used on other architectures, on
 // older x86 CPUs and under the purego build tag; tests run both on the same
 // inputs.
 //
-// Accuracy: arithmetic, Relu, Sum and Max are exact (Sum accumulates in
+// Accuracy: arithmetic, Relu, Neg, Abs, Sqrt, Clamp, Sum and Max are exact (Sum accumulates in
 // float64 and rounds once); Log calls the float32 math library. Exp is
 // within ExpMaxULP ulp of the correctly rounded result on every path, subnormal
 // results included: the SIMD kernels evaluate a degree-7 Taylor polynomial
@@ -58,7 +59,8 @@ type impl struct {
 	addConst, subConst func(dst, a []float32, c float32)
 	mulConst, divConst func(dst, a []float32, c float32)
 	constSub, constDiv func(dst, a []float32, c float32)
-	relu               func(dst, a []float32)
+	relu, neg, abs     func(dst, a []float32)
+	sqrt               func(dst, a []float32)
 	exp, tanh          func(dst, a []float32)
 	expLanes           int
 	sum                func(a []float32) float64
@@ -70,7 +72,7 @@ var goImpl = &impl{
 	add:  addGo, sub: subGo, mul: mulGo, div: divGo,
 	addConst: addConstGo, subConst: subConstGo, mulConst: mulConstGo, divConst: divConstGo,
 	constSub: constSubGo, constDiv: constDivGo,
-	relu: reluGo, exp: expGo, tanh: tanhGo, expLanes: 1, sum: sumGo,
+	relu: reluGo, neg: negGo, abs: absGo, sqrt: sqrtGo, exp: expGo, tanh: tanhGo, expLanes: 1, sum: sumGo,
 }
 
 // active is the fastest kernel set this CPU runs; it is chosen once.
@@ -141,6 +143,27 @@ func Affine(dst, a []float32, s, t float32) {
 
 // Relu sets dst[i] = max(a[i], 0). NaN stays NaN and -0 becomes +0.
 func Relu(dst, a []float32) { check2("Relu", dst, a); active.relu(dst, a) }
+
+// Neg sets dst[i] = -a[i].
+func Neg(dst, a []float32) { check2("Neg", dst, a); active.neg(dst, a) }
+
+// Abs sets dst[i] = |a[i]|.
+func Abs(dst, a []float32) { check2("Abs", dst, a); active.abs(dst, a) }
+
+// Sqrt sets dst[i] to the correctly rounded square root of a[i].
+func Sqrt(dst, a []float32) { check2("Sqrt", dst, a); active.sqrt(dst, a) }
+
+// Clamp sets dst[i] = min(max(a[i], lo), hi), keeping NaN.
+func Clamp(dst, a []float32, lo, hi float32) {
+	check2("Clamp", dst, a)
+	for i, v := range a {
+		if v != v {
+			dst[i] = v
+		} else {
+			dst[i] = min(max(v, lo), hi)
+		}
+	}
+}
 
 // Exp sets dst[i] = e**a[i], within ExpMaxULP ulps (see the package doc).
 // Overflow gives +Inf, results below half the smallest subnormal give 0,

@@ -50,6 +50,15 @@ func expAVX2(dst, a []float32)
 func tanhAVX2(dst, a []float32)
 
 //go:noescape
+func negAVX2(dst, a []float32)
+
+//go:noescape
+func absAVX2(dst, a []float32)
+
+//go:noescape
+func sqrtAVX2(dst, a []float32)
+
+//go:noescape
 func sumAVX2(a []float32) float64
 
 //go:noescape
@@ -92,6 +101,15 @@ func expAVX512(dst, a []float32)
 func tanhAVX512(dst, a []float32)
 
 //go:noescape
+func negAVX512(dst, a []float32)
+
+//go:noescape
+func absAVX512(dst, a []float32)
+
+//go:noescape
+func sqrtAVX512(dst, a []float32)
+
+//go:noescape
 func sumAVX512(a []float32) float64
 
 var (
@@ -100,14 +118,14 @@ var (
 		add:  addAVX2, sub: subAVX2, mul: mulAVX2, div: divAVX2,
 		addConst: addConstAVX2, subConst: subConstAVX2, mulConst: mulConstAVX2, divConst: divConstAVX2,
 		constSub: constSubAVX2, constDiv: constDivAVX2,
-		relu: reluAVX2, exp: expAVX2, tanh: tanhAVX2, expLanes: 8, sum: sumAVX2,
+		relu: reluAVX2, neg: negAVX2, abs: absAVX2, sqrt: sqrtAVX2, exp: expAVX2, tanh: tanhAVX2, expLanes: 8, sum: sumAVX2,
 	}
 	avx512Impl = &impl{
 		name: "avx512",
 		add:  addAVX512, sub: subAVX512, mul: mulAVX512, div: divAVX512,
 		addConst: addConstAVX512, subConst: subConstAVX512, mulConst: mulConstAVX512, divConst: divConstAVX512,
 		constSub: constSubAVX512, constDiv: constDivAVX512,
-		relu: reluAVX512, exp: expAVX512, tanh: tanhAVX512, expLanes: 16, sum: sumAVX512,
+		relu: reluAVX512, neg: negAVX512, abs: absAVX512, sqrt: sqrtAVX512, exp: expAVX512, tanh: tanhAVX512, expLanes: 16, sum: sumAVX512,
 	}
 )
 

@@ -1110,6 +1110,159 @@ done:
 	VZEROUPPER
 	RET
 
+// func negAVX2(dst, a []float32): dst[i] = -a[i] (the sign bit flipped).
+TEXT ·negAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-32, BX
+	JZ   one
+big:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VXORPS tanhconst<>+64(SB), Y0, Y0
+	VMOVUPS Y0, 0(DI)(AX*4)
+	VMOVUPS 32(SI)(AX*4), Y1
+	VXORPS tanhconst<>+64(SB), Y1, Y1
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS 64(SI)(AX*4), Y2
+	VXORPS tanhconst<>+64(SB), Y2, Y2
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS 96(SI)(AX*4), Y3
+	VXORPS tanhconst<>+64(SB), Y3, Y3
+	VMOVUPS Y3, 96(DI)(AX*4)
+	ADDQ $32, AX
+	CMPQ AX, BX
+	JLT  big
+one:
+	MOVQ CX, BX
+	ANDQ $-8, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VXORPS tanhconst<>+64(SB), Y0, Y0
+	VMOVUPS Y0, 0(DI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+	CMPQ AX, CX
+	JGE  done
+tailloop:
+	VMOVSS (SI)(AX*4), X0
+	VXORPS tanhconst<>+64(SB), X0, X0
+	VMOVSS X0, (DI)(AX*4)
+	INCQ AX
+	CMPQ AX, CX
+	JLT  tailloop
+done:
+	VZEROUPPER
+	RET
+
+// func absAVX2(dst, a []float32): dst[i] = |a[i]| (the sign bit cleared).
+TEXT ·absAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-32, BX
+	JZ   one
+big:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VANDPS tanhconst<>+0(SB), Y0, Y0
+	VMOVUPS Y0, 0(DI)(AX*4)
+	VMOVUPS 32(SI)(AX*4), Y1
+	VANDPS tanhconst<>+0(SB), Y1, Y1
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS 64(SI)(AX*4), Y2
+	VANDPS tanhconst<>+0(SB), Y2, Y2
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS 96(SI)(AX*4), Y3
+	VANDPS tanhconst<>+0(SB), Y3, Y3
+	VMOVUPS Y3, 96(DI)(AX*4)
+	ADDQ $32, AX
+	CMPQ AX, BX
+	JLT  big
+one:
+	MOVQ CX, BX
+	ANDQ $-8, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VANDPS tanhconst<>+0(SB), Y0, Y0
+	VMOVUPS Y0, 0(DI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+	CMPQ AX, CX
+	JGE  done
+tailloop:
+	VMOVSS (SI)(AX*4), X0
+	VANDPS tanhconst<>+0(SB), X0, X0
+	VMOVSS X0, (DI)(AX*4)
+	INCQ AX
+	CMPQ AX, CX
+	JLT  tailloop
+done:
+	VZEROUPPER
+	RET
+
+// func sqrtAVX2(dst, a []float32): dst[i] = sqrt(a[i]), correctly rounded.
+TEXT ·sqrtAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-32, BX
+	JZ   one
+big:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VSQRTPS Y0, Y0
+	VMOVUPS Y0, 0(DI)(AX*4)
+	VMOVUPS 32(SI)(AX*4), Y1
+	VSQRTPS Y1, Y1
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VMOVUPS 64(SI)(AX*4), Y2
+	VSQRTPS Y2, Y2
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VMOVUPS 96(SI)(AX*4), Y3
+	VSQRTPS Y3, Y3
+	VMOVUPS Y3, 96(DI)(AX*4)
+	ADDQ $32, AX
+	CMPQ AX, BX
+	JLT  big
+one:
+	MOVQ CX, BX
+	ANDQ $-8, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VMOVUPS 0(SI)(AX*4), Y0
+	VSQRTPS Y0, Y0
+	VMOVUPS Y0, 0(DI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+	CMPQ AX, CX
+	JGE  done
+tailloop:
+	VMOVSS (SI)(AX*4), X0
+	VSQRTSS X0, X0, X0
+	VMOVSS X0, (DI)(AX*4)
+	INCQ AX
+	CMPQ AX, CX
+	JLT  tailloop
+done:
+	VZEROUPPER
+	RET
+
 // func addAVX512(dst, a, b []float32): dst[i] = a[i] ADD b[i].
 TEXT ·addAVX512(SB), NOSPLIT, $0-72
 	MOVQ dst_base+0(FP), DI
@@ -1847,6 +2000,159 @@ oneloop:
 	CMPQ AX, BX
 	JLT  oneloop
 tail:
+done:
+	VZEROUPPER
+	RET
+
+// func negAVX512(dst, a []float32): dst[i] = -a[i] (the sign bit flipped).
+TEXT ·negAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-64, BX
+	JZ   one
+big:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VXORPS tanhconst<>+64(SB), Z0, Z0
+	VMOVUPS Z0, 0(DI)(AX*4)
+	VMOVUPS 64(SI)(AX*4), Z1
+	VXORPS tanhconst<>+64(SB), Z1, Z1
+	VMOVUPS Z1, 64(DI)(AX*4)
+	VMOVUPS 128(SI)(AX*4), Z2
+	VXORPS tanhconst<>+64(SB), Z2, Z2
+	VMOVUPS Z2, 128(DI)(AX*4)
+	VMOVUPS 192(SI)(AX*4), Z3
+	VXORPS tanhconst<>+64(SB), Z3, Z3
+	VMOVUPS Z3, 192(DI)(AX*4)
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  big
+one:
+	MOVQ CX, BX
+	ANDQ $-16, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VXORPS tanhconst<>+64(SB), Z0, Z0
+	VMOVUPS Z0, 0(DI)(AX*4)
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+	CMPQ AX, CX
+	JGE  done
+tailloop:
+	VMOVSS (SI)(AX*4), X0
+	VXORPS tanhconst<>+64(SB), X0, X0
+	VMOVSS X0, (DI)(AX*4)
+	INCQ AX
+	CMPQ AX, CX
+	JLT  tailloop
+done:
+	VZEROUPPER
+	RET
+
+// func absAVX512(dst, a []float32): dst[i] = |a[i]| (the sign bit cleared).
+TEXT ·absAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-64, BX
+	JZ   one
+big:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VANDPS tanhconst<>+0(SB), Z0, Z0
+	VMOVUPS Z0, 0(DI)(AX*4)
+	VMOVUPS 64(SI)(AX*4), Z1
+	VANDPS tanhconst<>+0(SB), Z1, Z1
+	VMOVUPS Z1, 64(DI)(AX*4)
+	VMOVUPS 128(SI)(AX*4), Z2
+	VANDPS tanhconst<>+0(SB), Z2, Z2
+	VMOVUPS Z2, 128(DI)(AX*4)
+	VMOVUPS 192(SI)(AX*4), Z3
+	VANDPS tanhconst<>+0(SB), Z3, Z3
+	VMOVUPS Z3, 192(DI)(AX*4)
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  big
+one:
+	MOVQ CX, BX
+	ANDQ $-16, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VANDPS tanhconst<>+0(SB), Z0, Z0
+	VMOVUPS Z0, 0(DI)(AX*4)
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+	CMPQ AX, CX
+	JGE  done
+tailloop:
+	VMOVSS (SI)(AX*4), X0
+	VANDPS tanhconst<>+0(SB), X0, X0
+	VMOVSS X0, (DI)(AX*4)
+	INCQ AX
+	CMPQ AX, CX
+	JLT  tailloop
+done:
+	VZEROUPPER
+	RET
+
+// func sqrtAVX512(dst, a []float32): dst[i] = sqrt(a[i]), correctly rounded.
+TEXT ·sqrtAVX512(SB), NOSPLIT, $0-48
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ a_base+24(FP), SI
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-64, BX
+	JZ   one
+big:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VSQRTPS Z0, Z0
+	VMOVUPS Z0, 0(DI)(AX*4)
+	VMOVUPS 64(SI)(AX*4), Z1
+	VSQRTPS Z1, Z1
+	VMOVUPS Z1, 64(DI)(AX*4)
+	VMOVUPS 128(SI)(AX*4), Z2
+	VSQRTPS Z2, Z2
+	VMOVUPS Z2, 128(DI)(AX*4)
+	VMOVUPS 192(SI)(AX*4), Z3
+	VSQRTPS Z3, Z3
+	VMOVUPS Z3, 192(DI)(AX*4)
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  big
+one:
+	MOVQ CX, BX
+	ANDQ $-16, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VMOVUPS 0(SI)(AX*4), Z0
+	VSQRTPS Z0, Z0
+	VMOVUPS Z0, 0(DI)(AX*4)
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+	CMPQ AX, CX
+	JGE  done
+tailloop:
+	VMOVSS (SI)(AX*4), X0
+	VSQRTSS X0, X0, X0
+	VMOVSS X0, (DI)(AX*4)
+	INCQ AX
+	CMPQ AX, CX
+	JLT  tailloop
 done:
 	VZEROUPPER
 	RET

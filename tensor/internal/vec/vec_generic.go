@@ -147,3 +147,24 @@ func tanhGo(dst, a []float32) {
 		dst[i] = math32.Tanh(v)
 	}
 }
+
+func negGo(dst, a []float32) {
+	dst = dst[:len(a)]
+	for i, v := range a {
+		dst[i] = -v
+	}
+}
+
+func absGo(dst, a []float32) {
+	dst = dst[:len(a)]
+	for i, v := range a {
+		dst[i] = math.Float32frombits(math.Float32bits(v) &^ (1 << 31))
+	}
+}
+
+func sqrtGo(dst, a []float32) {
+	dst = dst[:len(a)]
+	for i, v := range a {
+		dst[i] = math32.Sqrt(v)
+	}
+}

@@ -118,16 +118,46 @@ func TestAsmMatchesGoExactKernels(t *testing.T) {
 					require.True(t, sameBits(want[i], got[i]), "%s %s n=%d [%d]: got %v want %v", im.name, op.name, n, i, got[i], want[i])
 				}
 			}
-			all, got := poisoned(n)
-			_, want := poisoned(n)
-			im.relu(got, a)
-			goImpl.relu(want, a)
-			requireGuards(t, all, n, im.name+" relu")
-			for i := range want {
-				require.True(t, sameBits(want[i], got[i]), "%s relu n=%d [%d]: got %v want %v", im.name, n, i, got[i], want[i])
+			for _, op := range []struct {
+				name string
+				of   func(*impl) func(dst, a []float32)
+			}{
+				{"relu", func(im *impl) func(dst, a []float32) { return im.relu }},
+				{"neg", func(im *impl) func(dst, a []float32) { return im.neg }},
+				{"abs", func(im *impl) func(dst, a []float32) { return im.abs }},
+				{"sqrt", func(im *impl) func(dst, a []float32) { return im.sqrt }},
+			} {
+				all, got := poisoned(n)
+				_, want := poisoned(n)
+				op.of(im)(got, a)
+				op.of(goImpl)(want, a)
+				requireGuards(t, all, n, im.name+" "+op.name)
+				for i := range want {
+					require.True(t, sameBits(want[i], got[i]), "%s %s n=%d [%d]: got %v want %v", im.name, op.name, n, i, got[i], want[i])
+				}
 			}
 			a[0] = 1
 			assert.InDelta(t, goImpl.sum(a), im.sum(a), 1e-9*float64(n), "%s sum n=%d", im.name, n)
+		}
+	}
+}
+
+func TestSignAndSqrtSpecialValues(t *testing.T) {
+	nz := float32(math.Copysign(0, -1))
+	inf := float32(math.Inf(1))
+	in := []float32{float32(math.NaN()), nz, 0, -inf, inf, -1e-45, 4, -4}
+	for _, im := range impls() {
+		neg, abs, sq := make([]float32, len(in)), make([]float32, len(in)), make([]float32, len(in))
+		im.neg(neg, in)
+		im.abs(abs, in)
+		im.sqrt(sq, in)
+		wantNeg := []float32{float32(math.NaN()), 0, nz, inf, -inf, 1e-45, -4, 4}
+		wantAbs := []float32{float32(math.NaN()), 0, 0, inf, inf, 1e-45, 4, 4}
+		wantSqrt := []float32{float32(math.NaN()), nz, 0, float32(math.NaN()), inf, float32(math.NaN()), 2, float32(math.NaN())}
+		for i := range in {
+			assert.True(t, sameBits(wantNeg[i], neg[i]), "%s neg(%v) = %v", im.name, in[i], neg[i])
+			assert.True(t, sameBits(wantAbs[i], abs[i]), "%s abs(%v) = %v", im.name, in[i], abs[i])
+			assert.True(t, sameBits(wantSqrt[i], sq[i]), "%s sqrt(%v) = %v", im.name, in[i], sq[i])
 		}
 	}
 }
@@ -337,12 +367,18 @@ func TestExportedKernels(t *testing.T) {
 		{"ConstDiv", func() { ConstDiv(d, b, 1) }, []float32{0.5, 0.25, -0.125, 0.0625, 2}},
 		{"Affine", func() { Affine(d, a, 2, 1) }, []float32{3, -3, 7, -7, 11}},
 		{"Relu", func() { Relu(d, a) }, []float32{1, 0, 3, 0, 5}},
+		{"Neg", func() { Neg(d, a) }, []float32{-1, 2, -3, 4, -5}},
+		{"Abs", func() { Abs(d, a) }, []float32{1, 2, 3, 4, 5}},
+		{"Sqrt", func() { Sqrt(d, b) }, []float32{1.4142135, 2, float32(math.NaN()), 4, 0.70710677}},
+		{"Clamp", func() { Clamp(d, a, -2.5, 4) }, []float32{1, -2, 3, -2.5, 4}},
 		{"Axpy", func() { copy(d, b); Axpy(2, a, d) }, []float32{4, 0, -2, 8, 10.5}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.run()
-			assert.Equal(t, tc.want, d)
+			for i := range d {
+				assert.True(t, sameBits(tc.want[i], d[i]), "[%d]: got %v want %v", i, d[i], tc.want[i])
+			}
 		})
 	}
 	assert.Equal(t, 3.0, Sum(a))
