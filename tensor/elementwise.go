@@ -274,8 +274,10 @@ func (t *Tensor) CopyFrom(src *Tensor) *Tensor {
 		panic(fmt.Sprintf("tensor.CopyFrom: source on %s, destination on %s", src.Device(), t.Device()))
 	}
 	src = src.To(t.dtype)
-	if src.st == t.st {
-		src = src.Clone() // reading and writing the same storage
+	if src.st == t.st { // reading and writing the same storage
+		var release func()
+		src, release = scratchCopy(src)
+		defer release()
 	}
 	b := t.st.backend
 	if t.IsContiguous() && t.offset == 0 && t.Numel() == t.st.buf.Len() {

@@ -73,13 +73,12 @@ func (t *Tensor) reduce(name string, op ReduceOp, axes []int, keepDim bool) *Ten
 	if n == 0 && (op == ReduceMax || op == ReduceMin) {
 		panic(fmt.Sprintf("tensor.%s: reducing an empty axis of shape %v has no identity", name, t.shape))
 	}
-	c := src.Permute(perm...).Contiguous()
-	if c.offset != 0 { // the kernel reads its buffer from element 0
-		c = c.Clone()
-	}
+	// The kernel reads its buffer from element 0.
+	c, release := scratchContiguous(src.Permute(perm...))
 	b := t.st.backend
 	out := empty(b, src.dtype, t.reducedShape(red, keepDim))
 	b.Reduce(op, out.st.buf, c.st.buf, outer, n)
+	release()
 	if t.dtype == Bool && (op == ReduceMax || op == ReduceMin) {
 		out = out.To(Bool) // any / all
 	}
