@@ -240,7 +240,7 @@ func (v *Var) Sigmoid() *Var {
 func (v *Var) Relu() *Var {
 	out := v.value.Relu()
 	return record("Relu", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
-		mask := out.value.Gt(tensor.ZerosLike(out.value)).To(g.DType())
+		mask := out.value.Gt(tensor.ScalarOf(0, out.DType())).To(g.DType())
 		return []*Var{g.Mul(New(mask))}
 	})
 }
