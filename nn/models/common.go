@@ -29,10 +29,18 @@ func batchNorm2d(c int) *nn.BatchNorm {
 
 // normalLinear returns a Linear layer with weight N(0, std²) and a zero
 // bias. It draws the weight once, without nn.NewLinear's default draw
-// first: VGG's classifier holds over 100 million weights.
+// first, and in blocks of rows, so that VGG's classifier (over 100 million
+// weights) never needs a float64 copy of the whole matrix.
 func normalLinear(g *tensor.Generator, in, out int, std float64, bias bool) *nn.Linear {
+	w := tensor.Zeros([]int{out, in}, tensor.Float32)
+	const blockElems = 1 << 20
+	rows := max(1, blockElems/max(in, 1))
+	for r := 0; r < out; r += rows {
+		n := min(rows, out-r)
+		w.Narrow(0, r, n).CopyFrom(g.Normal([]int{n, in}, 0, std, tensor.Float32))
+	}
 	l := &nn.Linear{InFeatures: in, OutFeatures: out}
-	l.Weight = l.RegisterParameter("weight", autograd.Param(g.Normal([]int{out, in}, 0, std, tensor.Float32)))
+	l.Weight = l.RegisterParameter("weight", autograd.Param(w))
 	if bias {
 		l.Bias = l.RegisterParameter("bias", autograd.Param(tensor.Zeros([]int{out}, tensor.Float32)))
 	}

@@ -188,6 +188,10 @@ func TestBackward(t *testing.T) {
 				if train {
 					shape[0] = 2
 				}
+				if len(shape) == 4 {
+					// The smallest images every stage of the CNNs accepts.
+					shape[2], shape[3] = 32, 32
+				}
 				var x *tensor.Tensor
 				if z.ids > 0 {
 					x = g.RandInt(shape, 0, z.ids)
@@ -203,11 +207,12 @@ func TestBackward(t *testing.T) {
 					gr := p.Param.Grad()
 					require.NotNil(t, gr, "%s has no gradient", p.Name)
 					require.Equal(t, p.Param.Shape(), gr.Shape(), p.Name)
-					nonzero := false
+					nonzero, finite := false, true
 					for _, v := range gr.Float64s() {
-						require.False(t, math.IsNaN(v) || math.IsInf(v, 0), "%s: non-finite gradient", p.Name)
+						finite = finite && !math.IsNaN(v) && !math.IsInf(v, 0)
 						nonzero = nonzero || v != 0
 					}
+					require.True(t, finite, "%s: non-finite gradient", p.Name)
 					if !train {
 						assert.True(t, nonzero, "%s: gradient is all zero", p.Name)
 					}
