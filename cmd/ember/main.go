@@ -31,7 +31,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"bench", "run the performance workloads and print ms/step, samples/s and peak RSS", runBench},
-		{"onnx", "inspect or run an ONNX model (ember onnx inspect|run MODEL.onnx ...)", runONNX},
+		{"onnx", "inspect, run or export an ONNX model (ember onnx inspect|run MODEL.onnx ..., ember onnx export -model NAME ...)", runONNX},
 		{"launch", "start N local ranks of a distributed job (ember launch -nproc N PROGRAM ARGS...)", runLaunch},
 	}
 }

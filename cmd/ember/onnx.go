@@ -21,6 +21,7 @@ func runONNX(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: ember onnx inspect MODEL.onnx")
 		fmt.Fprintln(stderr, "       ember onnx run MODEL.onnx -i NAME=FILE.npy [-i ...] [-o OUTDIR]")
 		fmt.Fprintln(stderr, "       (one -i may be a bare FILE.npy: it feeds the first input not named otherwise)")
+		fmt.Fprintln(stderr, "       ember onnx export -model NAME [-weights FILE.safetensors] -input-shape 1,3,224,224 -o FILE.onnx")
 	}
 	if len(args) == 0 {
 		usage()
@@ -31,6 +32,8 @@ func runONNX(args []string, stdout, stderr io.Writer) int {
 		return onnxInspect(args[1:], stdout, stderr)
 	case "run":
 		return onnxRun(args[1:], stdout, stderr)
+	case "export":
+		return onnxExport(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage()
 		return 0
