@@ -5,12 +5,14 @@
 // It shows the whole loop an Ember user writes: build a model from nn layers,
 // batch a dataset with data.Loader, run forward, loss and backward through
 // autograd, step an optim optimizer, then save the trained weights as a
-// safetensors checkpoint and load them into a fresh model.
+// safetensors checkpoint and load them into a fresh model, and finally export
+// the model to ONNX and check that Ember's ONNX importer predicts the same.
 //
 //	go run ./examples/quickstart
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +21,7 @@ import (
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/data"
 	"github.com/emberml/ember/nn"
+	"github.com/emberml/ember/onnx"
 	"github.com/emberml/ember/optim"
 	"github.com/emberml/ember/tensor"
 )
@@ -117,6 +120,11 @@ func run() error {
 		return err
 	}
 	fmt.Printf("checkpoint %s reloaded: predictions match\n", filepath.Base(path))
+	onnxPath := filepath.Join(dir, "digits-cnn.onnx")
+	if err := exportONNX(fresh, test, onnxPath); err != nil {
+		return err
+	}
+	fmt.Printf("exported %s (opset %d, dynamic batch) and ran it with Ember's ONNX import: predictions match\n", filepath.Base(onnxPath), onnx.DefaultExportOpset)
 	fmt.Printf("test accuracy: %.4f\n", accuracy(fresh, test))
 	return nil
 }
@@ -150,6 +158,49 @@ func samePredictions(a, b nn.Module, ds data.Dataset) error {
 	for i := range pa {
 		if pa[i] != pb[i] {
 			return fmt.Errorf("reloaded model predicts %d for test image %d, trained model %d", pb[i], i, pa[i])
+		}
+	}
+	return nil
+}
+
+// exportONNX writes m as an ONNX model with a dynamic batch axis, loads it
+// back with Ember's ONNX import and checks that it predicts what m does on
+// every test image.
+func exportONNX(m nn.Module, ds data.Dataset, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	example := ds.Get(0)[0].Unsqueeze(0)
+	dyn := map[string]map[int]string{"input_0": {0: "batch"}, "output_0": {0: "batch"}}
+	if err := onnx.Export(m, []*tensor.Tensor{example}, f, onnx.ExportOptions{DynamicAxes: dyn}); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	model, err := onnx.Load(path)
+	if err != nil {
+		return err
+	}
+	sess, err := model.NewSession(onnx.SessionOptions{})
+	if err != nil {
+		return err
+	}
+	want, _ := predict(m, ds)
+	var got []int64
+	loader := data.NewLoader(ds, data.LoaderOptions{BatchSize: 256})
+	for batch := range loader.All() {
+		out, err := sess.Run(context.Background(), map[string]*tensor.Tensor{"input_0": batch[0]})
+		if err != nil {
+			return err
+		}
+		got = append(got, out["output_0"].ArgMax(1, false).Int64s()...)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			return fmt.Errorf("the ONNX model predicts %d for test image %d, the Ember model %d", got[i], i, want[i])
 		}
 	}
 	return nil
