@@ -37,6 +37,9 @@ type zooModel struct {
 	// backward models are checked by TestBackward (backwardShort ones also
 	// with -short).
 	backward, backwardShort bool
+	// forward, when set, replaces m.Forward(input) in TestTorchGolden; it
+	// gets every tensor of the io file.
+	forward func(m nn.Module, io map[string]*tensor.Tensor) *autograd.Var
 	// golden models are compared with torch's outputs by TestTorchGolden
 	// (goldenShort ones also with -short).
 	golden, goldenShort bool
@@ -51,6 +54,17 @@ var zoo = map[string]zooModel{
 	"gru_classifier": {
 		build: func(g *tensor.Generator) nn.Module { return models.NewGRUClassifier(g, gruConfig) },
 		input: []int{2, 7}, ids: 50, backward: true, backwardShort: true, want: []int{2, 3}, golden: true, goldenShort: true,
+	},
+	"gru_classifier_lengths": {
+		build: func(g *tensor.Generator) nn.Module { return models.NewGRUClassifier(g, gruConfig) },
+		forward: func(m nn.Module, io map[string]*tensor.Tensor) *autograd.Var {
+			var lengths []int
+			for _, l := range io["lengths"].Int64s() {
+				lengths = append(lengths, int(l))
+			}
+			return m.(*models.GRUClassifier).ForwardLengths(autograd.New(io["input"]), lengths)
+		},
+		input: []int{2, 7}, ids: 50, want: []int{2, 3}, golden: true, goldenShort: true,
 	},
 	"gpt": {
 		build: func(g *tensor.Generator) nn.Module { return models.NewGPT(g, gptConfig) },
@@ -248,7 +262,13 @@ func TestTorchGolden(t *testing.T) {
 			require.NoError(t, nn.LoadSafetensors(filepath.Join(dir, name+".safetensors"), m))
 			tensors, _, err := nn.LoadTensors(filepath.Join(dir, name+"_io.safetensors"))
 			require.NoError(t, err)
-			y := m.Forward(autograd.New(tensors["input"])).Value()
+			var yv *autograd.Var
+			if f := zoo[name].forward; f != nil {
+				yv = f(m, tensors)
+			} else {
+				yv = m.Forward(autograd.New(tensors["input"]))
+			}
+			y := yv.Value()
 			want := tensors["output"]
 			tol := 1e-4
 			if name == "resnet50" {

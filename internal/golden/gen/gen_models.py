@@ -13,8 +13,9 @@ python3-torchvision):
 
     /usr/bin/python3 internal/golden/gen/gen_models.py --weights DIR [NAME...]
         writes DIR/<name>.safetensors (the state dict) and
-        DIR/<name>_io.safetensors ("input", the model's eval-mode
-        "output", and "output64", the same in float64) for the named models of GOLDEN (all without names). nn/models/golden_test.go runs this
+        DIR/<name>_io.safetensors ("input", any keyword arguments of
+        forward such as "lengths", the model's eval-mode "output", and
+        "output64", the same in float64) for the named models of GOLDEN (all without names). nn/models/golden_test.go runs this
         into a temporary directory, so the weights never enter git.
 
 torchvision models are built with weights=None (no download). The models
@@ -71,8 +72,11 @@ class GRUClassifier(tnn.Module):
         self.gru = tnn.GRU(embed, hidden, num_layers=layers, batch_first=True, bidirectional=bidirectional)
         self.fc = tnn.Linear(hidden * (2 if bidirectional else 1), classes)
 
-    def forward(self, ids):
-        _, h = self.gru(self.embedding(ids))
+    def forward(self, ids, lengths=None):
+        x = self.embedding(ids)
+        if lengths is not None:
+            x = tnn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        _, h = self.gru(x)
         h = torch.cat([h[-2], h[-1]], dim=1) if self.bidirectional else h[-1]
         return self.fc(h)
 
@@ -130,6 +134,7 @@ MODELS = {
     "mlp": lambda: torchvision.ops.MLP(8, [16, 16, 4]),
     "lenet5": lambda: LeNet5(),
     "gru_classifier": lambda: GRUClassifier(50, 8, 12, 2, 3, True),
+    "gru_classifier_lengths": lambda: GRUClassifier(50, 8, 12, 2, 3, True),
     "gpt": lambda: GPT(64, 16, 2, 2, 16, False),
     "gpt_tied": lambda: GPT(64, 16, 2, 2, 16, True),
     "resnet18": lambda: tv.resnet18(weights=None),
@@ -148,6 +153,8 @@ GOLDEN = {
     "mlp": lambda: torch.randn(3, 8),
     "lenet5": lambda: torch.randn(2, 1, 32, 32),
     "gru_classifier": lambda: torch.randint(0, 50, (2, 7)),
+    # Padded sequences of lengths 7, 3 and 5 (keyword arguments of forward).
+    "gru_classifier_lengths": lambda: (torch.randint(0, 50, (3, 7)), {"lengths": torch.tensor([7, 3, 5])}),
     "gpt": lambda: torch.randint(0, 64, (2, 10)),
     "gpt_tied": lambda: torch.randint(0, 64, (2, 10)),
     "resnet18": lambda: torch.randn(1, 3, 64, 64),
@@ -237,20 +244,19 @@ def write_weights(d, names):
     for name in names:
         torch.manual_seed(1000 + sorted(GOLDEN).index(name))
         model = MODELS[name]()
-        x = GOLDEN[name]()
-        if x.dtype.is_floating_point:
-            perturb(model, x)
-        else:
-            perturb(model, None)
+        x, kwargs = GOLDEN[name](), {}
+        if isinstance(x, tuple):
+            x, kwargs = x
+        perturb(model, x if x.dtype.is_floating_point else None)
         with torch.no_grad():
-            y = model(x)
+            y = model(x, **kwargs)
         save(os.path.join(d, name + ".safetensors"), model.state_dict())
         # The float64 forward pass of the same weights bounds the float32
         # rounding error that torch itself makes.
         model.double()
         with torch.no_grad():
-            y64 = model(x.double() if x.dtype.is_floating_point else x)
-        save(os.path.join(d, name + "_io.safetensors"), {"input": x, "output": y, "output64": y64})
+            y64 = model(x.double() if x.dtype.is_floating_point else x, **kwargs)
+        save(os.path.join(d, name + "_io.safetensors"), dict(kwargs, input=x, output=y, output64=y64))
 
 
 def main():
