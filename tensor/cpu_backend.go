@@ -143,6 +143,10 @@ func castCopy(d, s *cpuBuffer, l Layout) {
 		case []int64:
 			cpu.Map(dd, sd, sh, st, off, func(v int64) float32 { return float32(v) })
 			return
+		case []bool:
+			if boolToF32Fast(dd, sd, l) {
+				return
+			}
 		}
 		castInto(dd, s, l, func(v float64) float32 { return float32(v) }, func(v int64) float32 { return float32(v) })
 	case []int64:
@@ -480,6 +484,9 @@ func (cpuBackend) Binary(op BinaryOp, dst, a Buffer, la Layout, b Buffer, lb Lay
 	switch ad := ab.data.(type) {
 	case []float32:
 		if dd, ok := d.data.([]float32); ok && binaryF32Fast(op, dd, shape, ad, la, bb.data.([]float32), lb) {
+			return
+		}
+		if dd, ok := d.data.([]bool); ok && compareF32Fast(op, dd, shape, ad, la, bb.data.([]float32), lb) {
 			return
 		}
 		binaryNum(op, d, shape, ad, la, bb.data.([]float32), lb, binF32(op))

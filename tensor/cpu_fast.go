@@ -212,3 +212,51 @@ func parallelRows(rows, n int, f func(r int)) {
 	}
 	wg.Wait()
 }
+
+// compareF32Fast computes the comparison a op b into the bool dst when both
+// operands are contiguous or repeated blocks (see repeatedBlock).
+func compareF32Fast(op BinaryOp, dst []bool, shape []int, a []float32, la Layout, b []float32, lb Layout) bool {
+	if !op.isComparison() {
+		return false
+	}
+	c := vec.CmpOp(op - OpEq) // same order: Eq, Ne, Lt, Le, Gt, Ge
+	n := len(dst)
+	ba, okA := repeatedBlock(shape, la.Strides)
+	bb, okB := repeatedBlock(shape, lb.Strides)
+	if n == 0 || !okA || !okB {
+		return false
+	}
+	switch {
+	case ba == n && bb == n:
+		a, b = a[la.Offset:la.Offset+n], b[lb.Offset:lb.Offset+n]
+		parallelFor(n, 16, func(lo, hi int) { vec.Compare(c, dst[lo:hi], a[lo:hi], b[lo:hi]) })
+	case ba == n && bb == 1:
+		a, k := a[la.Offset:la.Offset+n], b[lb.Offset]
+		parallelFor(n, 16, func(lo, hi int) { vec.CompareConst(c, dst[lo:hi], a[lo:hi], k) })
+	case ba == 1 && bb == n:
+		k, b := a[la.Offset], b[lb.Offset:lb.Offset+n]
+		parallelFor(n, 16, func(lo, hi int) { vec.CompareConst(c.Swap(), dst[lo:hi], b[lo:hi], k) })
+	case (ba == n && bb >= minRowBlock) || (bb == n && ba >= minRowBlock):
+		row := min(ba, bb)
+		a, b = a[la.Offset:la.Offset+ba], b[lb.Offset:lb.Offset+bb]
+		parallelFor(n, row, func(lo, hi int) {
+			for r := lo; r < hi; r += row {
+				vec.Compare(c, dst[r:r+row], a[r%ba:r%ba+row], b[r%bb:r%bb+row])
+			}
+		})
+	default:
+		return false
+	}
+	return true
+}
+
+// boolToF32Fast converts the contiguous bool view l of src to 0/1 floats.
+func boolToF32Fast(dst []float32, src []bool, l Layout) bool {
+	n := len(dst)
+	if !strided.IsContiguous(l.Shape, l.Strides) {
+		return false
+	}
+	src = src[l.Offset : l.Offset+n]
+	parallelFor(n, 16, func(lo, hi int) { vec.FromBool(dst[lo:hi], src[lo:hi]) })
+	return true
+}

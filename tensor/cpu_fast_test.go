@@ -167,6 +167,52 @@ func TestBinaryFastPathLayouts(t *testing.T) {
 				}
 			})
 		}
+		cmps := []struct {
+			name string
+			f    func(a, b *Tensor) *Tensor
+			ref  func(x, y float32) bool
+		}{
+			{"eq", (*Tensor).Eq, func(x, y float32) bool { return x == y }},
+			{"ne", (*Tensor).Ne, func(x, y float32) bool { return x != y }},
+			{"lt", (*Tensor).Lt, func(x, y float32) bool { return x < y }},
+			{"le", (*Tensor).Le, func(x, y float32) bool { return x <= y }},
+			{"gt", (*Tensor).Gt, func(x, y float32) bool { return x > y }},
+			{"ge", (*Tensor).Ge, func(x, y float32) bool { return x >= y }},
+		}
+		for _, op := range cmps {
+			t.Run(fmt.Sprintf("%s/%s", p.name, op.name), func(t *testing.T) {
+				got := op.f(a, b)
+				shape := got.Shape()
+				ea, eb := a.Expand(shape...), b.Expand(shape...)
+				want := make([]bool, numel(shape))
+				cpu.Zip(want, shape, storage32(a), ea.strides, ea.offset, storage32(b), eb.strides, eb.offset, op.ref)
+				require.Equal(t, want, got.Bools())
+				// And back to float32, the relu-gradient mask.
+				f := got.To(Float32).Float32s()
+				for i, w := range want {
+					require.Equal(t, map[bool]float32{false: 0, true: 1}[w], f[i])
+				}
+			})
+		}
+	}
+}
+
+func TestBoolToFloat32Layouts(t *testing.T) {
+	withThreads(t, 2)
+	n := parallelMin + 64
+	bools := make([]bool, n)
+	for i := range bools {
+		bools[i] = i%3 == 0
+	}
+	x := FromSlice(bools, n)
+	views := []*Tensor{x, x.Narrow(0, 5, n-5), x.Reshape(n/40, 40).T(), FromSlice([]bool{true}, 1).Expand(7)}
+	for _, v := range views {
+		got := v.To(Float32).Float32s()
+		want := v.Bools()
+		require.Len(t, got, len(want))
+		for i, w := range want {
+			require.Equal(t, map[bool]float32{false: 0, true: 1}[w], got[i], "[%d]", i)
+		}
 	}
 }
 
