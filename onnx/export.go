@@ -46,9 +46,10 @@ type ExportOptions struct {
 //   - parameters and buffers become initializers under their dotted names
 //     (matched by identity: NamedParameters' Vars, NamedBuffers' tensors);
 //   - any part of the graph that depends on parameters and constants only
-//     (a transposed weight, a reshaped bias) is folded to one initializer
-//     holding its traced value, and anything the outputs do not depend on
-//     is left out;
+//     is folded to one initializer holding its traced value, except layout
+//     ops applied to a parameter itself (a Linear's transposed weight becomes
+//     Gemm with transB over the named weight, as PyTorch writes it), and
+//     nodes and initializers the outputs do not depend on are left out;
 //   - an op with no ONNX mapping fails the export with an error naming the
 //     op and its position in the trace; nothing is silently dropped.
 //
@@ -167,6 +168,7 @@ func ExportFunc(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.Nam
 		}
 	}
 	e.nameOutputs(outs, outNames, opts.DynamicAxes)
+	e.prune()
 	b, err := encodeModel(e.graph, opset, "ember", "0.1")
 	if err != nil {
 		return err
@@ -340,7 +342,7 @@ func (e *exporter) visit(v *autograd.Var) error {
 		}
 	}
 	e.step++
-	if allConst {
+	if allConst && !e.keepsName(n) {
 		// Constant folding: the traced value is the value.
 		e.names[v] = e.constant(v.Value())
 		e.consts[v] = true
@@ -357,7 +359,65 @@ func (e *exporter) visit(v *autograd.Var) error {
 		return err
 	}
 	e.names[v] = name
+	e.consts[v] = allConst
 	return nil
+}
+
+// keepsName reports whether a layout op on a parameter is written as a node
+// rather than folded, so the initializer keeps the parameter's name and
+// layout (a Linear's transposed weight, a Conv1d's unsqueezed kernel).
+// Consumers that are themselves folded leave the node dead, and it is
+// pruned.
+func (e *exporter) keepsName(n autograd.NodeInfo) bool {
+	switch n.Op {
+	case "Transpose", "Reshape", "View", "Unsqueeze", "Squeeze":
+		_, named := e.params[n.Inputs[0]]
+		return named
+	}
+	return false
+}
+
+// prune removes the nodes the graph outputs do not depend on and the
+// initializers no remaining node reads.
+func (e *exporter) prune() {
+	producer := map[string]int{}
+	for i, n := range e.graph.nodes {
+		for _, o := range n.outputs {
+			producer[o] = i
+		}
+	}
+	live := make([]bool, len(e.graph.nodes))
+	var stack []string
+	for _, o := range e.graph.outputs {
+		stack = append(stack, o.name)
+	}
+	read := map[string]bool{}
+	for len(stack) > 0 {
+		name := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if read[name] {
+			continue
+		}
+		read[name] = true
+		if i, ok := producer[name]; ok && !live[i] {
+			live[i] = true
+			stack = append(stack, e.graph.nodes[i].inputs...)
+		}
+	}
+	var nodes []*exNode
+	for i, n := range e.graph.nodes {
+		if live[i] {
+			nodes = append(nodes, n)
+		}
+	}
+	e.graph.nodes = nodes
+	var inits []exInit
+	for _, in := range e.graph.inits {
+		if read[in.name] {
+			inits = append(inits, in)
+		}
+	}
+	e.graph.inits = inits
 }
 
 // nameOutputs gives the graph outputs their names: the node that makes an
@@ -433,6 +493,13 @@ var scalarOps = map[string]string{"AddScalar": "Add", "SubScalar": "Sub", "MulSc
 // translate writes the nodes computing v from the named inputs in.
 func (e *exporter) translate(v *autograd.Var, n autograd.NodeInfo, in []string) (string, error) {
 	x := n.Inputs[0]
+	if n.Op == "MatMul" && x.Dim() == 2 {
+		// x @ W.T for a 2-d W, as nn.Linear computes it: Gemm with transB
+		// reads W itself (the Transpose node is then pruned).
+		if t, ok := n.Inputs[1].Node(); ok && t.Op == "Transpose" && t.Inputs[0].Dim() == 2 {
+			return e.node("Gemm", []string{in[0], e.names[t.Inputs[0]]}, attrI("transB", 1)), nil
+		}
+	}
 	if op, ok := sameNameOps[n.Op]; ok {
 		return e.node(op, in), nil
 	}

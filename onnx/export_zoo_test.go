@@ -67,9 +67,9 @@ func TestExportGraphInterface(t *testing.T) {
 	for _, name := range []string{"0.weight", "0.bias", "2.weight", "2.bias"} {
 		assert.Contains(t, model.InitializerNames(), name)
 	}
-	// Linear's Weight.T() depends on the weight only: it is folded into an
-	// initializer instead of a Transpose node.
-	assert.Equal(t, map[string]int{"MatMul": 2, "Add": 2, "Relu": 1}, model.OpCounts())
+	// Linear's x @ Weight.T() is Gemm(transB=1) over the named weight.
+	assert.Equal(t, map[string]int{"Gemm": 2, "Add": 2, "Relu": 1}, model.OpCounts())
+	assert.Len(t, model.InitializerNames(), 4, "only the parameters: nothing dead is written")
 }
 
 func TestExportFuncSeveralInputs(t *testing.T) {
