@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/emberml/ember/autograd"
-	"github.com/emberml/ember/nn"
-	"github.com/emberml/ember/nn/models"
 	"github.com/emberml/ember/tensor"
 	"github.com/stretchr/testify/require"
 )
@@ -76,17 +74,7 @@ func TestExportRunsInONNXRuntime(t *testing.T) {
 		t.Skip("node with onnxruntime-node not available (ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node; ORT_NODE_MODULES=.../node_modules)")
 	}
 	cases := exportCases()
-	cases = append(cases,
-		exportCase{"ResNet18", func(g *tensor.Generator) nn.Module {
-			return models.ResNet18(g, models.ResNetConfig{NumClasses: 10})
-		}, randInput(3, 32, 32)},
-		exportCase{"MobileNetV2", func(g *tensor.Generator) nn.Module {
-			return models.NewMobileNetV2(g, models.MobileNetV2Config{NumClasses: 10, WidthMult: 0.5})
-		}, randInput(3, 32, 32)},
-		exportCase{"GPT", func(g *tensor.Generator) nn.Module {
-			return models.NewGPT(g, models.GPTConfig{VocabSize: 20, BlockSize: 8, NumLayers: 2, NumHeads: 2, EmbedDim: 16})
-		}, func(g *tensor.Generator, n int) *tensor.Tensor { return g.RandInt([]int{n, 8}, 0, 20) }},
-	)
+	cases = append(cases, zooCases()...)
 	dir := t.TempDir()
 	var runs []ortRun
 	var want []*tensor.Tensor

@@ -2,6 +2,8 @@ package onnx
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/emberml/ember/autograd"
@@ -12,8 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestExportZooModels(t *testing.T) {
-	cases := []exportCase{
+// zooCases are the model-zoo networks and transformer layers exported by
+// the round-trip and ONNX Runtime tests.
+func zooCases() []exportCase {
+	return []exportCase{
 		{"ResNet18", func(g *tensor.Generator) nn.Module {
 			return models.ResNet18(g, models.ResNetConfig{NumClasses: 10})
 		}, randInput(3, 32, 32)},
@@ -26,15 +30,32 @@ func TestExportZooModels(t *testing.T) {
 		{"MLP", func(g *tensor.Generator) nn.Module {
 			return models.NewMLP(g, models.MLPConfig{InFeatures: 12, Hidden: []int{16, 8}, Dropout: 0.1})
 		}, randInput(12)},
+		{"TransformerEncoder", func(g *tensor.Generator) nn.Module {
+			return nn.NewTransformerEncoder(g, 2, 16, 4, nn.TransformerOptions{DimFeedforward: 32, BatchFirst: true, Activation: "gelu"}, true)
+		}, randInput(5, 16)},
+		{"TransformerEncoderNormFirst", func(g *tensor.Generator) nn.Module {
+			return nn.NewTransformerEncoder(g, 1, 8, 2, nn.TransformerOptions{DimFeedforward: 16, BatchFirst: true, NormFirst: true}, false)
+		}, randInput(3, 8)},
+		{"MultiheadAttention", func(g *tensor.Generator) nn.Module {
+			return nn.NewMultiheadAttention(g, 8, 2, nn.MultiheadAttentionOptions{BatchFirst: true})
+		}, randInput(4, 8)},
 		{"GPT", func(g *tensor.Generator) nn.Module {
 			return models.NewGPT(g, models.GPTConfig{VocabSize: 20, BlockSize: 8, NumLayers: 2, NumHeads: 2, EmbedDim: 16})
 		}, func(g *tensor.Generator, n int) *tensor.Tensor { return g.RandInt([]int{n, 8}, 0, 20) }},
 	}
-	for _, tc := range cases {
+}
+
+func TestExportZooModels(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	for _, tc := range zooCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			g := tensor.NewGenerator(3)
 			m := tc.build(g)
 			b := exportModule(t, m, tc.input(g, 7), 0)
+			path := filepath.Join(dir, tc.name+".onnx")
+			require.NoError(t, os.WriteFile(path, b, 0o644))
+			files = append(files, path)
 			m.Train(false)
 			for _, n := range []int{1, 7} {
 				x := tc.input(g, n)
@@ -43,6 +64,7 @@ func TestExportZooModels(t *testing.T) {
 			}
 		})
 	}
+	checkWithONNX(t, files)
 }
 
 func TestExportGraphInterface(t *testing.T) {
