@@ -42,7 +42,8 @@ func (e *UnsupportedError) Error() string {
 }
 
 // Session is a model prepared to run: operators resolved, nodes sorted,
-// constant subgraphs folded. Run may be called from many goroutines at once:
+// constant subgraphs folded, shapes inferred (see shape.go and ValueShape)
+// and the point where each intermediate is released planned (plan.go). Run may be called from many goroutines at once:
 // a session is never modified after NewSession.
 type Session struct {
 	model *Model

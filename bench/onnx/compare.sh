@@ -3,7 +3,8 @@
 # one model, batch 1, at 1 and 2 intra-op threads. The two engines run
 # alternately, ROUNDS times each per thread count, each round a fresh
 # process timing ITERS runs after 5 warm-ups; the table shows the median of
-# the rounds' medians, the ratio Ember/ORT and each engine's peak RSS.
+# the rounds' medians, the ratio Ember/ORT, the fastest single run of each
+# (a steadier figure on a busy machine) and each engine's peak RSS.
 #
 # Setup (once):
 #   /usr/bin/python3 internal/golden/gen/gen_onnx_zoo.py      # writes onnx/testdata/zoo
@@ -36,7 +37,7 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else prin
 maxof() { sort -g | tail -n 1; }
 
 echo "model: $dir (batch 1), $rounds alternating rounds x $iters runs, $(nproc) CPUs"
-printf '%-8s %12s %12s %8s %14s %14s %12s %12s\n' threads ember_ms ort_ms ratio ember_rss_MiB ort_rss_MiB ember_maxerr ort_maxerr
+printf '%-8s %10s %10s %6s %10s %10s %6s %10s %10s %12s %12s\n' threads ember_ms ort_ms ratio ember_min ort_min ratio ember_MiB ort_MiB ember_maxerr ort_maxerr
 for t in $threads; do
 	: >"$tmp/ember.$t"
 	: >"$tmp/ort.$t"
@@ -48,9 +49,12 @@ for t in $threads; do
 	done
 	em=$(field "$tmp/ember.$t" median_ms | median)
 	om=$(field "$tmp/ort.$t" median_ms | median)
+	en=$(field "$tmp/ember.$t" min_ms | sort -g | head -n 1)
+	on=$(field "$tmp/ort.$t" min_ms | sort -g | head -n 1)
 	er=$(field "$tmp/ember.$t" peak_rss_mib | maxof)
 	or=$(field "$tmp/ort.$t" peak_rss_mib | maxof)
 	ee=$(field "$tmp/ember.$t" max_abs_diff | maxof)
 	oe=$(field "$tmp/ort.$t" max_abs_diff | maxof)
-	printf '%-8s %12.2f %12.2f %8.2f %14.1f %14.1f %12.2g %12.2g\n' "$t" "$em" "$om" "$(echo "$em $om" | awk '{print $1/$2}')" "$er" "$or" "$ee" "$oe"
+	printf '%-8s %10.2f %10.2f %6.2f %10.2f %10.2f %6.2f %10.1f %10.1f %12.2g %12.2g\n' "$t" "$em" "$om" "$(echo "$em $om" | awk '{print $1/$2}')" \
+		"$en" "$on" "$(echo "$en $on" | awk '{print $1/$2}')" "$er" "$or" "$ee" "$oe"
 done
