@@ -67,6 +67,13 @@ type ExportOptions struct {
 // nn.Module's Forward takes one input, so Export takes exactly one example
 // input; ExportFunc exports functions of several inputs. Before writing, the
 // model is read back with Read and NewSession (unless opts.SkipCheck).
+//
+// During the trace Export switches the model to evaluation mode and turns
+// gradient tracking on for frozen parameters, restoring both afterwards: do
+// not use the model from other goroutines meanwhile. Models whose
+// parameters and buffers exceed protobuf's 2 GiB limit cannot be written
+// (external data is not written yet), nor can recurrent layers (their Unbind
+// op records no attributes) or ops without a mapping (Flip, CumSum, ...).
 func Export(model nn.Module, exampleInputs []*tensor.Tensor, w io.Writer, opts ExportOptions) error {
 	if len(exampleInputs) != 1 {
 		return fmt.Errorf("onnx.Export: nn.Module.Forward takes one input, got %d example inputs (use ExportFunc)", len(exampleInputs))
