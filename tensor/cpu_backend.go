@@ -9,7 +9,6 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/emberml/ember/tensor/internal/cpu"
-	"github.com/emberml/ember/tensor/internal/gemm"
 )
 
 // cpuBuffer is host memory: data is a []float32, []float64, []int64, []int32,
@@ -725,12 +724,10 @@ func (cpuBackend) MatMul(dst, a, b Buffer, p MatMulParams) {
 	switch dd := dst.(*cpuBuffer).data.(type) {
 	case []float32:
 		ad, bd := a.(*cpuBuffer).data.([]float32), b.(*cpuBuffer).data.([]float32)
-		for i := range batch {
-			if p.K == 0 {
-				continue
-			}
-			gemm.SgemmThreads(NumThreads(), p.TransA, p.TransB, p.M, p.N, p.K, 1, ad[p.AOffsets[i]:], p.LDA, bd[p.BOffsets[i]:], p.LDB, 0, dd[i*mn:(i+1)*mn], max(p.N, 1))
+		if p.K == 0 {
+			break
 		}
+		sgemmBatch(p, ad, bd, dd)
 	case []float64:
 		ad, bd := a.(*cpuBuffer).data.([]float64), b.(*cpuBuffer).data.([]float64)
 		for i := range batch {

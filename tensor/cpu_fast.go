@@ -3,6 +3,7 @@ package tensor
 import (
 	"sync"
 
+	"github.com/emberml/ember/tensor/internal/gemm"
 	"github.com/emberml/ember/tensor/internal/strided"
 	"github.com/emberml/ember/tensor/internal/vec"
 )
@@ -193,20 +194,32 @@ func reduceF32Fast(op ReduceOp, dst, src []float32, outer, n int) bool {
 // parallelRows calls f for each of rows rows of n elements, split across
 // goroutines when the rows hold parallelMin elements or more in all.
 func parallelRows(rows, n int, f func(r int)) {
-	threads := min(NumThreads(), rows)
-	if rows*n < parallelMin || threads <= 1 {
+	if rows*n < parallelMin || rows < 2 {
 		for r := range rows {
 			f(r)
 		}
 		return
 	}
-	per := (rows + threads - 1) / threads
+	parallelEach(rows, f)
+}
+
+// parallelEach calls f(0) … f(count-1), in contiguous runs on up to
+// NumThreads goroutines.
+func parallelEach(count int, f func(i int)) {
+	threads := min(NumThreads(), count)
+	if threads <= 1 {
+		for i := range count {
+			f(i)
+		}
+		return
+	}
+	per := (count + threads - 1) / threads
 	var wg sync.WaitGroup
-	for lo := 0; lo < rows; lo += per {
-		hi := min(lo+per, rows)
+	for lo := 0; lo < count; lo += per {
+		hi := min(lo+per, count)
 		wg.Go(func() {
-			for r := lo; r < hi; r++ {
-				f(r)
+			for i := lo; i < hi; i++ {
+				f(i)
 			}
 		})
 	}
@@ -259,4 +272,29 @@ func boolToF32Fast(dst []float32, src []bool, l Layout) bool {
 	src = src[l.Offset : l.Offset+n]
 	parallelFor(n, 16, func(lo, hi int) { vec.FromBool(dst[lo:hi], src[lo:hi]) })
 	return true
+}
+
+// smallGEMM is the m·n·k below which one product gains nothing from more
+// goroutines; a batch of such products is spread across goroutines one
+// product each instead.
+const smallGEMM = 1 << 18
+
+// sgemmBatch computes the float32 batched product p into dst: large
+// products one after another, each split across NumThreads goroutines;
+// batches of small ones (attention heads, grouped convolutions) spread
+// across the goroutines whole. Every product is computed by the same
+// kernel either way, so the results do not depend on the thread count.
+func sgemmBatch(p MatMulParams, a, b, dst []float32) {
+	batch, mn := len(p.AOffsets), p.M*p.N
+	one := func(i, threads int) {
+		gemm.SgemmThreads(threads, p.TransA, p.TransB, p.M, p.N, p.K, 1, a[p.AOffsets[i]:], p.LDA, b[p.BOffsets[i]:], p.LDB, 0, dst[i*mn:(i+1)*mn], max(p.N, 1))
+	}
+	threads := NumThreads()
+	if batch == 1 || threads == 1 || mn*p.K >= smallGEMM || batch*mn*p.K < smallGEMM/4 {
+		for i := range batch {
+			one(i, threads)
+		}
+		return
+	}
+	parallelEach(batch, func(i int) { one(i, 1) })
 }

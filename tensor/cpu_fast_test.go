@@ -255,3 +255,33 @@ func TestReduceOfOffsetView(t *testing.T) {
 		assert.Equal(t, []float64{5, 8}, n.Max([]int{1}, false).To(Float64).Float64s())
 	}
 }
+
+// TestBatchedMatMulThreads checks that a batch of small products, spread
+// across goroutines one product each, gives the same bits as one thread
+// and matches a float64 reference.
+func TestBatchedMatMulThreads(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const batch, m, k, n = 24, 17, 33, 29
+	a := FromSlice(randF32(r, batch*m*k), batch, m, k)
+	b := FromSlice(randF32(r, batch*n*k), batch, n, k).Transpose(1, 2)
+	a = Where(a.Eq(a), a, ZerosLike(a)).Clamp(-4, 4) // no NaN or Inf
+	b = Where(b.Eq(b), b, ZerosLike(b)).Clamp(-4, 4)
+	var results [][]float32
+	for _, threads := range []int{1, 3} {
+		withThreads(t, threads)
+		results = append(results, a.MatMul(b).Float32s())
+	}
+	require.Equal(t, results[0], results[1])
+	av, bv := a.Contiguous().Float32s(), b.Contiguous().Float32s()
+	for bi := range batch {
+		for i := range m {
+			for j := range n {
+				var s float64
+				for l := range k {
+					s += float64(av[(bi*m+i)*k+l]) * float64(bv[(bi*k+l)*n+j])
+				}
+				require.InDelta(t, s, results[1][(bi*m+i)*n+j], 1e-4, "batch %d [%d,%d]", bi, i, j)
+			}
+		}
+	}
+}
