@@ -157,27 +157,27 @@ func (r *run) steps(t *testing.T, o optim.Optimizer, from, to int) {
 	}
 }
 
-// TestGoldenTraining replays 10 PyTorch optimizer steps on a small MLP and
+// TestGoldenTraining replays 20 PyTorch optimizer steps on a small MLP and
 // compares the losses and every parameter after each step.
 func TestGoldenTraining(t *testing.T) {
 	for _, c := range golden.Load(t, "testdata/golden_optim.json") {
 		t.Run(c.Name, func(t *testing.T) {
 			r := newRun(c)
-			r.steps(t, r.optimizer(0), 0, 10)
+			r.steps(t, r.optimizer(0), 0, 20)
 		})
 	}
 }
 
-// TestGoldenResume runs 5 steps, saves the optimizer state as safetensors,
+// TestGoldenResume runs 10 steps, saves the optimizer state as safetensors,
 // restores it into a fresh optimizer built with a wrong learning rate over
-// fresh parameters holding the same values, and checks that the last 5
+// fresh parameters holding the same values, and checks that the last 10
 // steps still match PyTorch's run.
 func TestGoldenResume(t *testing.T) {
 	for _, c := range golden.Load(t, "testdata/golden_optim.json") {
 		t.Run(c.Name, func(t *testing.T) {
 			r := newRun(c)
 			o := r.optimizer(0)
-			r.steps(t, o, 0, 5)
+			r.steps(t, o, 0, 10)
 			var buf bytes.Buffer
 			require.NoError(t, nn.EncodeTensors(&buf, o.StateDict(), nil))
 
@@ -188,7 +188,7 @@ func TestGoldenResume(t *testing.T) {
 			sd, _, err := nn.DecodeTensors(buf.Bytes())
 			require.NoError(t, err)
 			require.NoError(t, o2.LoadStateDict(sd))
-			r.steps(t, o2, 5, 10)
+			r.steps(t, o2, 10, 20)
 		})
 	}
 }

@@ -2,15 +2,15 @@
 
 Writes optim/testdata/golden_optim.json, replayed by optim/golden_test.go.
 
-Each case trains a 4-8-3 MLP (Linear, tanh, Linear) for 10 steps with one
+Each case trains a 4-8-3 MLP (Linear, tanh, Linear) for 20 steps with one
 torch.optim optimizer (foreach=False, torch 1.13's single-tensor code) on a
 fixed batch, with the MSE or cross-entropy loss.
 
     inputs:  X [6, 4], Y (targets: [6, 3] floats for "mse", [6] int64 class
              indices for "ce"), then the initial W1 [8, 4], b1 [8], W2 [3, 8],
              b2 [3]
-    outputs: losses [10] (the loss before each step), then W1, b1, W2, b2
-             after each step, stacked: [10, 8, 4], [10, 8], [10, 3, 8], [10, 3]
+    outputs: losses [20] (the loss before each step), then W1, b1, W2, b2
+             after each step, stacked: [20, 8, 4], [20, 8], [20, 3, 8], [20, 3]
     attrs:   optimizer ("sgd", "adam", "adamw"), loss ("mse", "ce"), groups
              (a list of {"params": [indices into W1, b1, W2, b2], options...}
              with torch's option names), and optionally lr_scale_at: [step,
@@ -29,7 +29,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from golden import Case, seed, write  # noqa: E402
 
-STEPS = 10
+STEPS = 20
 ALL = [0, 1, 2, 3]
 
 
