@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"math"
 	"sync"
 
 	"github.com/emberml/ember/tensor/internal/gemm"
@@ -297,4 +298,27 @@ func sgemmBatch(p MatMulParams, a, b, dst []float32) {
 		return
 	}
 	parallelEach(batch, func(i int) { one(i, 1) })
+}
+
+// softmaxF32Rows writes the softmax (or log-softmax) of each of the outer
+// contiguous rows of n elements of src into dst with the SIMD kernels: the
+// row maximum is subtracted, e**x comes from vec.Exp and the sum is
+// accumulated in float64. As in PyTorch's float32 kernel, x - max is
+// rounded to float32, so results are within |x - max|·2⁻²⁴ relative (plus a
+// few ulps) of the float64 computation; NaN and infinities propagate as they
+// do there.
+func softmaxF32Rows(log bool, dst, src []float32, outer, n int) {
+	parallelRows(outer, n, func(r int) {
+		s, d := src[r*n:(r+1)*n], dst[r*n:(r+1)*n]
+		m := vec.Max(s)
+		vec.SubConst(d, s, m)
+		if log {
+			// s - (m + log(sum(e**(s-m)))), the exponentials staged in dst.
+			vec.Exp(d, d)
+			vec.SubConst(d, s, float32(float64(m)+math.Log(vec.Sum(d))))
+			return
+		}
+		vec.Exp(d, d)
+		vec.MulConst(d, d, float32(1/vec.Sum(d)))
+	})
 }

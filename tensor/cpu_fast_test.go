@@ -285,3 +285,38 @@ func TestBatchedMatMulThreads(t *testing.T) {
 		}
 	}
 }
+
+func TestSoftmaxF32RowsMatchesFloat64Kernel(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	withThreads(t, 2)
+	for _, n := range []int{1, 2, 7, 33, 1000} {
+		outer := max(3, 2*parallelMin/n)
+		src := make([]float32, outer*n)
+		for i := range src {
+			src[i] = (r.Float32()*2 - 1) * 30
+		}
+		src[0] = float32(math.NaN())    // row 0 is all NaN
+		src[n] = float32(math.Inf(-1))  // -Inf gives 0 (log: -Inf)
+		src[2*n] = -src[2*n] * 1e3 / 30 // a wide range
+		for _, log := range []bool{false, true} {
+			got, want := make([]float32, len(src)), make([]float32, len(src))
+			softmaxF32Rows(log, got, src, outer, n)
+			cpu.Softmax(log, want, src, outer, n, 1)
+			for i := range want {
+				w, g := float64(want[i]), float64(got[i])
+				if math.IsNaN(w) || math.IsInf(w, 0) {
+					require.Equal(t, math.IsNaN(w), math.IsNaN(g), "log=%v n=%d [%d]: got %v want %v", log, n, i, g, w)
+					require.Equal(t, math.IsInf(w, -1), math.IsInf(g, -1), "log=%v n=%d [%d]: got %v want %v", log, n, i, g, w)
+					continue
+				}
+				// x - max is rounded to float32 (as in PyTorch's float32
+				// kernel): |x - max| <= 60 here, so up to 60·2⁻²⁴ relative.
+				tol := 5e-6*math.Abs(w) + 1e-12
+				if log {
+					tol = 4e-6 * max(1, math.Abs(w)) // absolute error of the shift
+				}
+				require.InDelta(t, w, g, tol, "log=%v n=%d [%d]", log, n, i)
+			}
+		}
+	}
+}

@@ -118,6 +118,10 @@ func (cpuBackend) AdaptiveAvgPool2dBackward(dst, grad Buffer, gradOff int, plane
 func (cpuBackend) Softmax(log bool, dst, src Buffer, srcOff int, outer, n, inner int) {
 	switch s := floatData("Softmax", src, srcOff).(type) {
 	case []float32:
+		if inner == 1 && n > 0 {
+			softmaxF32Rows(log, dst.(*cpuBuffer).data.([]float32), s, outer, n)
+			return
+		}
 		cpu.Softmax(log, dst.(*cpuBuffer).data.([]float32), s, outer, n, inner)
 	case []float64:
 		cpu.Softmax(log, dst.(*cpuBuffer).data.([]float64), s, outer, n, inner)
