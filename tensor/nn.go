@@ -2,6 +2,8 @@ package tensor
 
 import (
 	"fmt"
+
+	"github.com/emberml/ember/tensor/internal/cpu"
 )
 
 // Neural-network operations: convolutions (this file), pooling (nn_pool.go),
@@ -278,14 +280,19 @@ func ConvBackwardWeight(x, grad *Tensor, g ConvGeom, groups int) *Tensor {
 // [C, H, W]) with weight w ([O, C/groups, KH, KW]) plus the optional bias b
 // ([O]; nil for none), as torch.nn.functional.conv2d. The output has shape
 // [N, O, OH, OW] with OH = (H + 2*padding - dilation*(KH-1) - 1)/stride + 1.
-// It lowers the input with Im2Col and multiplies by the weight, one matrix
-// product per group.
+// On the CPU each image is lowered on its own and multiplied by the weight
+// straight into the output, the bias added in the same pass; 1x1 stride-1
+// convolutions skip the lowering and depthwise ones (groups == C) run a
+// direct loop.
 func Conv2d(x, w, b *Tensor, opt Conv2dOptions) *Tensor {
 	return unbatched(x, 4, func(x *Tensor) *Tensor {
 		nnFloat("Conv2d", x, w, b)
 		opt := opt.withDefaults("Conv2d")
 		g := conv2dGeom("Conv2d", x.shape, w.shape, opt)
 		checkBias("Conv2d", b, w.shape[0])
+		if y := cpuConvForward(x, w, b, g, opt.Groups); y != nil {
+			return y
+		}
 		y := conv2dForward(x, w, g, opt.Groups)
 		if b != nil {
 			addChannelBias(y, b)
@@ -294,12 +301,158 @@ func Conv2d(x, w, b *Tensor, opt Conv2dOptions) *Tensor {
 	})
 }
 
+// cpuDense returns t's elements as a dense slice of its CPU buffer (copying
+// t when it is not contiguous), or ok = false when t is not on the CPU.
+func cpuDense[T float32 | float64](t *Tensor) (data []T, ok bool) {
+	if _, cpu := t.st.backend.(cpuBackend); !cpu {
+		return nil, false
+	}
+	t = t.Contiguous()
+	d, ok := t.st.buf.(*cpuBuffer).data.([]T)
+	if !ok {
+		return nil, false
+	}
+	return d[t.offset : t.offset+t.Numel()], true
+}
+
+// convOperands returns the dense CPU slices of ts (nil tensors give nil
+// slices) and whether all of them are CPU tensors of element type T.
+func convOperands[T float32 | float64](ts ...*Tensor) ([][]T, bool) {
+	out := make([][]T, len(ts))
+	for i, t := range ts {
+		if t == nil {
+			continue
+		}
+		d, ok := cpuDense[T](t)
+		if !ok {
+			return nil, false
+		}
+		out[i] = d
+	}
+	return out, true
+}
+
+// depthwise reports whether a convolution reads one input channel per
+// output channel (groups == C).
+func depthwise(g ConvGeom, groups int) bool { return groups == g.C }
+
+// convEmpty reports whether a convolution has no work: an empty batch,
+// output, kernel or channel count.
+func convEmpty(g ConvGeom, o int) bool {
+	return g.N*g.OH*g.OW == 0 || o == 0 || g.C*g.KH*g.KW == 0
+}
+
+// cpuConvForward computes the convolution of x with w plus the optional
+// bias b with the CPU kernels (float32 through the packed GEMM, depthwise
+// ones of either float type by direct loops), or returns nil when they do
+// not apply.
+func cpuConvForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
+	o := w.shape[0]
+	if convEmpty(g, o) {
+		return nil
+	}
+	threads := NumThreads()
+	switch x.dtype {
+	case Float32:
+		ops, ok := convOperands[float32](x, w, b)
+		if !ok {
+			return nil
+		}
+		y := empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
+		dst := y.st.buf.(*cpuBuffer).data.([]float32)
+		if depthwise(g, groups) {
+			cpu.DepthwiseForward(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, false)
+		} else {
+			cpu.ConvForwardF32(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, groups, threads, false)
+		}
+		return y
+	case Float64:
+		if !depthwise(g, groups) {
+			return nil
+		}
+		ops, ok := convOperands[float64](x, w, b)
+		if !ok {
+			return nil
+		}
+		y := empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
+		cpu.DepthwiseForward(y.st.buf.(*cpuBuffer).data.([]float64), ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, false)
+		return y
+	}
+	return nil
+}
+
+// cpuConvInputGrad is conv2dInputGrad with the CPU kernels, or nil when
+// they do not apply.
+func cpuConvInputGrad(grad, w *Tensor, g ConvGeom, groups int) *Tensor {
+	o := w.shape[0]
+	if convEmpty(g, o) || (grad.dtype != Float32 && !depthwise(g, groups)) {
+		return nil
+	}
+	threads := NumThreads()
+	shape := []int{g.N, g.C, g.H, g.W}
+	if grad.dtype == Float64 {
+		ops, ok := convOperands[float64](grad, w)
+		if !ok {
+			return nil
+		}
+		dx := empty(grad.st.backend, grad.dtype, shape)
+		cpu.DepthwiseBackwardInput(dx.st.buf.(*cpuBuffer).data.([]float64), ops[0], ops[1], cpu.ConvGeom(g), o, threads)
+		return dx
+	}
+	ops, ok := convOperands[float32](grad, w)
+	if !ok {
+		return nil
+	}
+	dx := empty(grad.st.backend, grad.dtype, shape)
+	dst := dx.st.buf.(*cpuBuffer).data.([]float32)
+	if depthwise(g, groups) {
+		cpu.DepthwiseBackwardInput(dst, ops[0], ops[1], cpu.ConvGeom(g), o, threads)
+	} else {
+		cpu.ConvBackwardInputF32(dst, ops[0], ops[1], cpu.ConvGeom(g), o, groups, threads)
+	}
+	return dx
+}
+
+// cpuConvWeightGrad is conv2dWeightGrad with the CPU kernels, or nil when
+// they do not apply.
+func cpuConvWeightGrad(x, grad *Tensor, g ConvGeom, ws []int, groups int) *Tensor {
+	o := ws[0]
+	if convEmpty(g, o) || (x.dtype != Float32 && !depthwise(g, groups)) {
+		return nil
+	}
+	threads := NumThreads()
+	if x.dtype == Float64 {
+		ops, ok := convOperands[float64](x, grad)
+		if !ok {
+			return nil
+		}
+		dw := empty(x.st.backend, x.dtype, ws)
+		cpu.DepthwiseBackwardWeight(dw.st.buf.(*cpuBuffer).data.([]float64), ops[0], ops[1], cpu.ConvGeom(g), o, threads)
+		return dw
+	}
+	ops, ok := convOperands[float32](x, grad)
+	if !ok {
+		return nil
+	}
+	dw := empty(x.st.backend, x.dtype, ws)
+	dst := dw.st.buf.(*cpuBuffer).data.([]float32)
+	if depthwise(g, groups) {
+		cpu.DepthwiseBackwardWeight(dst, ops[0], ops[1], cpu.ConvGeom(g), o, threads)
+	} else {
+		cpu.ConvBackwardWeightF32(dst, ops[0], ops[1], cpu.ConvGeom(g), o, groups, threads)
+	}
+	return dw
+}
+
 // conv2dForward computes the bias-free convolution for a validated geometry.
 func conv2dForward(x, w *Tensor, g ConvGeom, groups int) *Tensor {
 	o := w.shape[0]
 	l := g.OH * g.OW
 	if g.N == 0 || l == 0 || o == 0 {
 		return empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
+	}
+	if y := cpuConvForward(x, w, nil, g, groups); y != nil {
+		return y
 	}
 	ck := g.C / groups * g.KH * g.KW
 	col := im2col(x, g).View(groups, ck, g.N*l)
@@ -336,6 +489,9 @@ func conv2dInputGrad(grad, w *Tensor, g ConvGeom, groups int) *Tensor {
 	if g.N*g.OH*g.OW == 0 || o == 0 || ck == 0 {
 		return empty(grad.st.backend, grad.dtype, []int{g.N, g.C, g.H, g.W})
 	}
+	if dx := cpuConvInputGrad(grad, w, g, groups); dx != nil {
+		return dx
+	}
 	gm := channelsFirst(grad).View(groups, o/groups, g.N*g.OH*g.OW)
 	wm := w.Reshape(groups, o/groups, ck)
 	col := wm.Transpose(1, 2).MatMul(gm) // [groups, ck, N*L] = [C*KH*KW, N*L]
@@ -370,6 +526,9 @@ func conv2dWeightGrad(x, grad *Tensor, g ConvGeom, ws []int, groups int) *Tensor
 	nl := g.N * g.OH * g.OW
 	if nl == 0 || o == 0 || ck == 0 {
 		return empty(x.st.backend, x.dtype, ws)
+	}
+	if dw := cpuConvWeightGrad(x, grad, g, ws, groups); dw != nil {
+		return dw
 	}
 	col := im2col(x, g).View(groups, ck, nl)
 	gm := channelsFirst(grad).View(groups, o/groups, nl)

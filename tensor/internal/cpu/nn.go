@@ -71,94 +71,101 @@ func validRange(off, stride, size, n int) (lo, hi int) {
 // Im2Col unfolds the [N, C, H, W] images in src into the [C*KH*KW, N*OH*OW]
 // matrix dst (see tensor.NNKernels).
 func Im2Col[T Float](dst, src []T, g ConvGeom) {
+	taps := g.KH * g.KW
+	parallelFor(g.C, taps*g.N*g.OH*g.OW, func(c0, c1 int) { im2colChannels(dst, src, g, c0, c1) })
+}
+
+// im2colChannels writes the rows of channels [c0, c1) of Im2Col's matrix.
+func im2colChannels[T Float](dst, src []T, g ConvGeom, c0, c1 int) {
 	l := g.OH * g.OW
 	nl := g.N * l
 	hw := g.H * g.W
-	taps := g.KH * g.KW
-	parallelFor(g.C, taps*nl, func(c0, c1 int) {
-		for c := c0; c < c1; c++ {
-			for kh := range g.KH {
-				offH := kh*g.DilationH - g.PadH
-				ohLo, ohHi := validRange(offH, g.StrideH, g.H, g.OH)
-				for kw := range g.KW {
-					offW := kw*g.DilationW - g.PadW
-					owLo, owHi := validRange(offW, g.StrideW, g.W, g.OW)
-					row := dst[((c*g.KH+kh)*g.KW+kw)*nl:][:nl]
-					for n := range g.N {
-						plane := src[(n*g.C+c)*hw:][:hw]
-						out := row[n*l:][:l]
-						clear(out[:ohLo*g.OW])
-						clear(out[ohHi*g.OW:])
-						for oh := ohLo; oh < ohHi; oh++ {
-							ih := oh*g.StrideH + offH
-							o := out[oh*g.OW:][:g.OW]
-							clear(o[:owLo])
-							clear(o[owHi:])
-							srow := plane[ih*g.W:][:g.W]
-							if g.StrideW == 1 {
-								if owLo < owHi { // an empty range may start left of the row
-									copy(o[owLo:owHi], srow[owLo+offW:owHi+offW])
-								}
-								continue
+	for c := c0; c < c1; c++ {
+		for kh := range g.KH {
+			offH := kh*g.DilationH - g.PadH
+			ohLo, ohHi := validRange(offH, g.StrideH, g.H, g.OH)
+			for kw := range g.KW {
+				offW := kw*g.DilationW - g.PadW
+				owLo, owHi := validRange(offW, g.StrideW, g.W, g.OW)
+				row := dst[((c*g.KH+kh)*g.KW+kw)*nl:][:nl]
+				for n := range g.N {
+					plane := src[(n*g.C+c)*hw:][:hw]
+					out := row[n*l:][:l]
+					clear(out[:ohLo*g.OW])
+					clear(out[ohHi*g.OW:])
+					for oh := ohLo; oh < ohHi; oh++ {
+						ih := oh*g.StrideH + offH
+						o := out[oh*g.OW:][:g.OW]
+						clear(o[:owLo])
+						clear(o[owHi:])
+						srow := plane[ih*g.W:][:g.W]
+						if g.StrideW == 1 {
+							if owLo < owHi { // an empty range may start left of the row
+								copy(o[owLo:owHi], srow[owLo+offW:owHi+offW])
 							}
-							iw := owLo*g.StrideW + offW
-							for ow := owLo; ow < owHi; ow++ {
-								o[ow] = srow[iw]
-								iw += g.StrideW
-							}
+							continue
+						}
+						iw := owLo*g.StrideW + offW
+						for ow := owLo; ow < owHi; ow++ {
+							o[ow] = srow[iw]
+							iw += g.StrideW
 						}
 					}
 				}
 			}
 		}
-	})
+	}
 }
 
 // Col2Im adds the [C*KH*KW, N*OH*OW] matrix src into the [N, C, H, W]
 // images dst: the adjoint of Im2Col. Channels are independent, so they run
 // in parallel.
 func Col2Im[T Float](dst, src []T, g ConvGeom) {
+	taps := g.KH * g.KW
+	parallelFor(g.C, taps*g.N*g.OH*g.OW, func(c0, c1 int) { col2imChannels(dst, src, g, c0, c1) })
+}
+
+// col2imChannels adds the rows of channels [c0, c1) of Col2Im's matrix into
+// their images.
+func col2imChannels[T Float](dst, src []T, g ConvGeom, c0, c1 int) {
 	l := g.OH * g.OW
 	nl := g.N * l
 	hw := g.H * g.W
-	taps := g.KH * g.KW
-	parallelFor(g.C, taps*nl, func(c0, c1 int) {
-		for c := c0; c < c1; c++ {
-			for kh := range g.KH {
-				offH := kh*g.DilationH - g.PadH
-				ohLo, ohHi := validRange(offH, g.StrideH, g.H, g.OH)
-				for kw := range g.KW {
-					offW := kw*g.DilationW - g.PadW
-					owLo, owHi := validRange(offW, g.StrideW, g.W, g.OW)
-					row := src[((c*g.KH+kh)*g.KW+kw)*nl:][:nl]
-					for n := range g.N {
-						plane := dst[(n*g.C+c)*hw:][:hw]
-						in := row[n*l:][:l]
-						for oh := ohLo; oh < ohHi; oh++ {
-							ih := oh*g.StrideH + offH
-							o := in[oh*g.OW:][:g.OW]
-							drow := plane[ih*g.W:][:g.W]
-							if g.StrideW == 1 {
-								if owLo >= owHi { // an empty range may start left of the row
-									continue
-								}
-								d := drow[owLo+offW : owHi+offW]
-								for i, v := range o[owLo:owHi] {
-									d[i] += v
-								}
+	for c := c0; c < c1; c++ {
+		for kh := range g.KH {
+			offH := kh*g.DilationH - g.PadH
+			ohLo, ohHi := validRange(offH, g.StrideH, g.H, g.OH)
+			for kw := range g.KW {
+				offW := kw*g.DilationW - g.PadW
+				owLo, owHi := validRange(offW, g.StrideW, g.W, g.OW)
+				row := src[((c*g.KH+kh)*g.KW+kw)*nl:][:nl]
+				for n := range g.N {
+					plane := dst[(n*g.C+c)*hw:][:hw]
+					in := row[n*l:][:l]
+					for oh := ohLo; oh < ohHi; oh++ {
+						ih := oh*g.StrideH + offH
+						o := in[oh*g.OW:][:g.OW]
+						drow := plane[ih*g.W:][:g.W]
+						if g.StrideW == 1 {
+							if owLo >= owHi { // an empty range may start left of the row
 								continue
 							}
-							iw := owLo*g.StrideW + offW
-							for ow := owLo; ow < owHi; ow++ {
-								drow[iw] += o[ow]
-								iw += g.StrideW
+							d := drow[owLo+offW : owHi+offW]
+							for i, v := range o[owLo:owHi] {
+								d[i] += v
 							}
+							continue
+						}
+						iw := owLo*g.StrideW + offW
+						for ow := owLo; ow < owHi; ow++ {
+							drow[iw] += o[ow]
+							iw += g.StrideW
 						}
 					}
 				}
 			}
 		}
-	})
+	}
 }
 
 // MaxPool2d writes each window's maximum into dst and its flat position in
