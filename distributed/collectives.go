@@ -3,6 +3,7 @@ package distributed
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emberml/ember/tensor"
@@ -190,37 +191,104 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 
 // ringAllReduce runs the bandwidth-optimal ring: size-1 reduce-scatter
 // steps leave each rank with one fully reduced segment, size-1 all-gather
-// steps pass those segments round. Each step sends to the next rank while
-// receiving from the previous one, in chunks reduced as they arrive.
+// steps pass those segments round. One goroutine sends to the next rank and
+// one receives from the previous rank for all 2(size-1) steps, so the steps
+// are pipelined chunk by chunk: the segment sent at step k+1 is the one
+// received at step k, and each of its chunks goes out as soon as it has
+// been reduced (or, while gathering, stored), while later chunks of step k
+// are still arriving. v is reduced in place, without copies beyond the
+// socket reads; every rank reduces the same elements in the same order, so
+// the results are bit-identical.
 func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
 	n, s := v.len(), g.size
 	seg := func(i int) (int, int) {
 		i = ((i % s) + s) % s
 		return i * n / s, (i + 1) * n / s
 	}
-	next, prev := g.peers[(g.rank+1)%s], g.peers[(g.rank-1+s)%s]
-	for step := range s - 1 {
-		slo, shi := seg(g.rank - step)
-		rlo, rhi := seg(g.rank - step - 1)
-		err := g.parallel(
-			func() error { return g.sendRange(next, opAllReduce, seq, v, slo, shi, deadline) },
-			func() error {
-				return g.recvRange(prev, opAllReduce, seq, v.dt, rlo, rhi, deadline, func(lo, hi int, b []byte) {
-					v.reduceBytes(lo, hi, b, op)
-				})
-			})
-		if err != nil {
-			return err
+	steps := 2 * (s - 1)
+	// Segment sent and received at each step: reduce-scatter steps first,
+	// then all-gather steps.
+	sendSeg := func(k int) (int, int) {
+		if k < s-1 {
+			return seg(g.rank - k)
 		}
+		return seg(g.rank + 1 - (k - (s - 1)))
 	}
-	for step := range s - 1 {
-		slo, shi := seg(g.rank + 1 - step)
-		rlo, rhi := seg(g.rank - step)
-		err := g.parallel(
-			func() error { return g.sendRange(next, opAllReduce, seq, v, slo, shi, deadline) },
-			func() error { return g.recvRange(prev, opAllReduce, seq, v.dt, rlo, rhi, deadline, v.decode) })
-		if err != nil {
-			return err
+	recvSeg := func(k int) (int, int) {
+		if k < s-1 {
+			return seg(g.rank - k - 1)
+		}
+		return seg(g.rank - (k - (s - 1)))
+	}
+	// received counts the elements received and processed so far over all
+	// steps; recvBase[k] is its value when step k starts.
+	recvBase := make([]int, steps+1)
+	for k := range steps {
+		lo, hi := recvSeg(k)
+		recvBase[k+1] = recvBase[k] + hi - lo
+	}
+	var received atomic.Int64
+	progress := make(chan struct{}, 1)
+	next, prev := g.peers[(g.rank+1)%s], g.peers[(g.rank-1+s)%s]
+	step := max(g.chunk/v.elemSize(), 1)
+	h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
+	sender := func() error {
+		for k := range steps {
+			lo, hi := sendSeg(k)
+			if lo == hi {
+				if err := g.send(next, h, nil, deadline); err != nil {
+					return err
+				}
+				continue
+			}
+			for at := lo; at < hi; at += step {
+				end := min(at+step, hi)
+				if k > 0 {
+					// Elements [lo, end) of this segment were received
+					// at step k-1; wait until they are processed.
+					if err := g.awaitProgress(&received, progress, int64(recvBase[k-1]+end-lo)); err != nil {
+						return err
+					}
+				}
+				if err := g.send(next, h, v.encode(at, end), deadline); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	receiver := func() error {
+		for k := range steps {
+			lo, hi := recvSeg(k)
+			use := v.decode
+			if k < s-1 {
+				use = func(lo, hi int, b []byte) { v.reduceBytes(lo, hi, b, op) }
+			}
+			err := g.recvRange(prev, opAllReduce, seq, v.dt, lo, hi, deadline, func(clo, chi int, b []byte) {
+				use(clo, chi, b)
+				received.Store(int64(recvBase[k] + chi - lo))
+				select {
+				case progress <- struct{}{}:
+				default:
+				}
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return g.parallel(sender, receiver)
+}
+
+// awaitProgress waits until counter reaches want, woken through notify,
+// or returns the group's failure.
+func (g *TCPGroup) awaitProgress(counter *atomic.Int64, notify <-chan struct{}, want int64) error {
+	for counter.Load() < want {
+		select {
+		case <-notify:
+		case <-g.root.done:
+			return g.failure()
 		}
 	}
 	return nil

@@ -78,9 +78,14 @@ func checkReduceOp(op string, r ReduceOp, t *tensor.Tensor) {
 	}
 }
 
-// hostVec copies t's elements (in row-major order, whatever its strides)
-// into a vec.
+// hostVec returns t's elements in row-major order as a vec. For a
+// contiguous CPU tensor the vec is t's live storage (no copy): collectives
+// that write into it change t, and store then only records the write.
+// Other tensors are copied out.
 func hostVec(t *tensor.Tensor) vec {
+	if d, ok := tensor.HostData(t); ok {
+		return vec{t.DType(), d}
+	}
 	switch t.DType() {
 	case tensor.Float32:
 		return vec{t.DType(), t.Float32s()}
@@ -107,9 +112,20 @@ func newVec(dt tensor.DType, n int) vec {
 	}
 }
 
-// store writes v back into t in place, through t's view (so non-contiguous
-// tensors are updated element by element), on t's device.
+// store writes v into t in place, through t's view (so non-contiguous
+// tensors are updated element by element), on t's device. When t is a
+// contiguous CPU tensor the elements are copied straight into its storage,
+// and when v already is that storage (hostVec's live view) only the write
+// is recorded.
 func (v vec) store(t *tensor.Tensor) {
+	if d, ok := tensor.HostData(t); ok && t.DType() == v.dt {
+		dst, src := sliceBytes(d), sliceBytes(v.data)
+		if len(dst) > 0 && unsafe.SliceData(dst) != unsafe.SliceData(src) {
+			copy(dst, src)
+		}
+		tensor.MarkWritten(t)
+		return
+	}
 	shape := t.Shape()
 	var src *tensor.Tensor
 	switch d := v.data.(type) {
