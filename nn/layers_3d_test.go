@@ -269,7 +269,9 @@ func TestLayersMorePanics(t *testing.T) {
 		{"conv3d kernel too deep", "autograd.Conv3d", func() {
 			autograd.Conv3d(x5, autograd.New(tensor.Zeros([]int{1, 2, 4, 1, 1}, tensor.Float64)), nil, tensor.Conv3dOptions{})
 		}},
-		{"maxpool3d rank", "MaxPool3d", func() { nn.NewMaxPool3d(tensor.Pool3dOptions{Kernel: [3]int{2, 2, 2}}).Forward(autograd.New(tensor.Zeros([]int{2, 2}))) }},
+		{"maxpool3d rank", "MaxPool3d", func() {
+			nn.NewMaxPool3d(tensor.Pool3dOptions{Kernel: [3]int{2, 2, 2}}).Forward(autograd.New(tensor.Zeros([]int{2, 2})))
+		}},
 		{"avgpool3d dilation", "AvgPool3d", func() { nn.NewAvgPool3d(tensor.Pool3dOptions{Kernel: [3]int{2, 2, 2}, Dilation: [3]int{2, 1, 1}}) }},
 		{"unpool index range", "MaxUnpool2d", func() {
 			autograd.MaxUnpool2d(autograd.New(tensor.Zeros([]int{1, 1, 1, 1})), tensor.FromSlice([]int64{9}, 1, 1, 1, 1), 2, 2)
@@ -282,7 +284,9 @@ func TestLayersMorePanics(t *testing.T) {
 		{"bag offsets start", "offsets", func() {
 			nn.NewEmbeddingBag(g, 3, 2, nn.EmbeddingBagOptions{}).Bag(tensor.FromSlice([]int64{0, 1}, 2), tensor.FromSlice([]int64{1}, 1), nil)
 		}},
-		{"bag id range", "out of range", func() { nn.NewEmbeddingBag(g, 3, 2, nn.EmbeddingBagOptions{}).Bag(tensor.FromSlice([]int64{5}, 1, 1), nil, nil) }},
+		{"bag id range", "out of range", func() {
+			nn.NewEmbeddingBag(g, 3, 2, nn.EmbeddingBagOptions{}).Bag(tensor.FromSlice([]int64{5}, 1, 1), nil, nil)
+		}},
 		{"rrelu bounds", "RReLU", func() { nn.NewRReLU(0.5, 0.1, g) }},
 		{"lppool norm", "LPPool2d", func() { nn.NewLPPool2d(0, [2]int{2, 2}, [2]int{}, false) }},
 	}
