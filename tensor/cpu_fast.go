@@ -90,6 +90,15 @@ func repeatedBlock(shape, strides []int) (block int, ok bool) {
 	return block, true
 }
 
+// blockOrNone returns repeatedBlock's block length, or -1 when the view is
+// not a repeated block.
+func blockOrNone(shape, strides []int) int {
+	if b, ok := repeatedBlock(shape, strides); ok {
+		return b
+	}
+	return -1
+}
+
 // minRowBlock is the shortest broadcast row the row-wise fast path takes;
 // shorter rows are faster through the generic kernel.
 const minRowBlock = 8
@@ -111,11 +120,10 @@ func binaryF32Fast(op BinaryOp, dst []float32, shape []int, a []float32, la Layo
 		return false
 	}
 	n := len(dst)
-	ba, okA := repeatedBlock(shape, la.Strides)
-	bb, okB := repeatedBlock(shape, lb.Strides)
-	if n == 0 || !okA || !okB {
+	if n == 0 {
 		return false
 	}
+	ba, bb := blockOrNone(shape, la.Strides), blockOrNone(shape, lb.Strides)
 	switch {
 	case ba == n && bb == n:
 		a, b = a[la.Offset:la.Offset+n], b[lb.Offset:lb.Offset+n]
@@ -157,10 +165,61 @@ func binaryF32Fast(op BinaryOp, dst []float32, shape []int, a []float32, la Layo
 				vv(dst[r:r+row], x, y)
 			}
 		})
+	case ba == n && columnBroadcast(shape, lb.Strides):
+		// One b value per row of a: x op c row by row.
+		row := shape[len(shape)-1]
+		a = a[la.Offset : la.Offset+n]
+		var f func(d, x []float32, c float32)
+		switch op {
+		case OpAdd:
+			f = vec.AddConst
+		case OpSub:
+			f = vec.SubConst
+		case OpMul:
+			f = vec.MulConst
+		default:
+			f = vec.DivConst
+		}
+		parallelFor(n, row, func(lo, hi int) {
+			for r := lo; r < hi; r += row {
+				f(dst[r:r+row], a[r:r+row], b[lb.Offset+r/row])
+			}
+		})
+	case bb == n && columnBroadcast(shape, la.Strides):
+		row := shape[len(shape)-1]
+		b = b[lb.Offset : lb.Offset+n]
+		var f func(d, x []float32, c float32)
+		switch op {
+		case OpAdd:
+			f = vec.AddConst
+		case OpSub:
+			f = vec.ConstSub
+		case OpMul:
+			f = vec.MulConst
+		default:
+			f = vec.ConstDiv
+		}
+		parallelFor(n, row, func(lo, hi int) {
+			for r := lo; r < hi; r += row {
+				f(dst[r:r+row], b[r:r+row], a[la.Offset+r/row])
+			}
+		})
 	default:
 		return false
 	}
 	return true
+}
+
+// columnBroadcast reports whether the view (shape, strides) holds one value
+// per row, broadcast along a last axis of at least minRowBlock elements,
+// with the values of consecutive rows adjacent in storage (a contiguous
+// [..., 1] tensor expanded along its last axis).
+func columnBroadcast(shape, strides []int) bool {
+	last := len(shape) - 1
+	if last < 0 || shape[last] < minRowBlock || strides[last] != 0 {
+		return false
+	}
+	return strided.IsContiguous(shape[:last], strides[:last])
 }
 
 // reduceF32Fast sums or maxes each of the outer rows of n elements of the

@@ -135,7 +135,10 @@ func TestBinaryFastPathLayouts(t *testing.T) {
 		{"row-right", []int{big, 64}, []int{64}, false},
 		{"row-left", []int{3, 1, 16}, []int{3, 7, 16}, false},
 		{"short-row", []int{6, 4}, []int{4}, false},
-		{"column", []int{6, 9}, []int{6, 1}, false},
+		{"short-column", []int{6, 7}, []int{6, 1}, false},
+		{"column-right", []int{big, 64}, []int{big, 1}, false},
+		{"column-left", []int{2, 5, 1}, []int{2, 5, 9}, false},
+		{"column-middle", []int{4, 1, 9}, []int{4, 3, 9}, false},
 		{"transposed", []int{9, 6}, []int{6, 9}, true},
 	}
 	ops := []struct {
@@ -319,4 +322,40 @@ func TestSoftmaxF32RowsMatchesFloat64Kernel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestFastPathsTaken pins which layouts the float32 fast paths accept.
+func TestFastPathsTaken(t *testing.T) {
+	tests := []struct {
+		name   string
+		sa, sb []int
+		want   bool
+	}{
+		{"same", []int{4, 9}, []int{4, 9}, true},
+		{"scalar", []int{4, 9}, []int{}, true},
+		{"row", []int{4, 9}, []int{9}, true},
+		{"short-row", []int{4, 5}, []int{5}, false},
+		{"column", []int{4, 9}, []int{4, 1}, true},
+		{"column-left", []int{4, 1}, []int{4, 9}, true},
+		{"short-column", []int{4, 5}, []int{4, 1}, false},
+		{"middle", []int{4, 1, 9}, []int{4, 3, 9}, false},
+	}
+	for _, tc := range tests {
+		a, b := Ones(tc.sa), Ones(tc.sb)
+		shape := broadcastShapes(t, a, b)
+		ea, eb := a.Expand(shape...), b.Expand(shape...)
+		dst := make([]float32, numel(shape))
+		got := binaryF32Fast(OpAdd, dst, shape, storage32(a), ea.Layout(), storage32(b), eb.Layout())
+		assert.Equal(t, tc.want, got, tc.name)
+		if got {
+			for _, v := range dst {
+				require.Equal(t, float32(2), v, tc.name)
+			}
+		}
+	}
+}
+
+func broadcastShapes(t *testing.T, a, b *Tensor) []int {
+	t.Helper()
+	return a.Add(b).Shape()
 }
