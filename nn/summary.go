@@ -35,6 +35,29 @@ type summaryRow struct {
 // output shape. The input has the dtype of the model's first parameter
 // (Float32 without parameters).
 func Summary(model Module, inputShape ...int) string {
+	dt := tensor.Float32
+	if params := model.Parameters(); len(params) > 0 {
+		dt = params[0].DType()
+	}
+	return summarize(model, []*tensor.Tensor{tensor.Zeros(inputShape, dt)})
+}
+
+// SummaryOf is Summary with the forward pass run on the given example
+// inputs instead of a float zero tensor, for models whose input is not
+// floating point (token ids for an embedding, as models.GPT and
+// models.GRUClassifier take) or must hold valid values. One input goes
+// through Call; two go to the model's Forward2(a, b) method (as Bilinear
+// has), with no row of their own for the model's output hook. The input
+// line of the table lists every input's shape.
+func SummaryOf(model Module, inputs ...*tensor.Tensor) string {
+	if len(inputs) == 0 || len(inputs) > 2 {
+		panic(fmt.Sprintf("nn.SummaryOf: want one or two example inputs, got %d", len(inputs)))
+	}
+	return summarize(model, inputs)
+}
+
+// summarize builds the Summary table of a forward pass on inputs.
+func summarize(model Module, inputs []*tensor.Tensor) string {
 	var rows []*summaryRow
 	var walk func(name string, m Module, depth int)
 	walk = func(name string, m Module, depth int) {
@@ -68,10 +91,17 @@ func Summary(model Module, inputShape ...int) string {
 			}))
 		}
 	}
-	dt := tensor.Float32
 	params := model.Parameters()
-	if len(params) > 0 {
-		dt = params[0].DType()
+	var two interface {
+		Forward2(a, b *autograd.Var) *autograd.Var
+	}
+	if len(inputs) == 2 {
+		var ok bool
+		if two, ok = model.(interface {
+			Forward2(a, b *autograd.Var) *autograd.Var
+		}); !ok {
+			panic(fmt.Sprintf("nn.SummaryOf: %s has no Forward2(a, b) method to take two inputs", moduleType(model)))
+		}
 	}
 	training := model.IsTraining()
 	func() {
@@ -82,7 +112,12 @@ func Summary(model Module, inputShape ...int) string {
 			model.Train(training)
 		}()
 		model.Train(false)
-		out := Call(model, autograd.New(tensor.Zeros(inputShape, dt)))
+		var out *autograd.Var
+		if two != nil {
+			out = two.Forward2(autograd.New(inputs[0]), autograd.New(inputs[1]))
+		} else {
+			out = Call(model, autograd.New(inputs[0]))
+		}
 		rows[0].out, rows[0].called = out.Shape(), true
 	}()
 
@@ -93,7 +128,11 @@ func Summary(model Module, inputShape ...int) string {
 			trainable += p.Value().Numel()
 		}
 	}
-	return formatSummary(rows, inputShape, total, trainable)
+	shapes := make([]string, len(inputs))
+	for i, x := range inputs {
+		shapes[i] = fmt.Sprint(x.Shape())
+	}
+	return formatSummary(rows, shapes, total, trainable)
 }
 
 // moduleType returns the name of m's type without package or pointer.
@@ -109,7 +148,7 @@ func moduleType(m Module) string {
 }
 
 // formatSummary lays out the Summary table.
-func formatSummary(rows []*summaryRow, inputShape []int, total, trainable int) string {
+func formatSummary(rows []*summaryRow, inputShapes []string, total, trainable int) string {
 	cells := make([][3]string, len(rows))
 	w := [3]int{len("Layer (type)"), len("Output Shape"), len("Param #")}
 	for i, r := range rows {
@@ -147,7 +186,11 @@ func formatSummary(rows []*summaryRow, inputShape []int, total, trainable int) s
 		line(c)
 	}
 	b.WriteString(rule)
-	fmt.Fprintf(&b, "Input shape: %v\n", inputShape)
+	if len(inputShapes) == 1 {
+		fmt.Fprintf(&b, "Input shape: %s\n", inputShapes[0])
+	} else {
+		fmt.Fprintf(&b, "Input shapes: %s\n", strings.Join(inputShapes, ", "))
+	}
 	fmt.Fprintf(&b, "Total params: %s\n", groupDigits(total))
 	fmt.Fprintf(&b, "Trainable params: %s\n", groupDigits(trainable))
 	fmt.Fprintf(&b, "Non-trainable params: %s\n", groupDigits(total-trainable))
