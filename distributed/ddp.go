@@ -3,6 +3,7 @@ package distributed
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/nn"
@@ -21,6 +22,12 @@ type DDPOptions struct {
 	// BroadcastBuffers makes SyncGradients also copy rank 0's buffers
 	// (BatchNorm running statistics and the like) to every rank.
 	BroadcastBuffers bool
+	// SyncAfterBackward turns off the overlap of communication with
+	// backward: no gradient hooks are registered and SyncGradients starts
+	// every bucket's all-reduce itself. Use it when parameters' gradients
+	// are computed with autograd.Grad rather than Backward (the hooks
+	// cannot tell the two apart).
+	SyncAfterBackward bool
 }
 
 // DDP is a module replicated over the ranks of a process group for
@@ -33,11 +40,16 @@ type DDPOptions struct {
 // averages the gradients over the ranks, and every rank's optimizer takes
 // the same step, so the replicas stay bit-identical.
 //
-// Gradient synchronization runs after backward rather than overlapped with
-// it: Ember's autograd has no per-parameter gradient-ready hooks, and adding
-// them would change its engine. The buckets are still all-reduced
-// asynchronously one after another, so flattening and communication of
-// successive buckets overlap.
+// Communication overlaps backward, as in PyTorch: the parameters are
+// grouped into buckets in reverse registration order (roughly the order in
+// which backward produces their gradients), a gradient hook on every
+// parameter marks it ready, and a bucket's asynchronous all-reduce starts
+// as soon as all its parameters are ready and every earlier bucket has
+// started (so every rank issues the same collectives in the same order).
+// SyncGradients starts the buckets still waiting (those holding parameters
+// that received no gradient) and waits for all of them. Each parameter may
+// receive one gradient per Backward between two SyncGradients; accumulate
+// over several backward passes inside NoSync.
 type DDP struct {
 	nn.Module
 	pg      ProcessGroup
@@ -45,6 +57,18 @@ type DDP struct {
 	params  []*autograd.Var
 	buckets [][]int // parameter indices, each bucket one dtype
 	noSync  bool
+	hooks   []*autograd.HookHandle
+
+	// State of the current round (the gradients since the last
+	// SyncGradients), guarded by mu: hooks run during backward.
+	mu       sync.Mutex
+	bucketOf []int            // bucket index of each parameter
+	ready    []bool           // parameter's gradient arrived this round
+	total    []*tensor.Tensor // its accumulated gradient, when ready
+	left     []int            // parameters per bucket not yet ready
+	flats    []*tensor.Tensor // bucket buffers, reused across rounds
+	works    []Work           // started all-reduces, in bucket order
+	roundErr error            // a gradient arrived for a started bucket
 }
 
 // DataParallel wraps model for data-parallel training over pg. Every rank
@@ -105,7 +129,110 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 	if len(cur) > 0 {
 		d.buckets = append(d.buckets, cur)
 	}
+	d.bucketOf = make([]int, len(d.params))
+	d.ready = make([]bool, len(d.params))
+	d.total = make([]*tensor.Tensor, len(d.params))
+	d.left = make([]int, len(d.buckets))
+	d.flats = make([]*tensor.Tensor, len(d.buckets))
+	for k, bucket := range d.buckets {
+		n := 0
+		for _, i := range bucket {
+			d.bucketOf[i] = k
+			n += d.params[i].Value().Numel()
+		}
+		if k == len(d.buckets)-1 {
+			n += len(d.params) // the used flags ride in the last bucket
+		}
+		d.left[k] = len(bucket)
+		d.flats[k] = tensor.Zeros([]int{n}, d.params[bucket[0]].Value().DType())
+	}
+	if !opts.SyncAfterBackward {
+		for i, p := range d.params {
+			if p.RequiresGrad() {
+				d.hooks = append(d.hooks, p.RegisterHook(func(g *tensor.Tensor) *tensor.Tensor {
+					d.gradReady(i, g)
+					return nil
+				}))
+			}
+		}
+	}
 	return d, nil
+}
+
+// Close removes the gradient hooks DataParallel registered, so that later
+// backward passes start no communication. The process group stays open.
+func (d *DDP) Close() {
+	for _, h := range d.hooks {
+		h.Remove()
+	}
+	d.hooks = nil
+}
+
+// gradReady is parameter i's gradient hook: g is this backward's gradient.
+// It records the accumulated gradient and starts every bucket that has
+// become ready, in bucket order.
+func (d *DDP) gradReady(i int, g *tensor.Tensor) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.noSync {
+		return
+	}
+	k := d.bucketOf[i]
+	if d.ready[i] || k < len(d.works) {
+		if d.roundErr == nil {
+			d.roundErr = fmt.Errorf("distributed.DDP: parameter %d received a second gradient before SyncGradients (its bucket's all-reduce had started); run all but the last backward of an accumulation inside NoSync", i)
+		}
+		return
+	}
+	total := g
+	if prev := d.params[i].Grad(); prev != nil {
+		total = prev.Add(g)
+	}
+	d.ready[i], d.total[i] = true, total
+	d.left[k]--
+	for len(d.works) < len(d.buckets) && d.left[len(d.works)] == 0 {
+		d.startBucket(len(d.works))
+	}
+}
+
+// startBucket flattens bucket k's gradients (the ready ones from the hook,
+// the others from Grad, zeros where there is none) into its buffer and
+// starts its all-reduce; the last bucket also carries one flag per
+// parameter, 1 where this rank has a gradient. d.mu must be held.
+func (d *DDP) startBucket(k int) {
+	flat := d.flats[k]
+	dst, _ := tensor.HostData(flat)
+	off := 0
+	for _, i := range d.buckets[k] {
+		n := d.params[i].Value().Numel()
+		g := d.total[i]
+		if g == nil {
+			g = d.params[i].Grad()
+		}
+		part := flat.Narrow(0, off, n)
+		if g == nil {
+			part.Fill(0)
+		} else {
+			part.CopyFrom(g.Reshape(-1))
+		}
+		off += n
+	}
+	if k == len(d.buckets)-1 {
+		for i, p := range d.params {
+			used := 0.0
+			if d.ready[i] || p.Grad() != nil {
+				used = 1
+			}
+			switch f := dst.(type) {
+			case []float32:
+				f[off+i] = float32(used)
+			case []float64:
+				f[off+i] = used
+			}
+		}
+		tensor.MarkWritten(flat)
+	}
+	d.works = append(d.works, d.pg.AllReduceAsync(flat, Avg))
 }
 
 // Group returns the process group.
@@ -129,85 +256,68 @@ func (d *DDP) SyncBuffers() error {
 // SyncGradients after it averages the accumulated sums, as PyTorch's
 // no_sync context does.
 func (d *DDP) NoSync(fn func() error) error {
+	d.mu.Lock()
 	d.noSync = true
-	defer func() { d.noSync = false }()
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.noSync = false
+		d.mu.Unlock()
+	}()
 	return fn()
 }
 
 // SyncGradients replaces every parameter's gradient by its average over
-// the ranks (all-reduce in flattened buckets). A parameter that received
-// no gradient on some ranks counts as zero there; one unused on every rank
-// keeps a nil gradient, so optimizers skip it as they would locally.
-// Inside NoSync it does nothing.
+// the ranks: it starts the all-reduce of every bucket the gradient hooks
+// have not started yet and waits for all of them. A parameter that
+// received no gradient on some ranks counts as zero there; one unused on
+// every rank keeps a nil gradient, so optimizers skip it as they would
+// locally. Inside NoSync it does nothing.
 func (d *DDP) SyncGradients() error {
+	d.mu.Lock()
 	if d.noSync {
+		d.mu.Unlock()
 		return nil
 	}
-	if len(d.buckets) == 0 {
-		if d.opts.BroadcastBuffers {
-			return d.SyncBuffers()
-		}
-		return nil
+	for len(d.works) < len(d.buckets) {
+		d.startBucket(len(d.works))
 	}
-	// Every parameter travels (zeros where this rank has no gradient), and
-	// the first bucket carries one more element per parameter: 1 where
-	// this rank has a gradient. Its average is positive exactly where some
-	// rank used the parameter, which saves a separate collective.
-	type pending struct {
-		idx  []int
-		flat *tensor.Tensor
-		work Work
-	}
-	all := make([]pending, len(d.buckets))
+	works, roundErr := d.works, d.roundErr
+	d.works, d.roundErr = nil, nil
 	for k, bucket := range d.buckets {
-		var parts []*tensor.Tensor
-		dt := d.params[bucket[0]].Value().DType()
-		for _, i := range bucket {
-			v := d.params[i].Value()
-			g := d.params[i].Grad()
-			if g == nil {
-				g = tensor.Zeros(v.Shape(), v.DType())
-			}
-			parts = append(parts, g.To(v.DType()).Reshape(-1))
-		}
-		if k == 0 {
-			used := make([]float64, len(d.params))
-			for i, p := range d.params {
-				if p.Grad() != nil {
-					used[i] = 1
-				}
-			}
-			parts = append(parts, tensor.FromSlice(used).To(dt))
-		}
-		flat := tensor.Concat(parts, 0)
-		all[k] = pending{bucket, flat, d.pg.AllReduceAsync(flat, Avg)}
+		d.left[k] = len(bucket)
 	}
+	clear(d.ready)
+	clear(d.total)
+	d.mu.Unlock()
 	var errs []error
-	var used []float64
-	for k, p := range all {
-		if err := wait(p.work); err != nil {
+	for _, w := range works {
+		if err := wait(w); err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if k == 0 {
-			n := p.flat.Numel()
-			used = p.flat.Narrow(0, n-len(d.params), len(d.params)).Float64s()
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for _, p := range all {
-		off := 0
-		for _, i := range p.idx {
-			v := d.params[i].Value()
-			n := v.Numel()
-			if used[i] > 0 {
-				d.params[i].SetGrad(p.flat.Narrow(0, off, n).Reshape(v.Shape()...).Clone())
-			} else {
-				d.params[i].SetGrad(nil)
+	if roundErr != nil {
+		return roundErr
+	}
+	if len(d.buckets) > 0 {
+		last := d.flats[len(d.flats)-1]
+		n := last.Numel()
+		used := last.Narrow(0, n-len(d.params), len(d.params)).Float64s()
+		for k, bucket := range d.buckets {
+			off := 0
+			for _, i := range bucket {
+				v := d.params[i].Value()
+				n := v.Numel()
+				if used[i] > 0 {
+					d.params[i].SetGrad(d.flats[k].Narrow(0, off, n).Reshape(v.Shape()...).Clone())
+				} else {
+					d.params[i].SetGrad(nil)
+				}
+				off += n
 			}
-			off += n
 		}
 	}
 	if d.opts.BroadcastBuffers {

@@ -52,30 +52,43 @@ func TestDataParallelMatchesSingleProcess(t *testing.T) {
 	}
 	want := paramValues(ref)
 
-	for _, w := range []int{2, 4} {
-		t.Run(fmt.Sprintf("W=%d", w), func(t *testing.T) {
+	for _, c := range []struct {
+		w     int
+		after bool
+	}{{2, false}, {4, false}, {2, true}} {
+		w := c.w
+		t.Run(fmt.Sprintf("W=%d/SyncAfterBackward=%v", w, c.after), func(t *testing.T) {
 			gs := localGroups(t, w)
 			got := make([][][]float32, w)
 			requireAll(t, gs, func(g *TCPGroup) error {
 				// Each rank starts from different weights: DataParallel
 				// must replace them with rank 0's.
-				m, err := DataParallel(ddpModel(100+uint64(g.Rank())), g, DDPOptions{BucketBytes: 200})
+				m, err := DataParallel(ddpModel(100+uint64(g.Rank())), g, DDPOptions{BucketBytes: 200, SyncAfterBackward: c.after})
 				if err != nil {
 					return err
 				}
 				assert.Greater(t, m.Buckets(), 1)
+				started := -1
 				opt := optim.NewSGD(m.Parameters(), optim.SGDOptions{LR: 0.1, Momentum: 0.9})
 				per := batch / w
 				for step := range steps {
 					opt.ZeroGrad()
 					x, y := ddpBatch(step, batch)
 					ddpStep(t, m, x.Narrow(0, g.Rank()*per, per), y.Narrow(0, g.Rank()*per, per))
+					m.mu.Lock()
+					started = len(m.works)
+					m.mu.Unlock()
 					if err := m.SyncGradients(); err != nil {
 						return err
 					}
 					if err := opt.Step(); err != nil {
 						return err
 					}
+				}
+				if c.after {
+					assert.Zero(t, started, "no bucket starts during backward")
+				} else {
+					assert.Equal(t, m.Buckets(), started, "every bucket's all-reduce starts during backward")
 				}
 				got[g.Rank()] = paramValues(m)
 				return nil
@@ -176,4 +189,62 @@ func TestDataParallelRejectsDifferentModels(t *testing.T) {
 		require.Error(t, err, "rank %d", r)
 		assert.Contains(t, err.Error(), "same model")
 	}
+}
+
+func TestDataParallelSecondBackwardWithoutNoSync(t *testing.T) {
+	gs := localGroups(t, 2)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		m, err := DataParallel(ddpModel(5), g, DDPOptions{BucketBytes: 200})
+		if err != nil {
+			return err
+		}
+		for micro := range 2 {
+			x, y := ddpBatch(micro, 2)
+			ddpStep(t, m, x, y)
+		}
+		err = m.SyncGradients()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "NoSync")
+		// The next round works normally.
+		m.ZeroGrad()
+		x, y := ddpBatch(3, 2)
+		ddpStep(t, m, x, y)
+		return m.SyncGradients()
+	})
+}
+
+func TestDataParallelCloseRemovesHooks(t *testing.T) {
+	gs := localGroups(t, 2)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		m, err := DataParallel(ddpModel(6), g, DDPOptions{BucketBytes: 200})
+		if err != nil {
+			return err
+		}
+		m.Close()
+		x, y := ddpBatch(g.Rank(), 2)
+		ddpStep(t, m, x, y)
+		m.mu.Lock()
+		assert.Empty(t, m.works)
+		m.mu.Unlock()
+		local := paramGrads(m)
+		if err := m.SyncGradients(); err != nil {
+			return err
+		}
+		// Still averaged, by SyncGradients alone.
+		other := make([][]float64, len(local))
+		for i, p := range m.Parameters() {
+			other[i] = p.Grad().Float64s()
+		}
+		assert.NotEqual(t, local, other)
+		return nil
+	})
+}
+
+// paramGrads returns copies of m's parameter gradients.
+func paramGrads(m nn.Module) [][]float64 {
+	var out [][]float64
+	for _, p := range m.Parameters() {
+		out = append(out, p.Grad().Float64s())
+	}
+	return out
 }

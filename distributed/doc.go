@@ -26,10 +26,14 @@
 //			opt.ZeroGrad()
 //			loss := lossFn.Forward(model.Forward(autograd.New(b[0])), b[1])
 //			loss.Backward()
-//			model.SyncGradients() // average over the ranks
+//			model.SyncGradients() // finish averaging over the ranks
 //			opt.Step()
 //		}
 //	}
+//
+// Backward's gradient hooks start each bucket's all-reduce as soon as its
+// gradients are ready, so communication overlaps the rest of backward;
+// SyncGradients waits for them.
 //
 // Failures never hang: each operation has a timeout (DefaultTimeout, 5
 // minutes, settable), and a rank that loses a peer aborts the group and

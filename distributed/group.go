@@ -24,7 +24,9 @@ const DefaultTimeout = 5 * time.Minute
 // Each blocking call is bounded by Timeout. A peer that dies, disconnects,
 // times out or sends bad bytes makes the call return an error naming that
 // peer (a *PeerError), and the group is unusable afterwards: every later call
-// returns the first error. Operations run one at a time in issue order; the
+// returns the first error; the tensors a failed operation writes are left
+// in an unspecified state (contiguous CPU tensors are reduced in place).
+// Operations run one at a time in issue order; the
 // Async forms return at once, and the tensors they were given must not be
 // touched until their Work completes.
 type ProcessGroup interface {
