@@ -205,8 +205,34 @@ func binaryF32Fast(op BinaryOp, dst []float32, shape []int, a []float32, la Layo
 			}
 		})
 	default:
+		return binaryF32Rows(vv, dst, shape, a, la, b, lb)
+	}
+	return true
+}
+
+// binaryF32Rows handles operands whose rows (innermost runs in row-major
+// order) are contiguous and at least minRowBlock long, such as column
+// slices of a wider matrix (the gates of a recurrent cell): vv runs on each
+// row.
+func binaryF32Rows(vv func(d, x, y []float32), dst []float32, shape []int, a []float32, la Layout, b []float32, lb Layout) bool {
+	last := len(shape) - 1
+	if last < 0 || shape[last] < minRowBlock || la.Strides[last] != 1 || lb.Strides[last] != 1 {
 		return false
 	}
+	i := 0
+	strided.Walk(shape, [][]int{la.Strides, lb.Strides}, []int{la.Offset, lb.Offset}, func(offs []int, n int, inc []int) {
+		oa, ob := offs[0], offs[1]
+		if inc[0] == 1 && inc[1] == 1 {
+			vv(dst[i:i+n], a[oa:oa+n], b[ob:ob+n])
+		} else {
+			// Rows merged with an axis of another stride: one element at a
+			// time through the same kernel, so results are identical.
+			for j := range n {
+				vv(dst[i+j:i+j+1], a[oa+j*inc[0]:oa+j*inc[0]+1], b[ob+j*inc[1]:ob+j*inc[1]+1])
+			}
+		}
+		i += n
+	})
 	return true
 }
 

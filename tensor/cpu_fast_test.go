@@ -139,6 +139,7 @@ func TestBinaryFastPathLayouts(t *testing.T) {
 		{"column-right", []int{big, 64}, []int{big, 1}, false},
 		{"column-left", []int{2, 5, 1}, []int{2, 5, 9}, false},
 		{"column-middle", []int{4, 1, 9}, []int{4, 3, 9}, false},
+		{"column-middle-large", []int{300, 1, 64}, []int{300, 5, 64}, false},
 		{"transposed", []int{9, 6}, []int{6, 9}, true},
 	}
 	ops := []struct {
@@ -155,6 +156,10 @@ func TestBinaryFastPathLayouts(t *testing.T) {
 		a := FromSlice(randF32(r, numel(p.sa)), p.sa...)
 		if p.transA {
 			a = a.T()
+		}
+		if p.name == "same" {
+			// Column slices of a wider matrix: strided rows.
+			a = FromSlice(randF32(r, 5*27), 5, 27).Narrow(1, 9, 9)
 		}
 		b := FromSlice(randF32(r, numel(p.sb)), p.sb...)
 		for _, op := range ops {
@@ -338,7 +343,8 @@ func TestFastPathsTaken(t *testing.T) {
 		{"column", []int{4, 9}, []int{4, 1}, true},
 		{"column-left", []int{4, 1}, []int{4, 9}, true},
 		{"short-column", []int{4, 5}, []int{4, 1}, false},
-		{"middle", []int{4, 1, 9}, []int{4, 3, 9}, false},
+		{"middle", []int{4, 1, 9}, []int{4, 3, 9}, true},
+		{"middle-short", []int{4, 1, 5}, []int{4, 3, 5}, false},
 	}
 	for _, tc := range tests {
 		a, b := Ones(tc.sa), Ones(tc.sb)
