@@ -129,8 +129,14 @@ func (g *TCPGroup) checkRank(op, what string, r int) {
 
 // checkList panics unless ts holds Size() tensors of ref's shape and dtype.
 func (g *TCPGroup) checkList(op string, ts []*tensor.Tensor, ref *tensor.Tensor) {
-	if len(ts) != g.size {
-		panic(fmt.Sprintf("distributed.%s: %d tensors, want one per rank (%d)", op, len(ts), g.size))
+	checkTensorList(op, g.size, ts, ref)
+}
+
+// checkTensorList panics unless ts holds size tensors of ref's shape and
+// dtype.
+func checkTensorList(op string, size int, ts []*tensor.Tensor, ref *tensor.Tensor) {
+	if len(ts) != size {
+		panic(fmt.Sprintf("distributed.%s: %d tensors, want one per rank (%d)", op, len(ts), size))
 	}
 	for j, t := range ts {
 		checkDType(op, t)

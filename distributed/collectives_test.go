@@ -103,155 +103,160 @@ func TestCollectivesMatchSerialReference(t *testing.T) {
 	for n := 1; n <= 8; n++ {
 		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
 			gs := localGroups(t, n)
-			for _, dt := range allDTypes {
-				for _, size := range sizes {
-					name := fmt.Sprintf("%s/n=%d", dt, size)
-					ops := []ReduceOp{Sum, Max, Min, Prod}
-					if dt.IsFloat() {
-						ops = append(ops, Avg)
-					}
-					for _, op := range ops {
-						requireAll(t, gs, func(g *TCPGroup) error {
-							x := rankTensor(g.Rank(), int(op), size, dt)
-							if err := g.AllReduce(x, op); err != nil {
-								return err
-							}
-							assert.Equal(t, roundTo(serialReduce(n, int(op), size, dt, op), dt), x.Float64s(), "AllReduce %s %s rank %d", op, name, g.Rank())
-							return nil
-						})
-						root := (int(op) + 1) % n
-						requireAll(t, gs, func(g *TCPGroup) error {
-							x := rankTensor(g.Rank(), int(op), size, dt)
-							if err := g.Reduce(x, root, op); err != nil {
-								return err
-							}
-							want := rankTensor(g.Rank(), int(op), size, dt).Float64s()
-							if g.Rank() == root {
-								want = roundTo(serialReduce(n, int(op), size, dt, op), dt)
-							}
-							assert.Equal(t, want, x.Float64s(), "Reduce %s %s rank %d", op, name, g.Rank())
-							return nil
-						})
-						requireAll(t, gs, func(g *TCPGroup) error {
-							ins := make([]*tensor.Tensor, n)
-							for j := range ins {
-								// rank r's tensor for rank j is tensor k=j.
-								ins[j] = rankTensor(g.Rank(), j, size, dt)
-							}
-							out := tensor.Zeros([]int{size}, dt)
-							if err := g.ReduceScatter(out, ins, op); err != nil {
-								return err
-							}
-							want := roundTo(serialReduce(n, g.Rank(), size, dt, op), dt)
-							assert.Equal(t, want, out.Float64s(), "ReduceScatter %s %s rank %d", op, name, g.Rank())
-							return nil
-						})
-					}
-					root := size % n
-					requireAll(t, gs, func(g *TCPGroup) error {
-						x := rankTensor(g.Rank(), 0, size, dt)
-						if err := g.Broadcast(x, root); err != nil {
-							return err
-						}
-						assert.Equal(t, rankTensor(root, 0, size, dt).Float64s(), x.Float64s(), "Broadcast %s rank %d", name, g.Rank())
-						return nil
-					})
-					requireAll(t, gs, func(g *TCPGroup) error {
-						outs := make([]*tensor.Tensor, n)
-						for j := range outs {
-							outs[j] = tensor.Zeros([]int{size}, dt)
-						}
-						if err := g.AllGather(outs, rankTensor(g.Rank(), 1, size, dt)); err != nil {
-							return err
-						}
-						for j, o := range outs {
-							assert.Equal(t, rankTensor(j, 1, size, dt).Float64s(), o.Float64s(), "AllGather %s rank %d slot %d", name, g.Rank(), j)
-						}
-						return nil
-					})
-					requireAll(t, gs, func(g *TCPGroup) error {
-						var outs []*tensor.Tensor
-						if g.Rank() == root {
-							for range n {
-								outs = append(outs, tensor.Zeros([]int{size}, dt))
-							}
-						}
-						if err := g.Gather(outs, rankTensor(g.Rank(), 2, size, dt), root); err != nil {
-							return err
-						}
-						for j, o := range outs {
-							assert.Equal(t, rankTensor(j, 2, size, dt).Float64s(), o.Float64s(), "Gather %s slot %d", name, j)
-						}
-						return nil
-					})
-					requireAll(t, gs, func(g *TCPGroup) error {
-						var ins []*tensor.Tensor
-						if g.Rank() == root {
-							for j := range n {
-								ins = append(ins, rankTensor(root, 10+j, size, dt))
-							}
-						}
-						out := tensor.Zeros([]int{size}, dt)
-						if err := g.Scatter(out, ins, root); err != nil {
-							return err
-						}
-						assert.Equal(t, rankTensor(root, 10+g.Rank(), size, dt).Float64s(), out.Float64s(), "Scatter %s rank %d", name, g.Rank())
-						return nil
-					})
-				}
-			}
-			requireAll(t, gs, func(g *TCPGroup) error { return g.Barrier() })
+			requireAll(t, gs, func(g *TCPGroup) error { return collectiveSuite(t, g, sizes) })
 		})
 	}
 }
 
+// collectiveSuite is one rank's part of the collective tests: every
+// collective, dtype, size and reduce op against the serial reference. The
+// TCP tests run it on goroutine ranks, the MPI test on mpirun's processes.
+func collectiveSuite(t *testing.T, g ProcessGroup, sizes []int) error {
+	n, r := g.Size(), g.Rank()
+	for _, dt := range allDTypes {
+		for _, size := range sizes {
+			name := fmt.Sprintf("%s/n=%d", dt, size)
+			ops := []ReduceOp{Sum, Max, Min, Prod}
+			if dt.IsFloat() {
+				ops = append(ops, Avg)
+			}
+			for _, op := range ops {
+				x := rankTensor(r, int(op), size, dt)
+				if err := g.AllReduce(x, op); err != nil {
+					return err
+				}
+				assert.Equal(t, roundTo(serialReduce(n, int(op), size, dt, op), dt), x.Float64s(), "AllReduce %s %s rank %d", op, name, r)
+
+				root := (int(op) + 1) % n
+				x = rankTensor(r, int(op), size, dt)
+				if err := g.Reduce(x, root, op); err != nil {
+					return err
+				}
+				want := rankTensor(r, int(op), size, dt).Float64s()
+				if r == root {
+					want = roundTo(serialReduce(n, int(op), size, dt, op), dt)
+				}
+				assert.Equal(t, want, x.Float64s(), "Reduce %s %s rank %d", op, name, r)
+
+				ins := make([]*tensor.Tensor, n)
+				for j := range ins {
+					// rank r's tensor for rank j is tensor k=j.
+					ins[j] = rankTensor(r, j, size, dt)
+				}
+				out := tensor.Zeros([]int{size}, dt)
+				if err := g.ReduceScatter(out, ins, op); err != nil {
+					return err
+				}
+				assert.Equal(t, roundTo(serialReduce(n, r, size, dt, op), dt), out.Float64s(), "ReduceScatter %s %s rank %d", op, name, r)
+			}
+			root := size % n
+			x := rankTensor(r, 0, size, dt)
+			if err := g.Broadcast(x, root); err != nil {
+				return err
+			}
+			assert.Equal(t, rankTensor(root, 0, size, dt).Float64s(), x.Float64s(), "Broadcast %s rank %d", name, r)
+
+			outs := make([]*tensor.Tensor, n)
+			for j := range outs {
+				outs[j] = tensor.Zeros([]int{size}, dt)
+			}
+			if err := g.AllGather(outs, rankTensor(r, 1, size, dt)); err != nil {
+				return err
+			}
+			for j, o := range outs {
+				assert.Equal(t, rankTensor(j, 1, size, dt).Float64s(), o.Float64s(), "AllGather %s rank %d slot %d", name, r, j)
+			}
+
+			outs = nil
+			if r == root {
+				for range n {
+					outs = append(outs, tensor.Zeros([]int{size}, dt))
+				}
+			}
+			if err := g.Gather(outs, rankTensor(r, 2, size, dt), root); err != nil {
+				return err
+			}
+			for j, o := range outs {
+				assert.Equal(t, rankTensor(j, 2, size, dt).Float64s(), o.Float64s(), "Gather %s slot %d", name, j)
+			}
+
+			var ins []*tensor.Tensor
+			if r == root {
+				for j := range n {
+					ins = append(ins, rankTensor(root, 10+j, size, dt))
+				}
+			}
+			out := tensor.Zeros([]int{size}, dt)
+			if err := g.Scatter(out, ins, root); err != nil {
+				return err
+			}
+			assert.Equal(t, rankTensor(root, 10+r, size, dt).Float64s(), out.Float64s(), "Scatter %s rank %d", name, r)
+		}
+	}
+	return g.Barrier()
+}
+
 func TestSendRecvRing(t *testing.T) {
 	gs := localGroups(t, 3)
-	requireAll(t, gs, func(g *TCPGroup) error {
-		next, prev := (g.Rank()+1)%3, (g.Rank()+2)%3
-		for k := range 3 {
-			send := g.SendAsync(rankTensor(g.Rank(), k, 9, tensor.Int64), next)
-			got := tensor.Zeros([]int{9}, tensor.Int64)
-			if err := g.Recv(got, prev); err != nil {
-				return err
-			}
-			if err := send.Wait(context.Background()); err != nil {
-				return err
-			}
-			assert.Equal(t, rankTensor(prev, k, 9, tensor.Int64).Float64s(), got.Float64s())
+	requireAll(t, gs, func(g *TCPGroup) error { return sendRecvRing(t, g) })
+}
+
+// sendRecvRing passes tensors round the ring of ranks with SendAsync and
+// Recv.
+func sendRecvRing(t *testing.T, g ProcessGroup) error {
+	n := g.Size()
+	next, prev := (g.Rank()+1)%n, (g.Rank()+n-1)%n
+	for k := range 3 {
+		send := g.SendAsync(rankTensor(g.Rank(), k, 9, tensor.Int64), next)
+		got := tensor.Zeros([]int{9}, tensor.Int64)
+		if err := g.Recv(got, prev); err != nil {
+			return err
 		}
-		return nil
-	})
+		if err := send.Wait(context.Background()); err != nil {
+			return err
+		}
+		assert.Equal(t, rankTensor(prev, k, 9, tensor.Int64).Float64s(), got.Float64s())
+	}
+	return nil
 }
 
 func TestAllReduceNonContiguousAndAsync(t *testing.T) {
 	gs := localGroups(t, 3)
-	requireAll(t, gs, func(g *TCPGroup) error {
-		base := rankTensor(g.Rank(), 0, 15, tensor.Float32).Reshape(3, 5)
-		view := base.T() // [5,3], not contiguous
-		w := g.AllReduceAsync(view, Sum)
-		if err := w.Wait(context.Background()); err != nil {
-			return err
-		}
-		<-w.Done()
-		assert.Equal(t, roundTo(serialReduce(3, 0, 15, tensor.Float32, Sum), tensor.Float32), base.Float64s())
-		return nil
-	})
+	requireAll(t, gs, func(g *TCPGroup) error { return nonContiguousAsync(t, g) })
+}
+
+// nonContiguousAsync all-reduces a transposed view asynchronously.
+func nonContiguousAsync(t *testing.T, g ProcessGroup) error {
+	base := rankTensor(g.Rank(), 0, 15, tensor.Float32).Reshape(3, 5)
+	view := base.T() // [5,3], not contiguous
+	w := g.AllReduceAsync(view, Sum)
+	if err := w.Wait(context.Background()); err != nil {
+		return err
+	}
+	<-w.Done()
+	assert.Equal(t, roundTo(serialReduce(g.Size(), 0, 15, tensor.Float32, Sum), tensor.Float32), base.Float64s())
+	return nil
 }
 
 func TestRingResultsBitIdentical(t *testing.T) {
 	gs := localGroups(t, 5)
 	res := make([][]float32, 5)
 	requireAll(t, gs, func(g *TCPGroup) error {
-		gen := tensor.NewGenerator(uint64(g.Rank()) + 1)
-		x := gen.Randn([]int{1001}, tensor.Float32)
-		if err := g.AllReduce(x, Avg); err != nil {
-			return err
-		}
-		res[g.Rank()] = x.Float32s()
-		return nil
+		var err error
+		res[g.Rank()], err = randomAvg(g)
+		return err
 	})
 	for r := 1; r < 5; r++ {
 		require.Equal(t, res[0], res[r], "rank %d", r)
 	}
+}
+
+// randomAvg averages 1001 random floats (seeded by rank) over the group.
+func randomAvg(g ProcessGroup) ([]float32, error) {
+	gen := tensor.NewGenerator(uint64(g.Rank()) + 1)
+	x := gen.Randn([]int{1001}, tensor.Float32)
+	if err := g.AllReduce(x, Avg); err != nil {
+		return nil, err
+	}
+	return x.Float32s(), nil
 }

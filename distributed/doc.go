@@ -15,6 +15,11 @@
 // Listeners bind only to the configured addresses and close once the mesh
 // is complete.
 //
+// Built with the tag mpi (cgo, Debian's libopenmpi-dev), NewMPIGroup gives
+// the same ProcessGroup over MPI for jobs started by mpirun or Slurm's srun:
+//
+//	go build -tags mpi ./cmd/train && mpirun -np 4 ./train
+//
 // A data-parallel training loop:
 //
 //	model, err := distributed.DataParallel(net, pg, distributed.DDPOptions{})

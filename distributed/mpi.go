@@ -1,0 +1,646 @@
+//go:build mpi && cgo
+
+package distributed
+
+/*
+#cgo pkg-config: ompi-c
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+// Open MPI's handles are macros over global objects; these helpers keep
+// them on the C side and give Go small integer codes.
+
+static MPI_Datatype ember_dtype(int d) {
+	switch (d) {
+	case 0: return MPI_FLOAT;
+	case 1: return MPI_DOUBLE;
+	case 2: return MPI_INT32_T;
+	default: return MPI_INT64_T;
+	}
+}
+
+static MPI_Op ember_op(int o) {
+	switch (o) {
+	case 0: return MPI_SUM;
+	case 1: return MPI_MAX;
+	case 2: return MPI_MIN;
+	default: return MPI_PROD;
+	}
+}
+
+static int ember_init(int *provided, int *already) {
+	int flag = 0, fin = 0;
+	MPI_Finalized(&fin);
+	if (fin) return -1;
+	MPI_Initialized(&flag);
+	*already = flag;
+	int rc = flag ? MPI_Query_thread(provided) : MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, provided);
+	if (rc != MPI_SUCCESS) return rc;
+	return MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+}
+
+static int ember_thread_funneled(void) { return MPI_THREAD_FUNNELED; }
+static int ember_rank(int *r) { return MPI_Comm_rank(MPI_COMM_WORLD, r); }
+static int ember_size(int *s) { return MPI_Comm_size(MPI_COMM_WORLD, s); }
+static int ember_finalize(void) { return MPI_Finalize(); }
+static void ember_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+
+static int ember_allreduce(void *buf, int n, int d, int o) {
+	return MPI_Allreduce(MPI_IN_PLACE, buf, n, ember_dtype(d), ember_op(o), MPI_COMM_WORLD);
+}
+static int ember_bcast(void *buf, int n, int d, int root) {
+	return MPI_Bcast(buf, n, ember_dtype(d), root, MPI_COMM_WORLD);
+}
+static int ember_reduce(void *buf, int n, int d, int o, int root, int isRoot) {
+	if (isRoot) return MPI_Reduce(MPI_IN_PLACE, buf, n, ember_dtype(d), ember_op(o), root, MPI_COMM_WORLD);
+	return MPI_Reduce(buf, NULL, n, ember_dtype(d), ember_op(o), root, MPI_COMM_WORLD);
+}
+static int ember_allgather(void *in, void *out, int n, int d) {
+	return MPI_Allgather(in, n, ember_dtype(d), out, n, ember_dtype(d), MPI_COMM_WORLD);
+}
+static int ember_reduce_scatter(void *in, void *out, int n, int d, int o) {
+	return MPI_Reduce_scatter_block(in, out, n, ember_dtype(d), ember_op(o), MPI_COMM_WORLD);
+}
+static int ember_gather(void *in, void *out, int n, int d, int root) {
+	return MPI_Gather(in, n, ember_dtype(d), out, n, ember_dtype(d), root, MPI_COMM_WORLD);
+}
+static int ember_scatter(void *in, void *out, int n, int d, int root) {
+	return MPI_Scatter(in, n, ember_dtype(d), out, n, ember_dtype(d), root, MPI_COMM_WORLD);
+}
+static int ember_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
+static int ember_send(void *buf, int n, int d, int dst, int tag) {
+	return MPI_Send(buf, n, ember_dtype(d), dst, tag, MPI_COMM_WORLD);
+}
+static int ember_recv(void *buf, int n, int d, int src, int tag) {
+	return MPI_Recv(buf, n, ember_dtype(d), src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+static int ember_error_string(int code, char *s, int *len) { return MPI_Error_string(code, s, len); }
+static int ember_max_error_string(void) { return MPI_MAX_ERROR_STRING; }
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// MPIGroup is a ProcessGroup over MPI's world communicator (build tag mpi,
+// cgo against Open MPI). It runs under mpirun or Slurm's srun, which start
+// the ranks; no rendezvous or token is involved, since the MPI launcher
+// owns the job.
+//
+// Operations run one at a time, in issue order, on one goroutine locked to
+// the OS thread that initialized MPI, so MPI is only ever called from that
+// thread. Reductions use MPI's own (MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD;
+// Avg is a sum divided by the size), so NaN handling in Max and Min is
+// MPI's. MPI cannot cancel a collective: an operation that exceeds the
+// timeout prints the rank, operation and elapsed time to stderr and aborts
+// the whole job with MPI_Abort, which makes every rank exit, never hang.
+// Errors MPI reports are returned, and leave the group unusable.
+type MPIGroup struct {
+	rank, size int
+	timeout    atomic.Int64
+	ownsInit   bool // MPI_Init_thread was called here, so Close finalizes
+
+	qmu    sync.Mutex
+	queue  chan *mpiWork
+	closed bool
+	wdone  chan struct{}
+
+	failMu sync.Mutex
+	err    error
+
+	sendTag, recvTag []int // point-to-point message counters by peer; worker only
+}
+
+var _ ProcessGroup = (*MPIGroup)(nil)
+
+// mpiWork is the Work of one queued MPI operation.
+type mpiWork struct {
+	g    *MPIGroup
+	op   string
+	fn   func() error
+	done chan struct{}
+	err  error
+}
+
+// Wait implements Work. If ctx ends first the group is marked failed (MPI
+// cannot cancel the operation) and Wait returns ctx's error.
+func (w *mpiWork) Wait(ctx context.Context) error {
+	select {
+	case <-w.done:
+		return w.err
+	default:
+	}
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		err := fmt.Errorf("distributed: wait abandoned: %w", ctx.Err())
+		w.g.fail(err)
+		return err
+	}
+}
+
+// Done implements Work.
+func (w *mpiWork) Done() <-chan struct{} { return w.done }
+
+// NewMPIGroup initializes MPI (MPI_Init_thread, asking for
+// MPI_THREAD_SERIALIZED) unless the program already did, and returns the
+// group of all the job's ranks. MPI can be initialized once per process:
+// after Close finalizes it, NewMPIGroup returns an error.
+func NewMPIGroup() (*MPIGroup, error) {
+	g := &MPIGroup{queue: make(chan *mpiWork, 64), wdone: make(chan struct{})}
+	g.timeout.Store(int64(DefaultTimeout))
+	ready := make(chan error, 1)
+	go g.worker(ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	g.sendTag = make([]int, g.size)
+	g.recvTag = make([]int, g.size)
+	return g, nil
+}
+
+// worker initializes MPI on its own locked OS thread, then runs the queued
+// operations there; it finalizes MPI when the group closes.
+func (g *MPIGroup) worker(ready chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(g.wdone)
+	var provided, already C.int
+	if rc := C.ember_init(&provided, &already); rc != 0 {
+		if rc < 0 {
+			ready <- errors.New("distributed: NewMPIGroup: MPI was already finalized (it can be initialized once per process)")
+		} else {
+			ready <- fmt.Errorf("distributed: NewMPIGroup: MPI_Init_thread: %s", mpiErrorString(rc))
+		}
+		return
+	}
+	if provided < C.ember_thread_funneled() {
+		ready <- fmt.Errorf("distributed: NewMPIGroup: MPI provides thread level %d, below MPI_THREAD_FUNNELED", int(provided))
+		return
+	}
+	var r, s C.int
+	if rc := C.ember_rank(&r); rc != 0 {
+		ready <- fmt.Errorf("distributed: NewMPIGroup: MPI_Comm_rank: %s", mpiErrorString(rc))
+		return
+	}
+	if rc := C.ember_size(&s); rc != 0 {
+		ready <- fmt.Errorf("distributed: NewMPIGroup: MPI_Comm_size: %s", mpiErrorString(rc))
+		return
+	}
+	g.rank, g.size, g.ownsInit = int(r), int(s), already == 0
+	ready <- nil
+	for w := range g.queue {
+		if err := g.failure(); err != nil {
+			w.err = fmt.Errorf("distributed: process group unusable after an earlier failure: %w", err)
+			close(w.done)
+			continue
+		}
+		timeout := g.Timeout()
+		start := time.Now()
+		watchdog := time.AfterFunc(timeout, func() {
+			fmt.Fprintf(os.Stderr, "distributed: MPI rank %d: %s still running after %v (timeout %v); aborting the job\n", g.rank, w.op, time.Since(start).Round(time.Millisecond), timeout)
+			C.ember_abort(1)
+		})
+		err := w.fn()
+		watchdog.Stop()
+		if err != nil {
+			g.fail(err)
+		}
+		w.err = err
+		close(w.done)
+	}
+	if g.ownsInit {
+		C.ember_finalize()
+	}
+}
+
+// mpiErrorString returns MPI's text for an error code.
+func mpiErrorString(rc C.int) string {
+	buf := (*C.char)(C.malloc(C.size_t(C.ember_max_error_string())))
+	defer C.free(unsafe.Pointer(buf))
+	var n C.int
+	if C.ember_error_string(rc, buf, &n) != 0 {
+		return fmt.Sprintf("MPI error %d", int(rc))
+	}
+	return C.GoStringN(buf, n)
+}
+
+// check turns an MPI return code into an error naming the operation.
+func (g *MPIGroup) check(op string, rc C.int) error {
+	if rc == 0 {
+		return nil
+	}
+	return fmt.Errorf("distributed: MPI rank %d: %s: %s", g.rank, op, mpiErrorString(rc))
+}
+
+// fail records the group's first failure.
+func (g *MPIGroup) fail(err error) {
+	g.failMu.Lock()
+	defer g.failMu.Unlock()
+	if g.err == nil {
+		g.err = err
+	}
+}
+
+// failure returns the recorded failure, or nil.
+func (g *MPIGroup) failure() error {
+	g.failMu.Lock()
+	defer g.failMu.Unlock()
+	return g.err
+}
+
+// submit queues fn as operation op.
+func (g *MPIGroup) submit(op string, fn func() error) Work {
+	w := &mpiWork{g: g, op: op, fn: fn, done: make(chan struct{})}
+	g.qmu.Lock()
+	defer g.qmu.Unlock()
+	if g.closed {
+		w.err = ErrClosed
+		close(w.done)
+		return w
+	}
+	g.queue <- w
+	return w
+}
+
+// Rank implements ProcessGroup.
+func (g *MPIGroup) Rank() int { return g.rank }
+
+// Size implements ProcessGroup.
+func (g *MPIGroup) Size() int { return g.size }
+
+// Timeout implements ProcessGroup.
+func (g *MPIGroup) Timeout() time.Duration { return time.Duration(g.timeout.Load()) }
+
+// SetTimeout implements ProcessGroup.
+func (g *MPIGroup) SetTimeout(d time.Duration) {
+	if d <= 0 {
+		panic(fmt.Sprintf("distributed.SetTimeout: non-positive timeout %v", d))
+	}
+	g.timeout.Store(int64(d))
+}
+
+// Close implements ProcessGroup: it waits for queued operations, then
+// finalizes MPI if NewMPIGroup initialized it. Later operations return
+// ErrClosed.
+func (g *MPIGroup) Close() error {
+	g.qmu.Lock()
+	if !g.closed {
+		g.closed = true
+		close(g.queue)
+	}
+	g.qmu.Unlock()
+	<-g.wdone
+	return nil
+}
+
+// mpiDType returns the C code of dtype dt.
+func mpiDType(dt tensor.DType) C.int {
+	switch dt {
+	case tensor.Float32:
+		return 0
+	case tensor.Float64:
+		return 1
+	case tensor.Int32:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// mpiOp returns the C code of op (Avg sums).
+func mpiOp(op ReduceOp) C.int {
+	switch op {
+	case Max:
+		return 1
+	case Min:
+		return 2
+	case Prod:
+		return 3
+	default:
+		return 0
+	}
+}
+
+// ptr returns the address of v's first element (nil when empty).
+func (v vec) ptr() unsafe.Pointer {
+	b := sliceBytes(v.data)
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Pointer(unsafe.SliceData(b))
+}
+
+// maxCount is the largest element count one MPI call takes.
+const maxCount = math.MaxInt32
+
+// pieces calls fn on [lo, hi) ranges of at most maxCount elements covering
+// n elements (once, with an empty range, when n is 0).
+func pieces(n int, fn func(lo, hi int) C.int) C.int {
+	if n == 0 {
+		return fn(0, 0)
+	}
+	for lo := 0; lo < n; lo += maxCount {
+		if rc := fn(lo, min(lo+maxCount, n)); rc != 0 {
+			return rc
+		}
+	}
+	return 0
+}
+
+// checkCount panics when one rank's share exceeds what a single MPI
+// gather-type call can move.
+func checkCount(op string, n int) {
+	if n > maxCount {
+		panic(fmt.Sprintf("distributed.%s: %d elements per rank exceed MPI's count limit %d", op, n, maxCount))
+	}
+}
+
+// concat copies the tensors ts (one per rank) into one vec, rank after rank.
+func concat(ts []*tensor.Tensor, dt tensor.DType, n int) vec {
+	out := newVec(dt, n*len(ts))
+	for j, t := range ts {
+		copy(sliceBytes(out.slice(j*n, (j+1)*n)), sliceBytes(hostVec(t).data))
+	}
+	return out
+}
+
+// AllReduce implements ProcessGroup.
+func (g *MPIGroup) AllReduce(t *tensor.Tensor, op ReduceOp) error {
+	return wait(g.AllReduceAsync(t, op))
+}
+
+// AllReduceAsync implements ProcessGroup.
+func (g *MPIGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
+	checkDType("AllReduce", t)
+	checkReduceOp("AllReduce", op, t)
+	return g.submit("AllReduce", func() error {
+		v := hostVec(t)
+		es := v.elemSize()
+		rc := pieces(v.len(), func(lo, hi int) C.int {
+			return C.ember_allreduce(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), mpiOp(op))
+		})
+		if err := g.check("MPI_Allreduce", rc); err != nil {
+			return err
+		}
+		if op == Avg {
+			v.divide(g.size)
+		}
+		v.store(t)
+		return nil
+	})
+}
+
+// Broadcast implements ProcessGroup.
+func (g *MPIGroup) Broadcast(t *tensor.Tensor, root int) error {
+	return wait(g.BroadcastAsync(t, root))
+}
+
+// BroadcastAsync implements ProcessGroup.
+func (g *MPIGroup) BroadcastAsync(t *tensor.Tensor, root int) Work {
+	checkDType("Broadcast", t)
+	g.checkRank("Broadcast", "root", root)
+	return g.submit("Broadcast", func() error {
+		v := hostVec(t)
+		es := v.elemSize()
+		rc := pieces(v.len(), func(lo, hi int) C.int {
+			return C.ember_bcast(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(root))
+		})
+		if err := g.check("MPI_Bcast", rc); err != nil {
+			return err
+		}
+		if g.rank != root {
+			v.store(t)
+		}
+		return nil
+	})
+}
+
+// Reduce implements ProcessGroup.
+func (g *MPIGroup) Reduce(t *tensor.Tensor, root int, op ReduceOp) error {
+	return wait(g.ReduceAsync(t, root, op))
+}
+
+// ReduceAsync implements ProcessGroup.
+func (g *MPIGroup) ReduceAsync(t *tensor.Tensor, root int, op ReduceOp) Work {
+	checkDType("Reduce", t)
+	checkReduceOp("Reduce", op, t)
+	g.checkRank("Reduce", "root", root)
+	return g.submit("Reduce", func() error {
+		v := hostVec(t)
+		isRoot := C.int(0)
+		if g.rank == root {
+			isRoot = 1
+		}
+		es := v.elemSize()
+		rc := pieces(v.len(), func(lo, hi int) C.int {
+			return C.ember_reduce(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), mpiOp(op), C.int(root), isRoot)
+		})
+		if err := g.check("MPI_Reduce", rc); err != nil {
+			return err
+		}
+		if g.rank == root {
+			if op == Avg {
+				v.divide(g.size)
+			}
+			v.store(t)
+		}
+		return nil
+	})
+}
+
+// AllGather implements ProcessGroup.
+func (g *MPIGroup) AllGather(outs []*tensor.Tensor, in *tensor.Tensor) error {
+	return wait(g.AllGatherAsync(outs, in))
+}
+
+// AllGatherAsync implements ProcessGroup.
+func (g *MPIGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work {
+	checkDType("AllGather", in)
+	g.checkList("AllGather", outs, in)
+	n := in.Numel()
+	checkCount("AllGather", n)
+	return g.submit("AllGather", func() error {
+		v := hostVec(in)
+		all := newVec(v.dt, n*g.size)
+		if err := g.check("MPI_Allgather", C.ember_allgather(v.ptr(), all.ptr(), C.int(n), mpiDType(v.dt))); err != nil {
+			return err
+		}
+		for j, o := range outs {
+			vec{v.dt, all.slice(j*n, (j+1)*n)}.store(o)
+		}
+		return nil
+	})
+}
+
+// ReduceScatter implements ProcessGroup.
+func (g *MPIGroup) ReduceScatter(out *tensor.Tensor, ins []*tensor.Tensor, op ReduceOp) error {
+	return wait(g.ReduceScatterAsync(out, ins, op))
+}
+
+// ReduceScatterAsync implements ProcessGroup.
+func (g *MPIGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, op ReduceOp) Work {
+	checkDType("ReduceScatter", out)
+	checkReduceOp("ReduceScatter", op, out)
+	g.checkList("ReduceScatter", ins, out)
+	n := out.Numel()
+	checkCount("ReduceScatter", n)
+	return g.submit("ReduceScatter", func() error {
+		all := concat(ins, out.DType(), n)
+		v := newVec(out.DType(), n)
+		if err := g.check("MPI_Reduce_scatter_block", C.ember_reduce_scatter(all.ptr(), v.ptr(), C.int(n), mpiDType(v.dt), mpiOp(op))); err != nil {
+			return err
+		}
+		if op == Avg {
+			v.divide(g.size)
+		}
+		v.store(out)
+		return nil
+	})
+}
+
+// Gather implements ProcessGroup.
+func (g *MPIGroup) Gather(outs []*tensor.Tensor, in *tensor.Tensor, root int) error {
+	return wait(g.GatherAsync(outs, in, root))
+}
+
+// GatherAsync implements ProcessGroup.
+func (g *MPIGroup) GatherAsync(outs []*tensor.Tensor, in *tensor.Tensor, root int) Work {
+	checkDType("Gather", in)
+	g.checkRank("Gather", "root", root)
+	if g.rank == root {
+		g.checkList("Gather", outs, in)
+	}
+	n := in.Numel()
+	checkCount("Gather", n)
+	return g.submit("Gather", func() error {
+		v := hostVec(in)
+		var all vec
+		if g.rank == root {
+			all = newVec(v.dt, n*g.size)
+		} else {
+			all = newVec(v.dt, 0)
+		}
+		if err := g.check("MPI_Gather", C.ember_gather(v.ptr(), all.ptr(), C.int(n), mpiDType(v.dt), C.int(root))); err != nil {
+			return err
+		}
+		if g.rank == root {
+			for j, o := range outs {
+				vec{v.dt, all.slice(j*n, (j+1)*n)}.store(o)
+			}
+		}
+		return nil
+	})
+}
+
+// Scatter implements ProcessGroup.
+func (g *MPIGroup) Scatter(out *tensor.Tensor, ins []*tensor.Tensor, root int) error {
+	return wait(g.ScatterAsync(out, ins, root))
+}
+
+// ScatterAsync implements ProcessGroup.
+func (g *MPIGroup) ScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, root int) Work {
+	checkDType("Scatter", out)
+	g.checkRank("Scatter", "root", root)
+	if g.rank == root {
+		g.checkList("Scatter", ins, out)
+	}
+	n := out.Numel()
+	checkCount("Scatter", n)
+	return g.submit("Scatter", func() error {
+		all := newVec(out.DType(), 0)
+		if g.rank == root {
+			all = concat(ins, out.DType(), n)
+		}
+		v := newVec(out.DType(), n)
+		if err := g.check("MPI_Scatter", C.ember_scatter(all.ptr(), v.ptr(), C.int(n), mpiDType(v.dt), C.int(root))); err != nil {
+			return err
+		}
+		v.store(out)
+		return nil
+	})
+}
+
+// Barrier implements ProcessGroup.
+func (g *MPIGroup) Barrier() error { return wait(g.BarrierAsync()) }
+
+// BarrierAsync implements ProcessGroup.
+func (g *MPIGroup) BarrierAsync() Work {
+	return g.submit("Barrier", func() error { return g.check("MPI_Barrier", C.ember_barrier()) })
+}
+
+// Send implements ProcessGroup. The message is sent with MPI_Send, which
+// may wait until dst posts the matching receive (large messages): a rank
+// that sends must not have that receive queued behind its own Send.
+func (g *MPIGroup) Send(t *tensor.Tensor, dst int) error { return wait(g.SendAsync(t, dst)) }
+
+// SendAsync implements ProcessGroup (see Send for MPI's blocking rule).
+func (g *MPIGroup) SendAsync(t *tensor.Tensor, dst int) Work {
+	checkDType("Send", t)
+	g.checkRank("Send", "destination", dst)
+	if dst == g.rank {
+		panic(fmt.Sprintf("distributed.Send: rank %d cannot send to itself", dst))
+	}
+	return g.submit("Send", func() error {
+		v := hostVec(t)
+		es := v.elemSize()
+		rc := pieces(v.len(), func(lo, hi int) C.int {
+			tag := g.sendTag[dst] % (1 << 15) // MPI guarantees tags up to 32767
+			g.sendTag[dst]++
+			return C.ember_send(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(dst), C.int(tag))
+		})
+		return g.check("MPI_Send", rc)
+	})
+}
+
+// Recv implements ProcessGroup.
+func (g *MPIGroup) Recv(t *tensor.Tensor, src int) error { return wait(g.RecvAsync(t, src)) }
+
+// RecvAsync implements ProcessGroup.
+func (g *MPIGroup) RecvAsync(t *tensor.Tensor, src int) Work {
+	checkDType("Recv", t)
+	g.checkRank("Recv", "source", src)
+	if src == g.rank {
+		panic(fmt.Sprintf("distributed.Recv: rank %d cannot receive from itself", src))
+	}
+	return g.submit("Recv", func() error {
+		v := hostVec(t)
+		es := v.elemSize()
+		rc := pieces(v.len(), func(lo, hi int) C.int {
+			tag := g.recvTag[src] % (1 << 15)
+			g.recvTag[src]++
+			return C.ember_recv(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(src), C.int(tag))
+		})
+		if err := g.check("MPI_Recv", rc); err != nil {
+			return err
+		}
+		v.store(t)
+		return nil
+	})
+}
+
+// checkRank panics unless r is a rank of the group.
+func (g *MPIGroup) checkRank(op, what string, r int) {
+	if r < 0 || r >= g.size {
+		panic(fmt.Sprintf("distributed.%s: %s rank %d outside [0, %d)", op, what, r, g.size))
+	}
+}
+
+// checkList panics unless ts holds Size() tensors of ref's shape and dtype.
+func (g *MPIGroup) checkList(op string, ts []*tensor.Tensor, ref *tensor.Tensor) {
+	checkTensorList(op, g.size, ts, ref)
+}

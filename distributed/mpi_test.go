@@ -1,0 +1,84 @@
+//go:build mpi && cgo
+
+package distributed
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/optim"
+	"github.com/emberml/ember/tensor"
+)
+
+// TestMPIGroup runs the collective test suite on the MPI backend. It needs
+// mpirun's processes, e.g.
+//
+//	go test -c -tags mpi -o mpi.test ./distributed
+//	mpirun --allow-run-as-root --oversubscribe -np 4 ./mpi.test -test.run MPI
+//
+// and skips when started without mpirun.
+func TestMPIGroup(t *testing.T) {
+	if os.Getenv("OMPI_COMM_WORLD_SIZE") == "" && os.Getenv("PMI_SIZE") == "" {
+		t.Skip("not started by mpirun or srun")
+	}
+	g, err := NewMPIGroup()
+	require.NoError(t, err)
+	defer g.Close()
+	n, r := g.Size(), g.Rank()
+
+	t.Run("collectives", func(t *testing.T) {
+		// 333 float32 elements per rank are enough for MPI's ring and
+		// segmented algorithms; 0 and 1 are the edge cases.
+		require.NoError(t, collectiveSuite(t, g, []int{1, 0, 7, 61, 333, 70001}))
+	})
+	t.Run("send-recv", func(t *testing.T) {
+		if n < 2 {
+			t.Skip("one rank")
+		}
+		require.NoError(t, sendRecvRing(t, g))
+	})
+	t.Run("non-contiguous-async", func(t *testing.T) {
+		require.NoError(t, nonContiguousAsync(t, g))
+	})
+	t.Run("bit-identical", func(t *testing.T) {
+		res, err := randomAvg(g)
+		require.NoError(t, err)
+		outs := make([]*tensor.Tensor, n)
+		for j := range outs {
+			outs[j] = tensor.Zeros([]int{len(res)})
+		}
+		require.NoError(t, g.AllGather(outs, tensor.FromSlice(res)))
+		for j, o := range outs {
+			require.Equal(t, res, o.Float32s(), "rank %d's average differs from rank %d's", j, r)
+		}
+	})
+	t.Run("data-parallel", func(t *testing.T) {
+		const batch, steps = 8, 20
+		if batch%n != 0 {
+			t.Skipf("batch %d does not split over %d ranks", batch, n)
+		}
+		ref := ddpModel(100)
+		opt := optim.NewSGD(ref.Parameters(), optim.SGDOptions{LR: 0.1, Momentum: 0.9})
+		m, err := DataParallel(ddpModel(100+uint64(r)), g, DDPOptions{BucketBytes: 200})
+		require.NoError(t, err)
+		mopt := optim.NewSGD(m.Parameters(), optim.SGDOptions{LR: 0.1, Momentum: 0.9})
+		per := batch / n
+		for step := range steps {
+			x, y := ddpBatch(step, batch)
+			opt.ZeroGrad()
+			ddpStep(t, ref, x, y)
+			require.NoError(t, opt.Step())
+			mopt.ZeroGrad()
+			ddpStep(t, m, x.Narrow(0, r*per, per), y.Narrow(0, r*per, per))
+			require.NoError(t, m.SyncGradients())
+			require.NoError(t, mopt.Step())
+		}
+		want, got := paramValues(ref), paramValues(m)
+		for i := range want {
+			assert.InDeltaSlice(t, want[i], got[i], 1e-5, "parameter %d", i)
+		}
+	})
+}
