@@ -18,10 +18,14 @@ import (
 // unaryF32Fast computes op over the view l of src into dst.
 func unaryF32Fast(op UnaryOp, dst, src []float32, l Layout) bool {
 	n := len(dst)
-	if n == 0 || !strided.IsContiguous(l.Shape, l.Strides) {
+	if n == 0 {
 		return false
 	}
-	src = src[l.Offset : l.Offset+n]
+	contiguous := strided.IsContiguous(l.Shape, l.Strides)
+	last := len(l.Shape) - 1
+	if !contiguous && (last < 0 || l.Shape[last] < minRowBlock || l.Strides[last] != 1) {
+		return false
+	}
 	var f func(d, s []float32)
 	switch op.Kind {
 	case OpRelu:
@@ -62,7 +66,24 @@ func unaryF32Fast(op UnaryOp, dst, src []float32, l Layout) bool {
 	default:
 		return false
 	}
-	parallelFor(n, 16, func(lo, hi int) { f(dst[lo:hi], src[lo:hi]) })
+	if contiguous {
+		src = src[l.Offset : l.Offset+n]
+		parallelFor(n, 16, func(lo, hi int) { f(dst[lo:hi], src[lo:hi]) })
+		return true
+	}
+	// Contiguous rows of a strided view (column slices): f row by row.
+	i := 0
+	strided.Walk(l.Shape, [][]int{l.Strides}, []int{l.Offset}, func(offs []int, m int, inc []int) {
+		o := offs[0]
+		if inc[0] == 1 {
+			f(dst[i:i+m], src[o:o+m])
+		} else {
+			for j := range m {
+				f(dst[i+j:i+j+1], src[o+j*inc[0]:o+j*inc[0]+1])
+			}
+		}
+		i += m
+	})
 	return true
 }
 

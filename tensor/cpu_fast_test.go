@@ -110,6 +110,17 @@ func TestUnaryFastPathMatchesGeneric(t *testing.T) {
 			}
 		}
 	}
+	// Column slices (strided rows of 9) go row by row.
+	for _, tc := range ops {
+		x := FromSlice(randF32(r, 6*30), 6, 30).Narrow(1, 11, 9)
+		got := make([]float32, 54)
+		require.True(t, unaryF32Fast(tc.op, got, storage32(x), x.Layout()))
+		want := make([]float32, 54)
+		cpu.Map(want, storage32(x), x.shape, x.strides, x.offset, unaryF32(tc.op))
+		for i := range want {
+			require.True(t, closeULP(got[i], want[i], tc.ulp), "op %d strided [%d]: got %v want %v", tc.op.Kind, i, got[i], want[i])
+		}
+	}
 	// Transposed input: the fast path declines and the generic one answers.
 	m := FromSlice([]float32{1, -2, 3, -4, 5, -6, 7, -8, 9, -10, 11, -12}, 3, 4).T()
 	assert.False(t, unaryF32Fast(UnaryOp{Kind: OpRelu}, make([]float32, 12), storage32(m), m.Layout()))
