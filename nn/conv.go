@@ -14,7 +14,11 @@ type Conv2d struct {
 	InChannels, OutChannels int
 	Kernel                  [2]int
 	Options                 tensor.Conv2dOptions
-	Weight, Bias            *autograd.Var
+	// PaddingMode is PyTorch's padding_mode: the zero value
+	// tensor.PadConstant is "zeros"; PadReflect, PadReplicate and
+	// PadCircular pad the input explicitly by Options.Padding first.
+	PaddingMode  tensor.PadMode
+	Weight, Bias *autograd.Var
 }
 
 // NewConv2d returns a convolution from in to out channels with the given
@@ -49,7 +53,12 @@ func (c *Conv2d) Forward(x *autograd.Var) *autograd.Var {
 	if (len(s) != 4 && len(s) != 3) || s[len(s)-3] != c.InChannels {
 		panic(fmt.Sprintf("nn.Conv2d.Forward: input shape %v must be [N, %d, H, W] or [%d, H, W]", s, c.InChannels, c.InChannels))
 	}
-	return autograd.Conv2d(x, c.Weight, c.Bias, c.Options)
+	opt := c.Options
+	if c.PaddingMode != tensor.PadConstant {
+		x = padForConv(x, c.PaddingMode, opt.Padding[:]...)
+		opt.Padding = [2]int{}
+	}
+	return autograd.Conv2d(x, c.Weight, c.Bias, opt)
 }
 
 // String describes the layer as PyTorch prints it.
@@ -69,7 +78,7 @@ func (c *Conv2d) String() string {
 	if c.Bias == nil {
 		s += ", bias=False"
 	}
-	return s + ")"
+	return s + paddingModeRepr(c.PaddingMode) + ")"
 }
 
 // MaxPool2d takes the maximum over sliding windows of NCHW images, as

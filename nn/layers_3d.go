@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/tensor"
@@ -24,6 +25,33 @@ func pyTriple(p [3]int) string {
 // by one.
 func ones3(p [3]int) [3]int { return [3]int{max(p[0], 1), max(p[1], 1), max(p[2], 1)} }
 
+// padForConv pads x explicitly for a convolution whose PaddingMode is not
+// zeros, as PyTorch does before a convolution with zero padding: padding
+// lists the per-axis amounts from the first spatial axis on, each applied
+// on both sides.
+func padForConv(x *autograd.Var, mode tensor.PadMode, padding ...int) *autograd.Var {
+	pads := make([]int, 0, 2*len(padding))
+	for i := len(padding) - 1; i >= 0; i-- {
+		pads = append(pads, padding[i], padding[i])
+	}
+	return x.Pad(pads, mode, 0)
+}
+
+// paddingModeRepr is the padding_mode part of a convolution's repr: empty
+// for zeros (tensor.PadConstant), else ", padding_mode=<name>".
+func paddingModeRepr(mode tensor.PadMode) string {
+	if mode == tensor.PadConstant {
+		return ""
+	}
+	return ", padding_mode=" + mode.String()
+}
+
+// withPaddingMode inserts the padding_mode part before the closing
+// parenthesis of a convolution's repr.
+func withPaddingMode(repr string, mode tensor.PadMode) string {
+	return strings.TrimSuffix(repr, ")") + paddingModeRepr(mode) + ")"
+}
+
 // Conv3d is a 3-d convolution over [N, C, D, H, W] volumes, as
 // torch.nn.Conv3d. Weight has shape [out, in/groups, kD, kH, kW] and Bias
 // [out] (nil without bias).
@@ -32,7 +60,11 @@ type Conv3d struct {
 	InChannels, OutChannels int
 	Kernel                  [3]int
 	Options                 tensor.Conv3dOptions
-	Weight, Bias            *autograd.Var
+	// PaddingMode is PyTorch's padding_mode: the zero value
+	// tensor.PadConstant is "zeros"; PadReflect, PadReplicate and
+	// PadCircular pad the input explicitly by Options.Padding first.
+	PaddingMode  tensor.PadMode
+	Weight, Bias *autograd.Var
 }
 
 // NewConv3d returns a 3-d convolution from in to out channels with the
@@ -59,15 +91,20 @@ func (c *Conv3d) Forward(x *autograd.Var) *autograd.Var {
 	if (len(s) != 5 && len(s) != 4) || s[len(s)-4] != c.InChannels {
 		panic(fmt.Sprintf("nn.Conv3d.Forward: input shape %v must be [N, %d, D, H, W] or [%d, D, H, W]", s, c.InChannels, c.InChannels))
 	}
-	return autograd.Conv3d(x, c.Weight, c.Bias, c.Options)
+	opt := c.Options
+	if c.PaddingMode != tensor.PadConstant {
+		x = padForConv(x, c.PaddingMode, opt.Padding[:]...)
+		opt.Padding = [3]int{}
+	}
+	return autograd.Conv3d(x, c.Weight, c.Bias, opt)
 }
 
 // String describes the layer as PyTorch prints it.
 func (c *Conv3d) String() string {
 	o := c.Options
 	st := ones3(o.Stride)
-	return fmt.Sprintf("Conv3d(%d, %d, kernel_size=%s, stride=%s", c.InChannels, c.OutChannels, pyShape(c.Kernel[:]), pyShape(st[:])) +
-		convExtra(o.Padding[:], o.Dilation[:], nil, o.Groups, c.Bias != nil)
+	return withPaddingMode(fmt.Sprintf("Conv3d(%d, %d, kernel_size=%s, stride=%s", c.InChannels, c.OutChannels, pyShape(c.Kernel[:]), pyShape(st[:]))+
+		convExtra(o.Padding[:], o.Dilation[:], nil, o.Groups, c.Bias != nil), c.PaddingMode)
 }
 
 // ConvTranspose3d is a 3-d transposed convolution over [N, C, D, H, W]

@@ -33,10 +33,28 @@ func moreLayerFromCase(t *testing.T, c golden.Case) (nn.Module, func(xs []*autog
 	one := func(m nn.Module) (nn.Module, func([]*autograd.Var, []*tensor.Tensor) *autograd.Var) {
 		return m, func(xs []*autograd.Var, _ []*tensor.Tensor) *autograd.Var { return m.Forward(xs[0]) }
 	}
+	mode := tensor.PadConstant
+	if name, ok := c.Attrs["padding_mode"]; ok {
+		var err error
+		mode, err = tensor.ParsePadMode(name.(string))
+		require.NoError(t, err)
+	}
 	switch c.Op {
+	case "conv1d":
+		m := nn.NewConv1d(g, c.Int("cin"), c.Int("cout"), c.Int("kernel"), tensor.Conv1dOptions{Stride: c.Int("stride"), Padding: c.Int("padding"),
+			Dilation: c.Int("dilation"), Groups: c.Int("groups")}, c.Bool("bias"), f64)
+		m.PaddingMode = mode
+		return one(m)
+	case "conv2d":
+		m := nn.NewConv2d(g, c.Int("cin"), c.Int("cout"), two(c, "kernel"), tensor.Conv2dOptions{Stride: two(c, "stride"), Padding: two(c, "padding"),
+			Dilation: two(c, "dilation"), Groups: c.Int("groups")}, c.Bool("bias"), f64)
+		m.PaddingMode = mode
+		return one(m)
 	case "conv3d":
 		opt := tensor.Conv3dOptions{Stride: three(c, "stride"), Padding: three(c, "padding"), Dilation: three(c, "dilation"), Groups: c.Int("groups")}
-		return one(nn.NewConv3d(g, c.Int("cin"), c.Int("cout"), three(c, "kernel"), opt, c.Bool("bias"), f64))
+		m := nn.NewConv3d(g, c.Int("cin"), c.Int("cout"), three(c, "kernel"), opt, c.Bool("bias"), f64)
+		m.PaddingMode = mode
+		return one(m)
 	case "convtranspose3d":
 		opt := tensor.ConvTranspose3dOptions{Stride: three(c, "stride"), Padding: three(c, "padding"), OutputPadding: three(c, "output_padding"),
 			Dilation: three(c, "dilation"), Groups: c.Int("groups")}
@@ -165,6 +183,18 @@ func TestLayersMoreGradCheck(t *testing.T) {
 		{"convtranspose3d/groups_dilated", func(in []*autograd.Var) *autograd.Var {
 			return autograd.ConvTranspose3d(in[0], in[1], nil, tensor.ConvTranspose3dOptions{Groups: 2, Dilation: [3]int{2, 1, 1}, Stride: [3]int{2, 1, 1}})
 		}, []*tensor.Tensor{randn(1, 2, 2, 2, 2), randn(2, 1, 2, 2, 2)}},
+		{"conv3d/padding_mode_reflect", func(in []*autograd.Var) *autograd.Var {
+			m := nn.NewConv3d(g, 2, 2, [3]int{2, 2, 2}, tensor.Conv3dOptions{Padding: [3]int{1, 1, 1}}, false, tensor.Float64)
+			m.PaddingMode = tensor.PadReflect
+			m.Weight = in[1]
+			return m.Forward(in[0])
+		}, []*tensor.Tensor{transposed(1, 2, 2, 3, 3), randn(2, 2, 2, 2, 2)}},
+		{"conv1d/padding_mode_circular", func(in []*autograd.Var) *autograd.Var {
+			m := nn.NewConv1d(g, 2, 2, 3, tensor.Conv1dOptions{Padding: 2}, false, tensor.Float64)
+			m.PaddingMode = tensor.PadCircular
+			m.Weight = in[1]
+			return m.Forward(in[0])
+		}, []*tensor.Tensor{transposed(2, 2, 4), randn(2, 2, 3)}},
 		{"maxpool3d", func(in []*autograd.Var) *autograd.Var {
 			return autograd.MaxPool3d(in[0], tensor.Pool3dOptions{Kernel: [3]int{2, 2, 2}, Stride: [3]int{1, 2, 1}, Padding: [3]int{1, 0, 1}})
 		}, []*tensor.Tensor{transposed(1, 2, 3, 4, 3)}},

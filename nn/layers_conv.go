@@ -18,7 +18,11 @@ type Conv1d struct {
 	Base
 	InChannels, OutChannels, Kernel int
 	Options                         tensor.Conv1dOptions
-	Weight, Bias                    *autograd.Var
+	// PaddingMode is PyTorch's padding_mode: the zero value
+	// tensor.PadConstant is "zeros"; PadReflect, PadReplicate and
+	// PadCircular pad the input explicitly by Options.Padding first.
+	PaddingMode  tensor.PadMode
+	Weight, Bias *autograd.Var
 }
 
 // checkConvChannels panics unless the channel counts, kernel and groups
@@ -61,14 +65,19 @@ func (c *Conv1d) Forward(x *autograd.Var) *autograd.Var {
 	if (len(s) != 3 && len(s) != 2) || s[len(s)-2] != c.InChannels {
 		panic(fmt.Sprintf("nn.Conv1d.Forward: input shape %v must be [N, %d, L] or [%d, L]", s, c.InChannels, c.InChannels))
 	}
-	return autograd.Conv1d(x, c.Weight, c.Bias, c.Options)
+	opt := c.Options
+	if c.PaddingMode != tensor.PadConstant {
+		x = padForConv(x, c.PaddingMode, opt.Padding)
+		opt.Padding = 0
+	}
+	return autograd.Conv1d(x, c.Weight, c.Bias, opt)
 }
 
 // String describes the layer as PyTorch prints it.
 func (c *Conv1d) String() string {
 	o := c.Options
-	return fmt.Sprintf("Conv1d(%d, %d, kernel_size=(%d,), stride=(%d,)", c.InChannels, c.OutChannels, c.Kernel, max(o.Stride, 1)) +
-		convExtra([]int{o.Padding}, []int{o.Dilation}, nil, o.Groups, c.Bias != nil)
+	return withPaddingMode(fmt.Sprintf("Conv1d(%d, %d, kernel_size=(%d,), stride=(%d,)", c.InChannels, c.OutChannels, c.Kernel, max(o.Stride, 1))+
+		convExtra([]int{o.Padding}, []int{o.Dilation}, nil, o.Groups, c.Bias != nil), c.PaddingMode)
 }
 
 // convExtra formats the optional part of a convolution's repr as PyTorch

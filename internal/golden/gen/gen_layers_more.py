@@ -86,6 +86,18 @@ def conv_cases():
         m = nn.Conv3d(cin, 4, tuple(kw["kernel"]), stride=tuple(kw["stride"]), padding=tuple(kw["padding"]),
                       dilation=tuple(kw["dilation"]), groups=kw["groups"], bias=kw["bias"])
         cases.append(module_case("conv3d/" + tag, "conv3d", m, [rand(*shape)], cin=cin, cout=4, **kw))
+    for mode in ("reflect", "replicate", "circular"):
+        m = nn.Conv3d(2, 3, (2, 3, 2), stride=(1, 2, 1), padding=(1, 1, 1), padding_mode=mode)
+        cases.append(module_case("conv3d/padding_mode_" + mode, "conv3d", m, [rand(1, 2, 3, 5, 4)], cin=2, cout=3,
+                                 kernel=[2, 3, 2], stride=[1, 2, 1], padding=[1, 1, 1], dilation=[1, 1, 1], groups=1,
+                                 bias=True, padding_mode=mode))
+        m = nn.Conv2d(2, 4, (3, 2), stride=(2, 1), padding=(1, 1), dilation=(1, 2), groups=2, padding_mode=mode)
+        cases.append(module_case("conv2d/padding_mode_" + mode, "conv2d", m, [rand(2, 2, 5, 4)], cin=2, cout=4,
+                                 kernel=[3, 2], stride=[2, 1], padding=[1, 1], dilation=[1, 2], groups=2,
+                                 bias=True, padding_mode=mode))
+        m = nn.Conv1d(3, 2, 3, stride=2, padding=2, bias=False, padding_mode=mode)
+        cases.append(module_case("conv1d/padding_mode_" + mode, "conv1d", m, [rand(2, 3, 6)], cin=3, cout=2,
+                                 kernel=3, stride=2, padding=2, dilation=1, groups=1, bias=False, padding_mode=mode))
     for tag, kw, shape in [
         ("basic", dict(kernel=[2, 3, 2], stride=[1, 1, 1], padding=[0, 0, 0], output_padding=[0, 0, 0], dilation=[1, 1, 1], groups=1, bias=True), (2, 2, 3, 4, 3)),
         ("strided_padded", dict(kernel=[3, 2, 3], stride=[2, 1, 2], padding=[1, 0, 1], output_padding=[1, 0, 1], dilation=[1, 1, 1], groups=1, bias=True), (2, 2, 3, 3, 4)),
