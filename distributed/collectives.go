@@ -388,12 +388,24 @@ func (g *TCPGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work
 		if err != nil {
 			return err
 		}
-		got[g.rank] = v
+		got[g.rank] = ownCopy(v, in, outs)
 		for j, o := range outs {
 			got[j].store(o)
 		}
 		return nil
 	})
+}
+
+// ownCopy returns v, the live view of in's storage, or a copy of it when
+// one of outs shares that storage, so that writing the results cannot
+// change this rank's contribution before it is stored.
+func ownCopy(v vec, in *tensor.Tensor, outs []*tensor.Tensor) vec {
+	for _, o := range outs {
+		if o.SharesStorage(in) {
+			return v.clone()
+		}
+	}
+	return v
 }
 
 // ReduceScatter implements ProcessGroup.
@@ -444,7 +456,7 @@ func (g *TCPGroup) GatherAsync(outs []*tensor.Tensor, in *tensor.Tensor, root in
 			return g.sendRange(g.peers[root], opGather, seq, v, 0, v.len(), deadline)
 		}
 		got := make([]vec, g.size)
-		got[g.rank] = v
+		got[g.rank] = ownCopy(v, in, outs)
 		var fns []func() error
 		for _, p := range g.peers {
 			if p != nil {

@@ -260,3 +260,31 @@ func randomAvg(g ProcessGroup) ([]float32, error) {
 	}
 	return x.Float32s(), nil
 }
+
+func TestGatherIntoOwnInput(t *testing.T) {
+	gs := localGroups(t, 3)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		// Slot 0 of the output is the input itself: rank 1's and 2's own
+		// contribution must survive slot 0 being written first.
+		for _, gather := range []bool{false, true} {
+			in := rankTensor(g.Rank(), 4, 5, tensor.Float32)
+			outs := []*tensor.Tensor{in, tensor.Zeros([]int{5}), tensor.Zeros([]int{5})}
+			var err error
+			if gather {
+				err = g.Gather(outs, in, 1)
+			} else {
+				err = g.AllGather(outs, in)
+			}
+			if err != nil {
+				return err
+			}
+			if gather && g.Rank() != 1 {
+				continue
+			}
+			for j, o := range outs {
+				assert.Equal(t, rankTensor(j, 4, 5, tensor.Float32).Float64s(), o.Float64s(), "gather=%v rank %d slot %d", gather, g.Rank(), j)
+			}
+		}
+		return nil
+	})
+}
