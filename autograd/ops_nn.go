@@ -130,13 +130,19 @@ func (c convOp) bwdWeight(x, gy *Var) *Var {
 	})
 }
 
-// biasGrad sums g over every axis but the channel axis 1.
+// biasGrad sums g over every axis but the channel axis 1: first over the
+// trailing (spatial) axes, which are contiguous in each plane, then over the
+// batch, which is several times faster than one reduction over the
+// non-adjacent axes 0, 2, 3.
 func biasGrad(g *Var) *Var {
-	axes := []int{0}
+	if g.Dim() <= 2 {
+		return g.Sum([]int{0}, false)
+	}
+	var axes []int
 	for a := 2; a < g.Dim(); a++ {
 		axes = append(axes, a)
 	}
-	return g.Sum(axes, false)
+	return g.Sum(axes, false).Sum([]int{0}, false)
 }
 
 // Conv2d returns the 2-d convolution of x ([N, C, H, W], or unbatched
