@@ -331,3 +331,24 @@ func TestLayersMorePanics(t *testing.T) {
 		})
 	}
 }
+
+// TestConv3dSecondOrder checks second-order gradients of the composed 3-d
+// convolutions and pooling, and that float32 runs agree with float64.
+func TestConv3dSecondOrder(t *testing.T) {
+	g := tensor.NewGenerator(11)
+	x, w := g.Randn([]int{1, 2, 3, 3, 3}, tensor.Float64), g.Randn([]int{2, 2, 2, 2, 2}, tensor.Float64)
+	require.NoError(t, autograd.GradGradCheck(func(in []*autograd.Var) *autograd.Var {
+		return autograd.Conv3d(in[0], in[1], nil, tensor.Conv3dOptions{Padding: [3]int{1, 0, 0}, Stride: [3]int{2, 1, 1}})
+	}, x, w))
+	require.NoError(t, autograd.GradGradCheck(func(in []*autograd.Var) *autograd.Var {
+		return autograd.ConvTranspose3d(in[0], in[1], nil, tensor.ConvTranspose3dOptions{Stride: [3]int{2, 1, 1}})
+	}, x, w))
+	require.NoError(t, autograd.GradGradCheck(func(in []*autograd.Var) *autograd.Var {
+		return autograd.AvgPool3d(in[0].Square(), tensor.Pool3dOptions{Kernel: [3]int{2, 2, 2}, Stride: [3]int{1, 1, 1}})
+	}, x))
+
+	want := autograd.Conv3d(autograd.New(x), autograd.New(w), nil, tensor.Conv3dOptions{Padding: [3]int{1, 1, 1}}).Value().Float64s()
+	got := autograd.Conv3d(autograd.New(x.To(tensor.Float32)), autograd.New(w.To(tensor.Float32)), nil, tensor.Conv3dOptions{Padding: [3]int{1, 1, 1}})
+	require.Equal(t, tensor.Float32, got.DType())
+	assert.InDeltaSlice(t, want, got.Value().To(tensor.Float64).Float64s(), 1e-4)
+}

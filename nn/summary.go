@@ -33,7 +33,8 @@ type summaryRow struct {
 // is restored after) and sees only sub-modules applied through Call
 // (Sequential does); a module the pass does not reach shows "--" as its
 // output shape. The input has the dtype of the model's first parameter
-// (Float32 without parameters).
+// (Float32 without parameters); for models that take token ids or several
+// inputs, use SummaryOf.
 func Summary(model Module, inputShape ...int) string {
 	dt := tensor.Float32
 	if params := model.Parameters(); len(params) > 0 {
