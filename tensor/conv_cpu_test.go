@@ -57,6 +57,30 @@ func TestConvFloat32MatchesFloat64(t *testing.T) {
 	}
 }
 
+// TestConvTransposeFloat32MatchesFloat64 checks the float32 transposed
+// convolution (the input-gradient kernels) against float64, output padding
+// included.
+func TestConvTransposeFloat32MatchesFloat64(t *testing.T) {
+	cases := []tensor.ConvTranspose2dOptions{
+		{Padding: [2]int{1, 1}},
+		{Stride: [2]int{2, 2}, Padding: [2]int{1, 0}, OutputPadding: [2]int{1, 1}},
+		{Dilation: [2]int{2, 2}, OutputPadding: [2]int{1, 0}, Groups: 2},
+		{Dilation: [2]int{2, 1}, Padding: [2]int{2, 0}},
+	}
+	gen := tensor.NewGenerator(11)
+	for _, opt := range cases {
+		t.Run(fmt.Sprintf("%+v", opt), func(t *testing.T) {
+			groups := max(opt.Groups, 1)
+			x64 := gen.Randn([]int{3, 4, 5, 6}, tensor.Float64)
+			w64 := gen.Randn([]int{4, 6 / groups, 3, 3}, tensor.Float64)
+			b64 := gen.Randn([]int{6}, tensor.Float64)
+			y64 := tensor.ConvTranspose2d(x64, w64, b64, opt)
+			y32 := tensor.ConvTranspose2d(x64.To(tensor.Float32), w64.To(tensor.Float32), b64.To(tensor.Float32), opt)
+			requireClose32(t, y64, y32, "conv_transpose2d")
+		})
+	}
+}
+
 func requireClose32(t *testing.T, want, got *tensor.Tensor, what string) {
 	t.Helper()
 	require.Equal(t, want.Shape(), got.Shape(), what)

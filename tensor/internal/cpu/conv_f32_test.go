@@ -100,6 +100,8 @@ func TestConvKernelsMatchDefinition(t *testing.T) {
 		{n: 4, c: 6, o: 6, h: 9, w: 10, kh: 3, kw: 3, sh: 1, sw: 1, ph: 1, pw: 1, dh: 1, dw: 1, groups: 6, bias: true},
 		{n: 2, c: 3, o: 6, h: 8, w: 9, kh: 3, kw: 5, sh: 2, sw: 1, ph: 2, pw: 0, dh: 2, dw: 1, groups: 3, bias: false},
 		{n: 3, c: 2, o: 3, h: 4, w: 4, kh: 4, kw: 4, sh: 1, sw: 1, ph: 0, pw: 0, dh: 1, dw: 1, groups: 1, bias: true},
+		{n: 2, c: 4, o: 6, h: 9, w: 8, kh: 3, kw: 2, sh: 1, sw: 1, ph: 1, pw: 2, dh: 2, dw: 3, groups: 2, bias: true},
+		{n: 2, c: 3, o: 5, h: 6, w: 7, kh: 3, kw: 3, sh: 1, sw: 1, ph: 3, pw: 0, dh: 1, dw: 1, groups: 1, bias: true},
 		{n: 1, c: 17, o: 33, h: 13, w: 15, kh: 3, kw: 3, sh: 1, sw: 1, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
