@@ -8,7 +8,10 @@ import (
 
 // 3-d convolution and pooling, and 2-d max unpooling, composed from the
 // 2-d kernels and differentiable view, pad and scatter ops, so their
-// gradients (of any order) come from the composition.
+// gradients (of any order) come from the composition. Each result is
+// annotated as its composite op (Var.Composite: "Conv3d",
+// "ConvTranspose3d", "MaxPool3d", "AvgPool3d", "MaxUnpool2d", with the
+// options as attrs) for graph readers such as the ONNX exporter.
 
 // one returns v, or 1 where v is zero (PyTorch's default stride/dilation).
 func one(v int) int { return max(v, 1) }
@@ -37,6 +40,7 @@ func Conv3d(x, w, b *Var, opt tensor.Conv3dOptions) *Var {
 	if depth-dd*(kd-1)-1 < 0 || od <= 0 {
 		panic(fmt.Sprintf("autograd.Conv3d: input depth %d with padding %d is smaller than the dilated kernel depth %d", xs[2], pd, dd*(kd-1)+1))
 	}
+	x0 := x
 	if pd > 0 {
 		x = x.Pad([]int{0, 0, 0, 0, pd, pd}, tensor.PadConstant, 0)
 	}
@@ -58,7 +62,7 @@ func Conv3d(x, w, b *Var, opt tensor.Conv3dOptions) *Var {
 	if b != nil {
 		out = out.Add(b.Reshape(1, s[1], 1, 1, 1))
 	}
-	return out.Contiguous()
+	return annotate(out.Contiguous(), "Conv3d", map[string]any{"options": opt}, x0, w, b)
 }
 
 // ConvTranspose3d returns the 3-d transposed convolution of x
@@ -114,7 +118,7 @@ func ConvTranspose3d(x, w, b *Var, opt tensor.ConvTranspose3dOptions) *Var {
 	if b != nil {
 		out = out.Add(b.Reshape(1, s[2], 1, 1, 1))
 	}
-	return out.Contiguous()
+	return annotate(out.Contiguous(), "ConvTranspose3d", map[string]any{"options": opt}, x, w, b)
 }
 
 // pool3dSplit checks a 3-d pooling input and options and returns the 2-d
@@ -154,7 +158,7 @@ func pool3d(op string, x *Var, opt tensor.Pool3dOptions, pool2d func(*Var, tenso
 	y := pool2d(x.Reshape(n, c*d, s[3], s[4]), hw)
 	ho, wo := y.Shape()[2], y.Shape()[3]
 	z := pool2d(y.Reshape(n*c, 1, d, ho*wo), depth)
-	return z.Reshape(n, c, z.Shape()[2], ho, wo)
+	return annotate(z.Reshape(n, c, z.Shape()[2], ho, wo), op, map[string]any{"options": opt}, x)
 }
 
 // MaxPool3d takes the maximum over sliding windows of x ([N, C, D, H, W]
@@ -206,7 +210,8 @@ func MaxUnpool2d(x *Var, indices *tensor.Tensor, outH, outW int) *Var {
 		}
 	}
 	zeros := New(tensor.Zeros([]int{n, c, outH * outW}, x.DType()))
-	return zeros.Scatter(2, flat, x.Reshape(n, c, s[2]*s[3])).Reshape(n, c, outH, outW)
+	out := zeros.Scatter(2, flat, x.Reshape(n, c, s[2]*s[3])).Reshape(n, c, outH, outW)
+	return annotate(out, "MaxUnpool2d", map[string]any{"indices": indices, "outH": outH, "outW": outW}, x)
 }
 
 // sameInts reports whether a and b hold the same values.

@@ -352,3 +352,28 @@ func TestConv3dSecondOrder(t *testing.T) {
 	require.Equal(t, tensor.Float32, got.DType())
 	assert.InDeltaSlice(t, want, got.Value().To(tensor.Float64).Float64s(), 1e-4)
 }
+
+// TestComposite3dAnnotations checks that the composed ops name themselves
+// for graph readers.
+func TestComposite3dAnnotations(t *testing.T) {
+	g := tensor.NewGenerator(2)
+	x := autograd.Param(g.Randn([]int{1, 2, 2, 4, 4}, tensor.Float64))
+	w := autograd.Param(g.Randn([]int{2, 2, 1, 2, 2}, tensor.Float64))
+	pool := tensor.Pool3dOptions{Kernel: [3]int{2, 2, 2}}
+	for _, tc := range []struct {
+		op  string
+		out *autograd.Var
+		n   int
+	}{
+		{"Conv3d", autograd.Conv3d(x, w, nil, tensor.Conv3dOptions{}), 3},
+		{"ConvTranspose3d", autograd.ConvTranspose3d(x, w, nil, tensor.ConvTranspose3dOptions{}), 3},
+		{"MaxPool3d", autograd.MaxPool3d(x, pool), 1},
+		{"AvgPool3d", autograd.AvgPool3d(x, pool), 1},
+		{"MaxUnpool2d", autograd.MaxUnpool2d(x.Select(2, 0), tensor.Zeros([]int{1, 2, 4, 4}, tensor.Int64), 5, 5), 1},
+	} {
+		info, ok := tc.out.Composite()
+		require.True(t, ok, tc.op)
+		assert.Equal(t, tc.op, info.Op)
+		assert.Len(t, info.Inputs, tc.n, tc.op)
+	}
+}
