@@ -21,6 +21,11 @@ type EmbeddingBagOptions struct {
 	// IncludeLastOffset makes offsets hold one more entry than there are
 	// bags: the end of the last bag (the CSR layout).
 	IncludeLastOffset bool
+	// MaxNorm, when positive, renormalizes in place every looked-up row
+	// whose NormType-norm exceeds it to norm MaxNorm before the lookup.
+	MaxNorm float64
+	// NormType is the p of the max-norm check; 0 means 2.
+	NormType float64
 }
 
 // EmbeddingBag looks up bags of ids and reduces each bag to one vector
@@ -34,6 +39,8 @@ type EmbeddingBag struct {
 	// PaddingIdx is the padding row, or -1 for none.
 	PaddingIdx        int
 	IncludeLastOffset bool
+	MaxNorm           float64
+	NormType          float64
 	Weight            *autograd.Var
 }
 
@@ -56,7 +63,8 @@ func NewEmbeddingBag(g *tensor.Generator, num, dim int, opt EmbeddingBagOptions,
 	if !d.IsFloat() {
 		panic(fmt.Sprintf("nn.NewEmbeddingBag: parameters need a floating-point dtype, got %s", d))
 	}
-	e := &EmbeddingBag{NumEmbeddings: num, EmbeddingDim: dim, Mode: mode, PaddingIdx: -1, IncludeLastOffset: opt.IncludeLastOffset}
+	e := &EmbeddingBag{NumEmbeddings: num, EmbeddingDim: dim, Mode: mode, PaddingIdx: -1, IncludeLastOffset: opt.IncludeLastOffset,
+		MaxNorm: opt.MaxNorm, NormType: orDefault(opt.NormType, 2)}
 	if opt.HasPaddingIdx {
 		p := opt.PaddingIdx
 		if p < 0 {
@@ -151,6 +159,9 @@ func (e *EmbeddingBag) Bag(ids, offsets, perSampleWeights *tensor.Tensor) *autog
 	if len(keep) == 0 {
 		return autograd.New(tensor.Zeros([]int{nb, e.EmbeddingDim}, dt))
 	}
+	if e.MaxNorm > 0 {
+		e.renorm(flat)
+	}
 	pos := tensor.FromSlice(keep, len(keep))
 	rows := autograd.Embedding(tensor.FromSlice(flat, len(flat)).IndexSelect(0, pos), e.Weight)
 	if perSampleWeights != nil {
@@ -181,6 +192,24 @@ func (e *EmbeddingBag) Bag(ids, offsets, perSampleWeights *tensor.Tensor) *autog
 	return sum.Div(autograd.New(tensor.FromSlice(div, nb, 1).To(dt)))
 }
 
+// renorm scales the rows named in ids whose norm exceeds MaxNorm to norm
+// MaxNorm, in place and without gradient (PyTorch's embedding_renorm_:
+// scale max_norm/(norm+1e-7)).
+func (e *EmbeddingBag) renorm(ids []int64) {
+	w := e.Weight.Value()
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		row := w.Narrow(0, int(id), 1)
+		if norm := row.Norm(e.NormType, nil, false).Item(); norm > e.MaxNorm {
+			row.CopyFrom(row.MulScalar(e.MaxNorm / (norm + 1e-7)))
+		}
+	}
+}
+
 // sameShape reports whether two shapes are equal.
 func sameShape(a, b []int) bool {
 	if len(a) != len(b) {
@@ -196,7 +225,14 @@ func sameShape(a, b []int) bool {
 
 // String describes the layer as PyTorch prints it.
 func (e *EmbeddingBag) String() string {
-	s := fmt.Sprintf("EmbeddingBag(%d, %d, mode=%s", e.NumEmbeddings, e.EmbeddingDim, e.Mode)
+	s := fmt.Sprintf("EmbeddingBag(%d, %d", e.NumEmbeddings, e.EmbeddingDim)
+	if e.MaxNorm > 0 {
+		s += ", max_norm=" + pyFloat(e.MaxNorm)
+	}
+	if e.NormType != 2 {
+		s += ", norm_type=" + pyFloat(e.NormType)
+	}
+	s += ", mode=" + e.Mode
 	if e.PaddingIdx >= 0 {
 		s += fmt.Sprintf(", padding_idx=%d", e.PaddingIdx)
 	}

@@ -82,6 +82,12 @@ func moreLayerFromCase(t *testing.T, c golden.Case) (nn.Module, func(xs []*autog
 			opt.HasPaddingIdx, opt.PaddingIdx = true, c.Int("padding_idx")
 		}
 		_, opt.IncludeLastOffset = c.Attrs["include_last_offset"]
+		if _, ok := c.Attrs["max_norm"]; ok {
+			opt.MaxNorm = c.Float("max_norm")
+		}
+		if _, ok := c.Attrs["norm_type"]; ok {
+			opt.NormType = c.Float("norm_type")
+		}
 		m := nn.NewEmbeddingBag(g, 10, 3, opt, f64)
 		return m, func(_ []*autograd.Var, raw []*tensor.Tensor) *autograd.Var {
 			switch len(raw) {

@@ -185,6 +185,11 @@ def bag_cases():
         m = nn.EmbeddingBag(10, 3, mode=mode, include_last_offset=True)
         cases.append(module_case("embeddingbag/%s/include_last_offset" % mode, "embeddingbag", m,
                                  [ids1, torch.tensor([0, 2, 6, 10])], mode=mode, include_last_offset=True))
+    m = nn.EmbeddingBag(10, 3, mode="mean", max_norm=1.0)
+    cases.append(module_case("embeddingbag/mean/max_norm", "embeddingbag", m, [ids1, offs], mode="mean", max_norm=1.0))
+    m = nn.EmbeddingBag(10, 3, mode="sum", max_norm=1.5, norm_type=1.5, padding_idx=2)
+    cases.append(module_case("embeddingbag/sum/max_norm_p1.5_padding_idx", "embeddingbag", m, [ids1, offs], mode="sum",
+                             max_norm=1.5, norm_type=1.5, padding_idx=2))
     m = nn.EmbeddingBag(10, 3, mode="sum")
     cases.append(module_case("embeddingbag/sum/per_sample_weights", "embeddingbag", m, [ids1, offs, rand(10)],
                              nograd=(2,), mode="sum"))
