@@ -66,6 +66,7 @@ type DDP struct {
 	ready    []bool           // parameter's gradient arrived this round
 	total    []*tensor.Tensor // its accumulated gradient, when ready
 	left     []int            // parameters per bucket not yet ready
+	need     []int            // parameters per bucket that require a gradient
 	flats    []*tensor.Tensor // bucket buffers, reused across rounds
 	works    []Work           // started all-reduces, in bucket order
 	roundErr error            // a gradient arrived for a started bucket
@@ -133,17 +134,21 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 	d.ready = make([]bool, len(d.params))
 	d.total = make([]*tensor.Tensor, len(d.params))
 	d.left = make([]int, len(d.buckets))
+	d.need = make([]int, len(d.buckets))
 	d.flats = make([]*tensor.Tensor, len(d.buckets))
 	for k, bucket := range d.buckets {
 		n := 0
 		for _, i := range bucket {
 			d.bucketOf[i] = k
 			n += d.params[i].Value().Numel()
+			if d.params[i].RequiresGrad() {
+				d.need[k]++ // frozen parameters never get a hook call
+			}
 		}
 		if k == len(d.buckets)-1 {
 			n += len(d.params) // the used flags ride in the last bucket
 		}
-		d.left[k] = len(bucket)
+		d.left[k] = d.need[k]
 		d.flats[k] = tensor.Zeros([]int{n}, d.params[bucket[0]].Value().DType())
 	}
 	if !opts.SyncAfterBackward {
@@ -284,9 +289,7 @@ func (d *DDP) SyncGradients() error {
 	}
 	works, roundErr := d.works, d.roundErr
 	d.works, d.roundErr = nil, nil
-	for k, bucket := range d.buckets {
-		d.left[k] = len(bucket)
-	}
+	copy(d.left, d.need)
 	clear(d.ready)
 	clear(d.total)
 	d.mu.Unlock()

@@ -248,3 +248,27 @@ func paramGrads(m nn.Module) [][]float64 {
 	}
 	return out
 }
+
+func TestDataParallelFrozenParameterStillOverlaps(t *testing.T) {
+	gs := localGroups(t, 2)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		model := ddpModel(8)
+		model.Parameters()[2].SetRequiresGrad(false) // the second layer's weight
+		m, err := DataParallel(model, g, DDPOptions{BucketBytes: 200})
+		if err != nil {
+			return err
+		}
+		x, y := ddpBatch(g.Rank(), 2)
+		ddpStep(t, m, x, y)
+		m.mu.Lock()
+		started := len(m.works)
+		m.mu.Unlock()
+		assert.Equal(t, m.Buckets(), started, "every bucket starts during backward despite the frozen weight")
+		if err := m.SyncGradients(); err != nil {
+			return err
+		}
+		assert.Nil(t, m.Parameters()[2].Grad())
+		assert.NotNil(t, m.Parameters()[0].Grad())
+		return nil
+	})
+}
