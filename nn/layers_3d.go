@@ -220,3 +220,17 @@ func (p *AvgPool3d) String() string {
 	o := p.Options
 	return fmt.Sprintf("AvgPool3d(kernel_size=%s, stride=%s, padding=%s)", pyTriple(o.Kernel), pyTriple(pool3dStride(o)), pyTriple(o.Padding))
 }
+
+// NewReflectionPad3d pads the last three axes of [N, C, D, H, W] (or
+// [C, D, H, W]) by reflection, as torch.nn.ReflectionPad3d: padding is one
+// size for every side or (left, right, top, bottom, front, back).
+func NewReflectionPad3d(padding ...int) *Pad {
+	return newPad("ReflectionPad3d", 3, tensor.PadReflect, 0, padding)
+}
+
+// NewReplicationPad3d pads the last three axes by repeating the edge, as
+// torch.nn.ReplicationPad3d: padding is one size for every side or (left,
+// right, top, bottom, front, back).
+func NewReplicationPad3d(padding ...int) *Pad {
+	return newPad("ReplicationPad3d", 3, tensor.PadReplicate, 0, padding)
+}

@@ -65,6 +65,10 @@ func moreLayerFromCase(t *testing.T, c golden.Case) (nn.Module, func(xs []*autog
 	case "avgpool3d":
 		return one(nn.NewAvgPool3d(tensor.Pool3dOptions{Kernel: three(c, "kernel"), Stride: three(c, "stride"), Padding: three(c, "padding"),
 			CeilMode: c.Bool("ceil"), CountIncludePad: c.Bool("count_include_pad")}))
+	case "reflectionpad3d":
+		return one(nn.NewReflectionPad3d(c.Ints("padding")...))
+	case "replicationpad3d":
+		return one(nn.NewReplicationPad3d(c.Ints("padding")...))
 	case "adaptiveavgpool1d":
 		return one(nn.NewAdaptiveAvgPool1d(c.Int("out")))
 	case "adaptivemaxpool1d":

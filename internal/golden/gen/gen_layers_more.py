@@ -136,6 +136,11 @@ def pool_cases():
         m = nn.AvgPool3d(sz(kw["kernel"]), stride=stride, padding=sz(kw["padding"]),
                          ceil_mode=kw["ceil"], count_include_pad=kw["count_include_pad"])
         cases.append(module_case("avgpool3d/" + tag, "avgpool3d", m, [rand(*shape)], **kw))
+    for name, cls in (("reflectionpad3d", nn.ReflectionPad3d), ("replicationpad3d", nn.ReplicationPad3d)):
+        for tag, pad, shape in [("uniform", [1], (2, 2, 3, 3, 4)), ("per_side", [1, 2, 0, 1, 2, 1], (1, 2, 3, 4, 3)),
+                                ("unbatched", [2, 0, 1, 1, 0, 2], (2, 3, 3, 4))]:
+            m = cls(pad[0] if len(pad) == 1 else tuple(pad))
+            cases.append(module_case("%s/%s" % (name, tag), name, m, [rand(*shape)], padding=pad))
     for out, shape in [(3, (2, 3, 7)), (4, (3, 9)), (5, (1, 2, 5))]:
         tag = "%d/%s" % (out, "x".join(map(str, shape)))
         cases.append(module_case("adaptiveavgpool1d/" + tag, "adaptiveavgpool1d", nn.AdaptiveAvgPool1d(out), [rand(*shape)], out=out))
