@@ -44,6 +44,7 @@ type IndexError struct {
 	Size  int   // the size of the axis it addresses
 }
 
+// Error implements error.
 func (e *IndexError) Error() string {
 	return fmt.Sprintf("index %d is out of range for an axis of size %d", e.Index, e.Size)
 }
