@@ -14,6 +14,10 @@ import (
 // the pieces one by one with Select instead allocates a zero tensor of v's
 // full shape per piece in backward, which is quadratic in the number of
 // pieces (a recurrent layer's time steps, say).
+//
+// For graph readers, piece i is recorded as op "Unbind" with attributes
+// "axis" and "index" (as Select records them) whose one input is an
+// "UnbindStack" node with no attributes standing for v itself.
 func (v *Var) Unbind(axis int) []*Var {
 	shape := v.Shape()
 	if axis < -len(shape) || axis >= len(shape) {
@@ -50,7 +54,8 @@ func (v *Var) Unbind(axis int) []*Var {
 		return []*Var{Stack(gs, axis)}
 	})
 	for i := range out {
-		out[i] = record("Unbind", v.value.Select(axis, i), []*Var{hub}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+		attrs := map[string]any{"axis": axis, "index": i}
+		out[i] = recordAttrs("Unbind", attrs, v.value.Select(axis, i), []*Var{hub}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 			grads[i] = g
 			return []*Var{sink}
 		})

@@ -68,3 +68,15 @@ func annotate(out *Var, op string, attrs map[string]any, inputs ...*Var) *Var {
 	}
 	return out
 }
+
+// Annotate marks out, computed from inputs by primitives, as the result of
+// the composite op named op with the given attributes, as the composite
+// activations (LeakyReLU, HardSwish, ...) mark themselves: Composite then
+// returns that op, and graph readers such as onnx.Export can translate the
+// whole computation at once. Layers built from several ops (the recurrent
+// layers of package nn) use it. It does nothing when out was recorded by no
+// op (a leaf, or no input required a gradient) or is already annotated. It
+// returns out.
+func Annotate(out *Var, op string, attrs map[string]any, inputs ...*Var) *Var {
+	return annotate(out, op, attrs, inputs...)
+}

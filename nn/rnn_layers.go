@@ -120,6 +120,7 @@ func (r *recurrent) run(op string, x, h0, c0 *autograd.Var, lengths []int) (out,
 			op, s, r.InputSize, r.InputSize, r.InputSize))
 	}
 	unbatched := len(s) == 2
+	xIn, h0In, c0In := x, h0, c0
 	switch {
 	case unbatched:
 		x = x.Unsqueeze(1)
@@ -193,7 +194,43 @@ func (r *recurrent) run(op string, x, h0, c0 *autograd.Var, lengths []int) (out,
 	case r.Options.BatchFirst:
 		out = out.Transpose(0, 1)
 	}
+	r.annotate(out, hn, cn, xIn, h0In, c0In, lengths)
 	return out, hn, cn
+}
+
+// annotate records out, hn and cn (nil unless LSTM) as the outputs 0, 1 and
+// 2 of one composite op "RNN", "LSTM" or "GRU" for graph readers
+// (onnx.Export). Its inputs are the caller's x, h0 and c0 (nil when not
+// given) followed by weight_ih, weight_hh, bias_ih and bias_hh of every
+// layer and direction in Weights order (nil biases without bias). Its
+// attributes are hiddenSize, numLayers, bidirectional, batchFirst,
+// nonlinearity ("tanh"/"relu"; RNN only), lengths ([]int or nil),
+// dropoutActive (inter-layer dropout applied in training mode), output
+// (0, 1 or 2) and call, a pointer shared by the three outputs of one call.
+func (r *recurrent) annotate(out, hn, cn, x, h0, c0 *autograd.Var, lengths []int) {
+	op := map[rnnMode]string{modeRNNTanh: "RNN", modeRNNReLU: "RNN", modeLSTM: "LSTM", modeGRU: "GRU"}[r.mode]
+	inputs := []*autograd.Var{x, h0, c0}
+	for _, w := range r.Weights {
+		inputs = append(inputs, w.WeightIH, w.WeightHH, w.BiasIH, w.BiasHH)
+	}
+	call := new(int)
+	for i, v := range []*autograd.Var{out, hn, cn} {
+		if v == nil {
+			continue
+		}
+		attrs := map[string]any{
+			"hiddenSize":    r.HiddenSize,
+			"numLayers":     r.Options.NumLayers,
+			"bidirectional": r.Options.Bidirectional,
+			"batchFirst":    r.Options.BatchFirst,
+			"nonlinearity":  map[rnnMode]string{modeRNNTanh: "tanh", modeRNNReLU: "relu"}[r.mode],
+			"lengths":       append([]int(nil), lengths...),
+			"dropoutActive": r.IsTraining() && r.Options.Dropout > 0 && r.Options.NumLayers > 1,
+			"output":        i,
+			"call":          call,
+		}
+		autograd.Annotate(v, op, attrs, inputs...)
+	}
 }
 
 // stepMasks returns, per time step, the [N, 1] mask of the sequences

@@ -72,8 +72,13 @@ type ExportOptions struct {
 // gradient tracking on for frozen parameters, restoring both afterwards: do
 // not use the model from other goroutines meanwhile. Models whose
 // parameters and buffers exceed protobuf's 2 GiB limit cannot be written
-// (external data is not written yet), nor can recurrent layers (their Unbind
-// op records no attributes) or ops without a mapping (Flip, CumSum, ...).
+// (external data is not written yet), nor can ops without a mapping (Flip,
+// CumSum, ...). Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) become one ONNX
+// RNN, LSTM or GRU node per layer, their weights reordered into ONNX's gate
+// layout in initializers named after the first direction's parameter with
+// the suffix .onnx_W (from weight_ih), .onnx_R (weight_hh) or .onnx_B
+// (bias_ih and bias_hh); lengths given to ForwardState are written as a
+// constant sequence_lens input, fixing the batch size.
 func Export(model nn.Module, exampleInputs []*tensor.Tensor, w io.Writer, opts ExportOptions) error {
 	if len(exampleInputs) != 1 {
 		return fmt.Errorf("onnx.Export: nn.Module.Forward takes one input, got %d example inputs (use ExportFunc)", len(exampleInputs))
@@ -232,6 +237,7 @@ type exporter struct {
 	step       int // position in the trace of the op being translated
 	nNodes     int
 	nConsts    int
+	rnnOuts    map[any][]string // recurrent composite call → its output values
 }
 
 // fresh returns an unused value name built from base.
@@ -696,6 +702,10 @@ func (e *exporter) composite(v *autograd.Var, n autograd.NodeInfo, in []string) 
 		return e.node("Shrink", in, attrF("lambd", l), attrF("bias", l)), nil
 	case "Hardshrink":
 		return e.node("Shrink", in, attrF("lambd", nFloat(n, "lambda")), attrF("bias", 0)), nil
+	case "RNN", "LSTM", "GRU":
+		return e.recurrent(v, n, in)
+	case "Unbind", "UnbindStack":
+		return e.unbind(v, n, in)
 	}
 	return "", e.unsupported(v, n, "")
 }

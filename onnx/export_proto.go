@@ -30,7 +30,7 @@ type exNode struct {
 }
 
 // exAttr is one AttributeProto of kind attrInt, attrFloat, attrString,
-// attrInts or attrFloats.
+// attrInts, attrFloats or attrStrings.
 type exAttr struct {
 	name   string
 	kind   int
@@ -39,6 +39,7 @@ type exAttr struct {
 	s      string
 	ints   []int64
 	floats []float32
+	strs   []string
 }
 
 // exInit is an initializer: a named tensor.
@@ -59,6 +60,9 @@ func attrF(name string, v float64) exAttr {
 	return exAttr{name: name, kind: attrFloat, f: float32(v)}
 }
 func attrS(name, v string) exAttr { return exAttr{name: name, kind: attrString, s: v} }
+func attrSs(name string, v ...string) exAttr {
+	return exAttr{name: name, kind: attrStrings, strs: v}
+}
 func attrIs(name string, v []int) exAttr {
 	a := exAttr{name: name, kind: attrInts, ints: make([]int64, len(v))}
 	for i, x := range v {
@@ -170,6 +174,10 @@ func encodeAttr(a exAttr) []byte {
 	case attrInts:
 		for _, v := range a.ints {
 			b = appendVarintField(b, 8, v)
+		}
+	case attrStrings:
+		for _, s := range a.strs {
+			b = appendStringField(b, 9, s)
 		}
 	}
 	return appendVarintField(b, 20, int64(a.kind)) // type

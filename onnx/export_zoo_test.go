@@ -39,6 +39,13 @@ func zooCases() []exportCase {
 		{"MultiheadAttention", func(g *tensor.Generator) nn.Module {
 			return nn.NewMultiheadAttention(g, 8, 2, nn.MultiheadAttentionOptions{BatchFirst: true})
 		}, randInput(4, 8)},
+		{"GRUClassifier", func(g *tensor.Generator) nn.Module {
+			return models.NewGRUClassifier(g, models.GRUClassifierConfig{VocabSize: 30, EmbedDim: 8, HiddenSize: 6,
+				NumLayers: 2, NumClasses: 4, Bidirectional: true, Dropout: 0.2})
+		}, func(g *tensor.Generator, n int) *tensor.Tensor { return g.RandInt([]int{n, 7}, 0, 30) }},
+		{"GRUClassifierOneLayer", func(g *tensor.Generator) nn.Module {
+			return models.NewGRUClassifier(g, models.GRUClassifierConfig{VocabSize: 30, EmbedDim: 8, HiddenSize: 6, NumClasses: 3})
+		}, func(g *tensor.Generator, n int) *tensor.Tensor { return g.RandInt([]int{n, 5}, 0, 30) }},
 		{"GPT", func(g *tensor.Generator) nn.Module {
 			return models.NewGPT(g, models.GPTConfig{VocabSize: 20, BlockSize: 8, NumLayers: 2, NumHeads: 2, EmbedDim: 16})
 		}, func(g *tensor.Generator, n int) *tensor.Tensor { return g.RandInt([]int{n, 8}, 0, 20) }},
