@@ -72,6 +72,10 @@ static int ember_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
 static int ember_send(void *buf, int n, int d, int dst, int tag) {
 	return MPI_Send(buf, n, ember_dtype(d), dst, tag, MPI_COMM_WORLD);
 }
+static int ember_isend(void *buf, int n, int d, int dst, int tag, MPI_Request *req) {
+	return MPI_Isend(buf, n, ember_dtype(d), dst, tag, MPI_COMM_WORLD, req);
+}
+static int ember_test(MPI_Request *req, int *flag) { return MPI_Test(req, flag, MPI_STATUS_IGNORE); }
 static int ember_recv(void *buf, int n, int d, int src, int tag) {
 	return MPI_Recv(buf, n, ember_dtype(d), src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
 }
@@ -122,6 +126,16 @@ type MPIGroup struct {
 	err    error
 
 	sendTag, recvTag []int // point-to-point message counters by peer; worker only
+	pending          []*mpiSend
+}
+
+// mpiSend is a started MPI_Isend whose Work completes when MPI reports the
+// send buffer free; the buffer stays pinned until then.
+type mpiSend struct {
+	w      *mpiWork
+	reqs   []C.MPI_Request
+	pinner runtime.Pinner
+	start  time.Time
 }
 
 var _ ProcessGroup = (*MPIGroup)(nil)
@@ -131,6 +145,7 @@ type mpiWork struct {
 	g    *MPIGroup
 	op   string
 	fn   func() error
+	send func(w *mpiWork) (*mpiSend, error) // set instead of fn for SendAsync
 	done chan struct{}
 	err  error
 }
@@ -203,29 +218,107 @@ func (g *MPIGroup) worker(ready chan<- error) {
 	}
 	g.rank, g.size, g.ownsInit = int(r), int(s), already == 0
 	ready <- nil
-	for w := range g.queue {
-		if err := g.failure(); err != nil {
-			w.err = fmt.Errorf("distributed: process group unusable after an earlier failure: %w", err)
-			close(w.done)
-			continue
+	for {
+		var w *mpiWork
+		ok := true
+		if len(g.pending) == 0 {
+			w, ok = <-g.queue
+		} else {
+			select {
+			case w, ok = <-g.queue:
+			default:
+				// Sends in flight: poll them while nothing is queued.
+				g.progress()
+				time.Sleep(20 * time.Microsecond)
+				continue
+			}
 		}
-		timeout := g.Timeout()
-		start := time.Now()
-		watchdog := time.AfterFunc(timeout, func() {
-			fmt.Fprintf(os.Stderr, "distributed: MPI rank %d: %s still running after %v (timeout %v); aborting the job\n", g.rank, w.op, time.Since(start).Round(time.Millisecond), timeout)
-			C.ember_abort(1)
-		})
-		err := w.fn()
-		watchdog.Stop()
-		if err != nil {
-			g.fail(err)
+		if !ok {
+			break
 		}
-		w.err = err
-		close(w.done)
+		g.run(w)
+		g.progress()
+	}
+	for len(g.pending) > 0 {
+		g.progress()
+		time.Sleep(20 * time.Microsecond)
 	}
 	if g.ownsInit {
 		C.ember_finalize()
 	}
+}
+
+// run executes one queued operation on the MPI thread.
+func (g *MPIGroup) run(w *mpiWork) {
+	if err := g.failure(); err != nil {
+		w.err = fmt.Errorf("distributed: process group unusable after an earlier failure: %w", err)
+		close(w.done)
+		return
+	}
+	if w.send != nil {
+		p, err := w.send(w)
+		if err != nil {
+			g.fail(err)
+			w.err = err
+			close(w.done)
+			return
+		}
+		p.w, p.start = w, time.Now()
+		g.pending = append(g.pending, p)
+		return
+	}
+	timeout := g.Timeout()
+	start := time.Now()
+	watchdog := time.AfterFunc(timeout, func() { g.abortJob(w.op, start, timeout) })
+	err := w.fn()
+	watchdog.Stop()
+	if err != nil {
+		g.fail(err)
+	}
+	w.err = err
+	close(w.done)
+}
+
+// abortJob reports an operation past its timeout and aborts the MPI job.
+func (g *MPIGroup) abortJob(op string, start time.Time, timeout time.Duration) {
+	fmt.Fprintf(os.Stderr, "distributed: MPI rank %d: %s still running after %v (timeout %v); aborting the job\n", g.rank, op, time.Since(start).Round(time.Millisecond), timeout)
+	C.ember_abort(1)
+}
+
+// progress completes the sends MPI has finished and aborts the job when
+// one has waited longer than the timeout.
+func (g *MPIGroup) progress() {
+	kept := g.pending[:0]
+	for _, p := range g.pending {
+		var err error
+		done := true
+		for i := range p.reqs {
+			var flag C.int
+			if rc := C.ember_test(&p.reqs[i], &flag); rc != 0 {
+				err = g.check("MPI_Test", rc)
+				break
+			}
+			if flag == 0 {
+				done = false
+				break
+			}
+		}
+		switch {
+		case err != nil:
+			g.fail(err)
+		case !done:
+			if timeout := g.Timeout(); time.Since(p.start) > timeout {
+				g.abortJob(p.w.op, p.start, timeout)
+			}
+			kept = append(kept, p)
+			continue
+		}
+		p.pinner.Unpin()
+		p.w.err = err
+		close(p.w.done)
+	}
+	clear(g.pending[len(kept):])
+	g.pending = kept
 }
 
 // mpiErrorString returns MPI's text for an error code.
@@ -265,7 +358,11 @@ func (g *MPIGroup) failure() error {
 
 // submit queues fn as operation op.
 func (g *MPIGroup) submit(op string, fn func() error) Work {
-	w := &mpiWork{g: g, op: op, fn: fn, done: make(chan struct{})}
+	return g.enqueue(&mpiWork{g: g, op: op, fn: fn, done: make(chan struct{})})
+}
+
+// enqueue queues w.
+func (g *MPIGroup) enqueue(w *mpiWork) Work {
 	g.qmu.Lock()
 	defer g.qmu.Unlock()
 	if g.closed {
@@ -583,28 +680,43 @@ func (g *MPIGroup) BarrierAsync() Work {
 	return g.submit("Barrier", func() error { return g.check("MPI_Barrier", C.ember_barrier()) })
 }
 
-// Send implements ProcessGroup. The message is sent with MPI_Send, which
-// may wait until dst posts the matching receive (large messages): a rank
-// that sends must not have that receive queued behind its own Send.
+// Send implements ProcessGroup.
 func (g *MPIGroup) Send(t *tensor.Tensor, dst int) error { return wait(g.SendAsync(t, dst)) }
 
-// SendAsync implements ProcessGroup (see Send for MPI's blocking rule).
+// SendAsync implements ProcessGroup. The send is started with MPI_Isend
+// (the tensor's memory is pinned and must not change until the Work
+// completes) and completes when MPI reports it done, so the operations
+// queued after it, such as the matching Recv of a ring exchange, run in
+// the meantime.
 func (g *MPIGroup) SendAsync(t *tensor.Tensor, dst int) Work {
 	checkDType("Send", t)
 	g.checkRank("Send", "destination", dst)
 	if dst == g.rank {
 		panic(fmt.Sprintf("distributed.Send: rank %d cannot send to itself", dst))
 	}
-	return g.submit("Send", func() error {
+	return g.enqueue(&mpiWork{g: g, op: "Send", done: make(chan struct{}), send: func(w *mpiWork) (*mpiSend, error) {
 		v := hostVec(t)
 		es := v.elemSize()
+		p := &mpiSend{}
+		if b := sliceBytes(v.data); len(b) > 0 {
+			p.pinner.Pin(unsafe.SliceData(b))
+		}
+		nreq := max((v.len()+maxCount-1)/maxCount, 1)
+		p.reqs = make([]C.MPI_Request, nreq)
+		k := 0
 		rc := pieces(v.len(), func(lo, hi int) C.int {
 			tag := g.sendTag[dst] % (1 << 15) // MPI guarantees tags up to 32767
 			g.sendTag[dst]++
-			return C.ember_send(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(dst), C.int(tag))
+			rc := C.ember_isend(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(dst), C.int(tag), &p.reqs[k])
+			k++
+			return rc
 		})
-		return g.check("MPI_Send", rc)
-	})
+		if err := g.check("MPI_Isend", rc); err != nil {
+			p.pinner.Unpin()
+			return nil, err
+		}
+		return p, nil
+	}})
 }
 
 // Recv implements ProcessGroup.

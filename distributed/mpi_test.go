@@ -3,8 +3,10 @@
 package distributed
 
 import (
+	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,6 +29,7 @@ func TestMPIGroup(t *testing.T) {
 	g, err := NewMPIGroup()
 	require.NoError(t, err)
 	defer g.Close()
+	g.SetTimeout(time.Minute) // a deadlock aborts the job instead of hanging CI
 	n, r := g.Size(), g.Rank()
 
 	t.Run("collectives", func(t *testing.T) {
@@ -39,6 +42,24 @@ func TestMPIGroup(t *testing.T) {
 			t.Skip("one rank")
 		}
 		require.NoError(t, sendRecvRing(t, g))
+	})
+	t.Run("large-send-recv-ring", func(t *testing.T) {
+		// 8 MB messages go through MPI's rendezvous protocol: every rank
+		// sends before it receives, which needs SendAsync not to block the
+		// queue.
+		if n < 2 {
+			t.Skip("one rank")
+		}
+		const size = 2 << 20
+		next, prev := (r+1)%n, (r+n-1)%n
+		gen := tensor.NewGenerator(uint64(r))
+		x := gen.Randn([]int{size}, tensor.Float32)
+		send := g.SendAsync(x, next)
+		got := tensor.Zeros([]int{size})
+		require.NoError(t, g.Recv(got, prev))
+		require.NoError(t, send.Wait(context.Background()))
+		want := tensor.NewGenerator(uint64(prev)).Randn([]int{size}, tensor.Float32)
+		require.Equal(t, want.Float32s(), got.Float32s())
 	})
 	t.Run("non-contiguous-async", func(t *testing.T) {
 		require.NoError(t, nonContiguousAsync(t, g))
