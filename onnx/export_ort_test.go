@@ -75,6 +75,7 @@ func TestExportRunsInONNXRuntime(t *testing.T) {
 	}
 	cases := exportCases()
 	cases = append(cases, zooCases()...)
+	cases = append(cases, rnnModuleCases()...)
 	dir := t.TempDir()
 	var runs []ortRun
 	var want []*tensor.Tensor

@@ -299,3 +299,50 @@ func TestExportUnbind(t *testing.T) {
 	want := fn([]*autograd.Var{autograd.New(x)})[0].Value()
 	assertClose(t, want, runExported(t, buf.Bytes(), x), 1e-5)
 }
+
+// rnnModuleCases are batch-first recurrent layers exported through Export
+// (Forward's output only), for the module round trip and ONNX Runtime.
+func rnnModuleCases() []exportCase {
+	opt := nn.RNNOptions{NumLayers: 2, Bidirectional: true, BatchFirst: true}
+	return []exportCase{
+		{"RNN_relu_bidir", func(g *tensor.Generator) nn.Module {
+			return nn.NewRNN(g, 3, 4, nn.RNNOptions{NumLayers: 2, Bidirectional: true, BatchFirst: true, Nonlinearity: "relu"})
+		}, randInput(5, 3)},
+		{"LSTM_bidir", func(g *tensor.Generator) nn.Module { return nn.NewLSTM(g, 3, 4, opt) }, randInput(5, 3)},
+		{"GRU_bidir", func(g *tensor.Generator) nn.Module { return nn.NewGRU(g, 3, 4, opt) }, randInput(5, 3)},
+		{"GRU", func(g *tensor.Generator) nn.Module {
+			return nn.NewGRU(g, 3, 4, nn.RNNOptions{BatchFirst: true})
+		}, randInput(6, 3)},
+	}
+}
+
+func TestExportRecurrentModules(t *testing.T) {
+	for _, opset := range []int{13, 17, 21} {
+		for _, tc := range rnnModuleCases() {
+			t.Run(tc.name+"/opset"+string(rune('0'+opset/10))+string(rune('0'+opset%10)), func(t *testing.T) {
+				g := tensor.NewGenerator(4)
+				m := tc.build(g)
+				b := exportModule(t, m, tc.input(g, 2), opset)
+				m.Train(false)
+				for _, n := range []int{1, 7} {
+					x := tc.input(g, n)
+					assertClose(t, m.Forward(autograd.New(x)).Value(), runExported(t, b, x), 1e-5)
+				}
+			})
+		}
+	}
+}
+
+// TestExportRecurrentTrainingDropout checks that a layer traced in training
+// mode with inter-layer dropout fails with an error naming the op rather
+// than exporting a graph without the dropout.
+func TestExportRecurrentTrainingDropout(t *testing.T) {
+	g := tensor.NewGenerator(1)
+	m := nn.NewGRU(g, 3, 4, nn.RNNOptions{NumLayers: 2, Dropout: 0.5})
+	fn := func(in []*autograd.Var) []*autograd.Var { return []*autograd.Var{m.Forward(in[0])} }
+	var buf bytes.Buffer
+	err := ExportFunc(fn, m.NamedParameters(), nil, []*tensor.Tensor{g.Randn([]int{5, 2, 3})}, &buf, ExportOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"GRU"`)
+	assert.Contains(t, err.Error(), "dropout")
+}
