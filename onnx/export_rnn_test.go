@@ -3,8 +3,13 @@ package onnx
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"encoding/json"
+	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -345,4 +350,79 @@ func TestExportRecurrentTrainingDropout(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"GRU"`)
 	assert.Contains(t, err.Error(), "dropout")
+}
+
+// TestExportRecurrentRunsInONNXRuntime runs every recurrent configuration
+// of the round-trip table (all outputs, initial states as inputs) and the
+// sequence_lens cases in ONNX Runtime (skipped when node or
+// onnxruntime-node is missing) and compares with Ember to 1e-4.
+func TestExportRecurrentRunsInONNXRuntime(t *testing.T) {
+	if !ortAvailable(t) {
+		t.Skip("node with onnxruntime-node not available (ONNXRUNTIME_NODE_INSTALL=skip npm install onnxruntime-node; ORT_NODE_MODULES=.../node_modules)")
+	}
+	type prepared struct {
+		c       rnnExportCase
+		lengths []int
+		batches []int
+	}
+	var all []prepared
+	for _, c := range rnnExportCases() {
+		all = append(all, prepared{c, nil, []int{1, 7}})
+	}
+	all = append(all,
+		prepared{rnnExportCase{"GRU", nn.RNNOptions{NumLayers: 2, Bidirectional: true, BatchFirst: true}, true}, []int{5, 2, 4}, []int{3}},
+		prepared{rnnExportCase{"LSTM", nn.RNNOptions{Bidirectional: true}, true}, []int{3, 5, 1}, []int{3}})
+	dir := t.TempDir()
+	var runs []ortRun
+	var want [][]*tensor.Tensor
+	var names []string
+	for ci, p := range all {
+		g := tensor.NewGenerator(12)
+		m := newRecurrentLayer(g, p.c.kind, rnnIn, rnnHidden, p.c.opt)
+		b := exportRecurrent(t, m, p.c.inputs(g, p.batches[0]), p.c.opt.BatchFirst, p.lengths)
+		model := filepath.Join(dir, strconv.Itoa(ci)+".onnx")
+		require.NoError(t, os.WriteFile(model, b, 0o644))
+		for _, n := range p.batches {
+			ins := p.c.inputs(g, n)
+			w := wantRecurrent(m, ins, p.lengths)
+			base := filepath.Join(dir, strconv.Itoa(ci)+"_"+strconv.Itoa(n))
+			r := ortRun{Model: model}
+			for i, x := range ins {
+				f := base + "_x" + strconv.Itoa(i) + ".bin"
+				r.Inputs = append(r.Inputs, ortValue{Name: "input_" + strconv.Itoa(i), DType: writeRaw(t, f, x), Shape: x.Shape(), File: f})
+			}
+			for i := range w {
+				r.Outputs = append(r.Outputs, ortValue{Name: "output_" + strconv.Itoa(i), File: base + "_y" + strconv.Itoa(i) + ".bin"})
+			}
+			runs = append(runs, r)
+			want = append(want, w)
+			names = append(names, p.c.name()+"/batch"+strconv.Itoa(n))
+		}
+	}
+	manifest := filepath.Join(dir, "runs.json")
+	mb, err := json.Marshal(runs)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(manifest, mb, 0o644))
+	cmd := exec.Command("node", "../internal/golden/gen/run_onnxruntime.js", manifest)
+	cmd.Env = ortEnv()
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	var got []ortRun
+	require.NoError(t, json.Unmarshal(out, &got))
+	require.Len(t, got, len(runs))
+	for i, r := range got {
+		t.Run(names[i], func(t *testing.T) {
+			for j, o := range r.Outputs {
+				raw, err := os.ReadFile(o.File)
+				require.NoError(t, err)
+				vals := make([]float32, len(raw)/4)
+				for k := range vals {
+					vals[k] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*k:]))
+				}
+				assertClose(t, want[i][j], tensor.FromSlice(vals, o.Shape...), 1e-4)
+			}
+		})
+	}
+	t.Logf("ONNX Runtime matched Ember on %d runs of %d exported recurrent layers", len(got), len(all))
 }
