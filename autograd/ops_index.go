@@ -122,7 +122,7 @@ func (v *Var) ScatterAdd(axis int, idx *tensor.Tensor, src *Var) *Var {
 // MaskedFill returns v with value where mask is true (see
 // tensor.MaskedFill); no gradient flows through the filled positions.
 func (v *Var) MaskedFill(mask *tensor.Tensor, value float64) *Var {
-	return record("MaskedFill", v.value.MaskedFill(mask, value), []*Var{v}, []*tensor.Tensor{mask}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("MaskedFill", map[string]any{"mask": mask, "value": value}, v.value.MaskedFill(mask, value), []*Var{v}, []*tensor.Tensor{mask}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.MaskedFill(mask, 0)}
 	})
 }

@@ -218,7 +218,7 @@ func (v *Var) Norm(p float64, axes []int, keepDim bool) *Var {
 
 // CumSum returns the running sum along axis.
 func (v *Var) CumSum(axis int) *Var {
-	return record("CumSum", v.value.CumSum(axis), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("CumSum", map[string]any{"axis": axis}, v.value.CumSum(axis), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		// The adjoint of a prefix sum is a suffix sum.
 		return []*Var{g.Flip(axis).CumSum(axis).Flip(axis)}
 	})

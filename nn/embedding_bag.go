@@ -85,7 +85,22 @@ func NewEmbeddingBag(g *tensor.Generator, num, dim int, opt EmbeddingBagOptions,
 
 // Forward reduces the bags of a 2-d integer id tensor [B, L] (a Var
 // wrapping it): one bag of L ids per row. The result is [B, dim].
-func (e *EmbeddingBag) Forward(ids *autograd.Var) *autograd.Var { return e.Bag(ids.Value(), nil, nil) }
+//
+// The result is annotated as the composite op "EmbeddingBag" (attributes
+// ids, mode and, when set, paddingIdx) so that onnx.Export writes it with
+// the ids as a graph value; with MaxNorm it is not (the renorm is not
+// exported).
+func (e *EmbeddingBag) Forward(ids *autograd.Var) *autograd.Var {
+	out := e.Bag(ids.Value(), nil, nil)
+	if e.MaxNorm == 0 {
+		attrs := map[string]any{"ids": ids.Value(), "mode": e.Mode}
+		if e.PaddingIdx >= 0 {
+			attrs["paddingIdx"] = e.PaddingIdx
+		}
+		autograd.Annotate(out, "EmbeddingBag", attrs, e.Weight)
+	}
+	return out
+}
 
 // Bag reduces bags of ids to [B, dim]. ids is either 2-d [B, L] (fixed
 // bags, offsets nil) or 1-d, with offsets (1-d, integer) holding the start

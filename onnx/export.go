@@ -72,8 +72,8 @@ type ExportOptions struct {
 // gradient tracking on for frozen parameters, restoring both afterwards: do
 // not use the model from other goroutines meanwhile. Models whose
 // parameters and buffers exceed protobuf's 2 GiB limit cannot be written
-// (external data is not written yet), nor can ops without a mapping (Flip,
-// CumSum, ...). Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) become one ONNX
+// (external data is not written yet), nor can ops without a mapping (CumProd,
+// Roll, MaxUnpool2d, ...). Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) become one ONNX
 // RNN, LSTM or GRU node per layer, their weights reordered into ONNX's gate
 // layout in initializers named after the first direction's parameter with
 // the suffix .onnx_W (from weight_ih), .onnx_R (weight_hh) or .onnx_B
@@ -707,7 +707,7 @@ func (e *exporter) composite(v *autograd.Var, n autograd.NodeInfo, in []string) 
 	case "Unbind", "UnbindStack":
 		return e.unbind(v, n, in)
 	}
-	return "", e.unsupported(v, n, "")
+	return e.more(v, n, in)
 }
 
 // clip writes Clip(x, lo, hi), leaving infinite bounds out.

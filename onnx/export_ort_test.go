@@ -76,6 +76,7 @@ func TestExportRunsInONNXRuntime(t *testing.T) {
 	cases := exportCases()
 	cases = append(cases, zooCases()...)
 	cases = append(cases, rnnModuleCases()...)
+	cases = append(cases, moreCases()...)
 	dir := t.TempDir()
 	var runs []ortRun
 	var want []*tensor.Tensor

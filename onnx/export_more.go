@@ -1,0 +1,164 @@
+package onnx
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/tensor"
+)
+
+// This file maps the ops Export's main dispatch leaves to it: the 3-d
+// convolutions and poolings (composites of 2-d ops in package autograd,
+// written as single 3-d ONNX nodes), Flip, CumSum, MaskedFill and
+// EmbeddingBag.
+
+// more translates the ops export.go's dispatch does not know; anything else
+// fails with an error naming the op.
+func (e *exporter) more(v *autograd.Var, n autograd.NodeInfo, in []string) (string, error) {
+	switch n.Op {
+	case "Conv3d", "ConvTranspose3d":
+		return e.conv3d(v, n, in)
+	case "MaxPool3d", "AvgPool3d":
+		return e.pool3d(v, n, in)
+	case "Flip":
+		return e.flip(n, in[0]), nil
+	case "CumSum":
+		axis, ok := n.Attrs["axis"].(int)
+		if !ok {
+			return "", e.unsupported(v, n, "the axis was not recorded")
+		}
+		ax := e.init(e.fresh("const"), tensor.FromSlice([]int64{int64(normAxis(axis, v.Dim()))}).Reshape())
+		return e.node("CumSum", []string{in[0], ax}), nil
+	case "MaskedFill":
+		mask, ok := n.Attrs["mask"].(*tensor.Tensor)
+		if !ok {
+			return "", e.unsupported(v, n, "the mask was not recorded")
+		}
+		if !e.isInputTensor(mask) {
+			e.warnf("onnx.Export: op %d (MaskedFill, output shape %v) uses a mask computed outside the graph; it is written as a constant", e.step, v.Shape())
+		}
+		return e.node("Where", []string{e.constant(mask), e.scalar(nFloat(n, "value"), v.DType()), in[0]}), nil
+	case "EmbeddingBag":
+		return e.embeddingBag(v, n, in)
+	}
+	return "", e.unsupported(v, n, "")
+}
+
+// ones3 returns a with zeros replaced by 1.
+func ones3(a [3]int) []int { return []int{max(a[0], 1), max(a[1], 1), max(a[2], 1)} }
+
+// pads3 returns ONNX pads (begins then ends) for symmetric padding p.
+func pads3(p [3]int) []int { return []int{p[0], p[1], p[2], p[0], p[1], p[2]} }
+
+func (e *exporter) conv3d(v *autograd.Var, n autograd.NodeInfo, in []string) (string, error) {
+	ins := in
+	if n.Inputs[2] == nil {
+		ins = in[:2]
+	}
+	k := n.Inputs[1].Shape()[2:]
+	switch o := n.Attrs["options"].(type) {
+	case tensor.Conv3dOptions:
+		return e.node("Conv", ins, attrIs("kernel_shape", k), attrIs("strides", ones3(o.Stride)),
+			attrIs("pads", pads3(o.Padding)), attrIs("dilations", ones3(o.Dilation)), attrI("group", max(o.Groups, 1))), nil
+	case tensor.ConvTranspose3dOptions:
+		return e.node("ConvTranspose", ins, attrIs("kernel_shape", k), attrIs("strides", ones3(o.Stride)),
+			attrIs("pads", pads3(o.Padding)), attrIs("output_padding", o.OutputPadding[:]),
+			attrIs("dilations", ones3(o.Dilation)), attrI("group", max(o.Groups, 1))), nil
+	}
+	return "", e.unsupported(v, n, "missing convolution options")
+}
+
+func (e *exporter) pool3d(v *autograd.Var, n autograd.NodeInfo, in []string) (string, error) {
+	o, ok := n.Attrs["options"].(tensor.Pool3dOptions)
+	if !ok {
+		return "", e.unsupported(v, n, "missing pooling options")
+	}
+	stride := o.Stride
+	for i := range stride {
+		if stride[i] == 0 {
+			stride[i] = o.Kernel[i]
+		}
+	}
+	ceil := 0
+	if o.CeilMode {
+		ceil = 1
+	}
+	attrs := []exAttr{attrIs("kernel_shape", o.Kernel[:]), attrIs("strides", stride[:]),
+		attrIs("pads", pads3(o.Padding)), attrI("ceil_mode", ceil)}
+	if n.Op == "MaxPool3d" {
+		return e.node("MaxPool", in, append(attrs, attrIs("dilations", ones3(o.Dilation)))...), nil
+	}
+	cip := 0
+	if o.CountIncludePad {
+		cip = 1
+	}
+	return e.node("AveragePool", in, append(attrs, attrI("count_include_pad", cip))...), nil
+}
+
+// flip writes Flip as PyTorch's exporter does: a Slice with step -1 from
+// the last element to before the first along each axis.
+func (e *exporter) flip(n autograd.NodeInfo, x string) string {
+	axes := nInts(n, "axes")
+	rank := n.Inputs[0].Dim()
+	if len(axes) == 0 {
+		return e.node("Identity", []string{x})
+	}
+	norm := make([]int, len(axes))
+	starts := make([]int64, len(axes))
+	ends := make([]int64, len(axes))
+	steps := make([]int64, len(axes))
+	for i, a := range axes {
+		norm[i] = normAxis(a, rank)
+		starts[i], ends[i], steps[i] = -1, math.MinInt64, -1
+	}
+	c := func(d []int64) string { return e.init(e.fresh("const"), tensor.FromSlice(d, len(d))) }
+	return e.node("Slice", []string{x, c(starts), c(ends), e.ints(norm...), c(steps)})
+}
+
+// embeddingBag writes the 2-d ids form of nn.EmbeddingBag: Gather of the
+// weight rows, then ReduceSum, ReduceMean or ReduceMax over the bag axis.
+// A padding index is masked out (sum and mean; the mean divides by the
+// count of other ids, at least 1).
+func (e *exporter) embeddingBag(v *autograd.Var, n autograd.NodeInfo, in []string) (string, error) {
+	ids, ok := n.Attrs["ids"].(*tensor.Tensor)
+	if !ok || ids.Dim() != 2 {
+		return "", e.unsupported(v, n, "only the 2-d ids form (no offsets, no per-sample weights) is exported")
+	}
+	mode, _ := n.Attrs["mode"].(string)
+	pad, hasPad := n.Attrs["paddingIdx"].(int)
+	dt := v.DType()
+	idsName := e.constant(ids)
+	if ids.DType() != tensor.Int64 {
+		idsName = e.node("Cast", []string{idsName}, attrI("to", int(dtypeToONNX(tensor.Int64))))
+	}
+	rows := e.node("Gather", []string{in[0], idsName}, attrI("axis", 0))
+	axis := e.ints(1)
+	reduce := func(op, x string) string {
+		if e.opset >= 18 || op == "ReduceSum" {
+			return e.node(op, []string{x, axis}, attrI("keepdims", 0))
+		}
+		return e.node(op, []string{x}, attrIs("axes", []int{1}), attrI("keepdims", 0))
+	}
+	if !hasPad {
+		switch mode {
+		case "sum":
+			return reduce("ReduceSum", rows), nil
+		case "mean":
+			return reduce("ReduceMean", rows), nil
+		case "max":
+			return reduce("ReduceMax", rows), nil
+		}
+		return "", e.unsupported(v, n, fmt.Sprintf("mode %q", mode))
+	}
+	keep := e.node("Cast", []string{e.node("Not", []string{e.node("Equal", []string{idsName, e.ints(pad)})})}, attrI("to", int(dtypeToONNX(dt))))
+	sum := reduce("ReduceSum", e.node("Mul", []string{rows, e.node("Unsqueeze", []string{keep, e.ints(2)})}))
+	switch mode {
+	case "sum":
+		return sum, nil
+	case "mean":
+		cnt := e.node("Max", []string{e.node("ReduceSum", []string{keep, axis}, attrI("keepdims", 1)), e.scalar(1, dt)})
+		return e.node("Div", []string{sum, cnt}), nil
+	}
+	return "", e.unsupported(v, n, fmt.Sprintf("mode %q with a padding index", mode))
+}
