@@ -32,6 +32,14 @@ type ExportOptions struct {
 	// SkipCheck skips loading the written model back with this package's
 	// importer (Read and NewSession) before it is written out.
 	SkipCheck bool
+	// ExternalDataThreshold is the total size in bytes of the initializers
+	// above which they must be written as external data (ExportFile; Export
+	// and ExportFunc then fail); zero means DefaultExternalDataThreshold.
+	ExternalDataThreshold int64
+	// ExternalDataName is the file name, beside the model, that ExportFile
+	// writes external data to; empty means the model's file name plus
+	// ".data".
+	ExternalDataName string
 	// Warn, when not nil, receives the exporter's warnings: traced values
 	// used as constants where they might have depended on the inputs (a
 	// reshape that cannot follow a dynamic axis, a Where mask).
@@ -71,8 +79,9 @@ type ExportOptions struct {
 // During the trace Export switches the model to evaluation mode and turns
 // gradient tracking on for frozen parameters, restoring both afterwards: do
 // not use the model from other goroutines meanwhile. Models whose
-// parameters and buffers exceed protobuf's 2 GiB limit cannot be written
-// (external data is not written yet), nor can ops without a mapping (CumProd,
+// parameters and buffers exceed ExportOptions.ExternalDataThreshold (2 GiB,
+// protobuf's limit, by default) must be written with ExportFile, which puts
+// them in an external data file; Export then fails, nor can ops without a mapping (CumProd,
 // Roll, MaxUnpool2d, ...). Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) become one ONNX
 // RNN, LSTM or GRU node per layer, their weights reordered into ONNX's gate
 // layout in initializers named after the first direction's parameter with
@@ -94,16 +103,28 @@ func Export(model nn.Module, exampleInputs []*tensor.Tensor, w io.Writer, opts E
 // outputs. params and buffers name the Vars and tensors fn reads that should
 // become named initializers (others become anonymous constants). fn runs
 // as is: put modules in evaluation mode first.
-func ExportFunc(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.NamedParam, buffers []nn.NamedBuffer, exampleInputs []*tensor.Tensor, w io.Writer, opts ExportOptions) (err error) {
+func ExportFunc(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.NamedParam, buffers []nn.NamedBuffer, exampleInputs []*tensor.Tensor, w io.Writer, opts ExportOptions) error {
+	b, _, err := exportModel(fn, params, buffers, exampleInputs, opts, "")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// exportModel builds and encodes the model. With dataName set, the
+// initializers go to the returned external data when they exceed the
+// threshold, and checking the model is left to the caller.
+func exportModel(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.NamedParam, buffers []nn.NamedBuffer, exampleInputs []*tensor.Tensor, opts ExportOptions, dataName string) (b, data []byte, err error) {
 	opset := opts.Opset
 	if opset == 0 {
 		opset = DefaultExportOpset
 	}
 	if opset < 13 || opset > 21 {
-		return fmt.Errorf("onnx.Export: opset %d unsupported (13 to 21)", opset)
+		return nil, nil, fmt.Errorf("onnx.Export: opset %d unsupported (13 to 21)", opset)
 	}
 	if len(exampleInputs) == 0 {
-		return fmt.Errorf("onnx.Export: no example inputs")
+		return nil, nil, fmt.Errorf("onnx.Export: no example inputs")
 	}
 	e := &exporter{
 		opset:      opset,
@@ -142,7 +163,7 @@ func ExportFunc(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.Nam
 			name = opts.InputNames[i]
 		}
 		if e.used[name] {
-			return fmt.Errorf("onnx.Export: input name %q is used twice or by a parameter", name)
+			return nil, nil, fmt.Errorf("onnx.Export: input name %q is used twice or by a parameter", name)
 		}
 		e.used[name] = true
 		inVars[i] = autograd.Param(t)
@@ -155,10 +176,10 @@ func ExportFunc(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.Nam
 	}
 	outs, err := trace(fn, inVars)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if len(outs) == 0 {
-		return fmt.Errorf("onnx.Export: the function returned no outputs")
+		return nil, nil, fmt.Errorf("onnx.Export: the function returned no outputs")
 	}
 	outNames := make([]string, len(outs))
 	for i := range outs {
@@ -167,35 +188,44 @@ func ExportFunc(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.Nam
 			outNames[i] = opts.OutputNames[i]
 		}
 		if e.used[outNames[i]] {
-			return fmt.Errorf("onnx.Export: output name %q is used twice or by an input or parameter", outNames[i])
+			return nil, nil, fmt.Errorf("onnx.Export: output name %q is used twice or by an input or parameter", outNames[i])
 		}
 		e.used[outNames[i]] = true
 	}
 	for _, o := range outs {
 		if o == nil {
-			return fmt.Errorf("onnx.Export: the function returned a nil output")
+			return nil, nil, fmt.Errorf("onnx.Export: the function returned a nil output")
 		}
 		if err := e.visit(o); err != nil {
-			return err
+			return nil, nil, err
 		}
 	}
 	e.nameOutputs(outs, outNames, opts.DynamicAxes)
 	e.prune()
-	b, err := encodeModel(e.graph, opset, "ember", "0.1")
+	var ext *externalData
+	if e.initBytes() > externalThreshold(opts) {
+		if dataName == "" {
+			return nil, nil, fmt.Errorf("onnx.Export: the initializers take %d bytes, more than the external-data threshold %d; use ExportFile", e.initBytes(), externalThreshold(opts))
+		}
+		ext = &externalData{location: dataName}
+	}
+	b, err = encodeModel(e.graph, opset, "ember", "0.1", ext)
 	if err != nil {
-		return err
+		return nil, nil, err
+	}
+	if ext != nil {
+		return b, ext.buf, nil
 	}
 	if !opts.SkipCheck {
 		m, err := Read(bytes.NewReader(b))
 		if err != nil {
-			return fmt.Errorf("onnx.Export: the exported model does not parse: %w", err)
+			return nil, nil, fmt.Errorf("onnx.Export: the exported model does not parse: %w", err)
 		}
 		if _, err := m.NewSession(SessionOptions{}); err != nil {
-			return fmt.Errorf("onnx.Export: the exported model does not load: %w", err)
+			return nil, nil, fmt.Errorf("onnx.Export: the exported model does not load: %w", err)
 		}
 	}
-	_, err = w.Write(b)
-	return err
+	return b, nil, nil
 }
 
 // trace runs fn, turning a panic into an error.

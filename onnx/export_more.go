@@ -3,8 +3,11 @@ package onnx
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 
 	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -161,4 +164,70 @@ func (e *exporter) embeddingBag(v *autograd.Var, n autograd.NodeInfo, in []strin
 		return e.node("Div", []string{sum, cnt}), nil
 	}
 	return "", e.unsupported(v, n, fmt.Sprintf("mode %q with a padding index", mode))
+}
+
+// DefaultExternalDataThreshold is the initializer size, in bytes, above
+// which ExportFile writes external data when
+// ExportOptions.ExternalDataThreshold is zero: protobuf's 2 GiB limit.
+const DefaultExternalDataThreshold = 2 << 30
+
+func externalThreshold(opts ExportOptions) int64 {
+	if opts.ExternalDataThreshold > 0 {
+		return opts.ExternalDataThreshold
+	}
+	return DefaultExternalDataThreshold
+}
+
+// initBytes returns the total size of the initializers' data.
+func (e *exporter) initBytes() int64 {
+	var n int64
+	for _, in := range e.graph.inits {
+		n += int64(in.t.Numel()) * int64(in.t.DType().Size())
+	}
+	return n
+}
+
+// ExportFile is Export writing to the file at path. When the initializers
+// take more than opts.ExternalDataThreshold bytes (2 GiB by default) their
+// data is written to a second file beside it, named opts.ExternalDataName
+// or the model's file name plus ".data", and the model refers to it by
+// ONNX external-data entries (location, offset, length); the written model
+// is then checked by loading it back with Load (unless opts.SkipCheck).
+func ExportFile(path string, model nn.Module, exampleInputs []*tensor.Tensor, opts ExportOptions) error {
+	if len(exampleInputs) != 1 {
+		return fmt.Errorf("onnx.ExportFile: nn.Module.Forward takes one input, got %d example inputs", len(exampleInputs))
+	}
+	was := model.IsTraining()
+	model.Train(false)
+	defer model.Train(was)
+	fn := func(in []*autograd.Var) []*autograd.Var { return []*autograd.Var{model.Forward(in[0])} }
+	dataName := opts.ExternalDataName
+	if dataName == "" {
+		dataName = filepath.Base(path) + ".data"
+	}
+	if filepath.Base(dataName) != dataName {
+		return fmt.Errorf("onnx.ExportFile: external data name %q must be a file name without folders", dataName)
+	}
+	b, data, err := exportModel(fn, model.NamedParameters(), model.NamedBuffers(), exampleInputs, opts, dataName)
+	if err != nil {
+		return err
+	}
+	if data != nil {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(path), dataName), data, 0o644); err != nil {
+			return fmt.Errorf("onnx.ExportFile: %w", err)
+		}
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("onnx.ExportFile: %w", err)
+	}
+	if data != nil && !opts.SkipCheck {
+		m, err := Load(path)
+		if err != nil {
+			return fmt.Errorf("onnx.ExportFile: the exported model does not parse: %w", err)
+		}
+		if _, err := m.NewSession(SessionOptions{}); err != nil {
+			return fmt.Errorf("onnx.ExportFile: the exported model does not load: %w", err)
+		}
+	}
+	return nil
 }

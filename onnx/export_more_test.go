@@ -124,3 +124,48 @@ func TestExportFlipCumSumMaskedFill(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
 	checkWithONNX(t, []string{path})
 }
+
+// TestExportFileExternalData exports with a tiny external-data threshold,
+// checks the data file and its entries, and loads the model back with Load.
+func TestExportFileExternalData(t *testing.T) {
+	g := tensor.NewGenerator(9)
+	m := nn.NewSequential(nn.NewLinear(g, 6, 8, true), nn.NewTanh(), nn.NewLinear(g, 8, 3, true))
+	x := g.Randn([]int{7, 6})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mlp.onnx")
+	opts := ExportOptions{ExternalDataThreshold: 16, DynamicAxes: map[string]map[int]string{"input_0": {0: "batch"}, "output_0": {0: "batch"}}}
+	require.ErrorContains(t, Export(m, []*tensor.Tensor{x}, &bytes.Buffer{}, opts), "use ExportFile")
+	require.NoError(t, ExportFile(path, m, []*tensor.Tensor{x}, opts))
+	st, err := os.Stat(path + ".data")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, st.Size(), int64(4*(6*8+8+8*3+3)))
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "mlp.onnx.data")
+	_, err = Read(bytes.NewReader(b))
+	if err == nil {
+		model, _ := Read(bytes.NewReader(b))
+		_, err = model.NewSession(SessionOptions{})
+	}
+	require.Error(t, err, "external data needs Load")
+	model, err := Load(path)
+	require.NoError(t, err)
+	s, err := model.NewSession(SessionOptions{})
+	require.NoError(t, err)
+	m.Train(false)
+	for _, n := range []int{1, 7} {
+		x := g.Randn([]int{n, 6})
+		out, err := s.Run(t.Context(), map[string]*tensor.Tensor{"input_0": x})
+		require.NoError(t, err)
+		assertClose(t, m.Forward(autograd.New(x)).Value(), out["output_0"], 1e-5)
+	}
+	checkWithONNX(t, []string{path})
+
+	named := filepath.Join(dir, "named.onnx")
+	opts.ExternalDataName = "weights.bin"
+	require.NoError(t, ExportFile(named, m, []*tensor.Tensor{x}, opts))
+	_, err = os.Stat(filepath.Join(dir, "weights.bin"))
+	require.NoError(t, err)
+	opts.ExternalDataName = "../x.bin"
+	require.ErrorContains(t, ExportFile(named, m, []*tensor.Tensor{x}, opts), "without folders")
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/emberml/ember/tensor"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -101,8 +102,10 @@ func irVersionFor(opset int) int64 {
 
 // encodeModel encodes g as a ModelProto importing the default domain at
 // opset.
-func encodeModel(g *exGraph, opset int, producer, producerVersion string) ([]byte, error) {
-	graph, err := encodeGraph(g)
+// With ext, the initializers' data is appended to ext.buf and referenced by
+// external-data entries.
+func encodeModel(g *exGraph, opset int, producer, producerVersion string, ext *externalData) ([]byte, error) {
+	graph, err := encodeGraph(g, ext)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +121,7 @@ func encodeModel(g *exGraph, opset int, producer, producerVersion string) ([]byt
 	return b, nil
 }
 
-func encodeGraph(g *exGraph) ([]byte, error) {
+func encodeGraph(g *exGraph, ext *externalData) ([]byte, error) {
 	var b []byte
 	for _, n := range g.nodes {
 		b = appendBytesField(b, 1, encodeNode(n)) // node
@@ -126,6 +129,9 @@ func encodeGraph(g *exGraph) ([]byte, error) {
 	b = appendStringField(b, 2, g.name) // name
 	for _, in := range g.inits {
 		t, err := encodeTensor(in.name, in.t)
+		if err == nil && ext != nil {
+			t, err = ext.move(in.name, in.t)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -185,7 +191,25 @@ func encodeAttr(a exAttr) []byte {
 
 // encodeTensor encodes t as a TensorProto with raw little-endian data.
 func encodeTensor(name string, t *tensor.Tensor) ([]byte, error) {
-	dt := dtypeToONNX(t.DType())
+	raw, err := rawData(name, t)
+	if err != nil {
+		return nil, err
+	}
+	return appendBytesField(tensorHeader(name, t), 9, raw), nil // raw_data
+}
+
+// tensorHeader encodes a TensorProto's dims, data_type and name.
+func tensorHeader(name string, t *tensor.Tensor) []byte {
+	var b []byte
+	for _, d := range t.Shape() {
+		b = appendVarintField(b, 1, int64(d)) // dims
+	}
+	b = appendVarintField(b, 2, dtypeToONNX(t.DType())) // data_type
+	return appendStringField(b, 8, name)                // name
+}
+
+// rawData returns t's elements as little-endian bytes.
+func rawData(name string, t *tensor.Tensor) ([]byte, error) {
 	var raw []byte
 	switch t.DType() {
 	case tensor.Float32:
@@ -223,13 +247,37 @@ func encodeTensor(name string, t *tensor.Tensor) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("onnx.Export: initializer %q has dtype %s, which the exporter does not write", name, t.DType())
 	}
-	var b []byte
-	for _, d := range t.Shape() {
-		b = appendVarintField(b, 1, int64(d)) // dims
+	return raw, nil
+}
+
+// externalData collects initializer data written beside the model.
+type externalData struct {
+	location string // file name relative to the model's folder
+	buf      []byte
+}
+
+// move encodes t as a TensorProto whose data lies in the external file at
+// the next offset (aligned to 64 bytes), with location, offset and length
+// entries and data_location EXTERNAL, per ONNX's external-data format.
+func (x *externalData) move(name string, t *tensor.Tensor) ([]byte, error) {
+	raw, err := rawData(name, t)
+	if err != nil {
+		return nil, err
 	}
-	b = appendVarintField(b, 2, dt)   // data_type
-	b = appendStringField(b, 8, name) // name
-	return appendBytesField(b, 9, raw), nil
+	for len(x.buf)%64 != 0 {
+		x.buf = append(x.buf, 0)
+	}
+	off := len(x.buf)
+	x.buf = append(x.buf, raw...)
+	b := tensorHeader(name, t)
+	entry := func(k, v string) {
+		e := appendStringField(appendStringField(nil, 1, k), 2, v)
+		b = appendBytesField(b, 13, e) // external_data
+	}
+	entry("location", x.location)
+	entry("offset", strconv.Itoa(off))
+	entry("length", strconv.Itoa(len(raw)))
+	return appendVarintField(b, 14, 1), nil // data_location: EXTERNAL
 }
 
 func encodeValueInfo(v exValue) []byte {
