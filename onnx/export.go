@@ -81,8 +81,8 @@ type ExportOptions struct {
 // not use the model from other goroutines meanwhile. Models whose
 // parameters and buffers exceed ExportOptions.ExternalDataThreshold (2 GiB,
 // protobuf's limit, by default) must be written with ExportFile, which puts
-// them in an external data file; Export then fails, nor can ops without a mapping (CumProd,
-// Roll, MaxUnpool2d, ...). Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) become one ONNX
+// them in an external data file; Export then fails. Ops without a mapping
+// (CumProd, Roll, MaxUnpool2d, ...) fail the export. Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) become one ONNX
 // RNN, LSTM or GRU node per layer, their weights reordered into ONNX's gate
 // layout in initializers named after the first direction's parameter with
 // the suffix .onnx_W (from weight_ih), .onnx_R (weight_hh) or .onnx_B
