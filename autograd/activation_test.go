@@ -9,6 +9,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -78,13 +79,6 @@ func activationOf(t *testing.T, c golden.Case) func(in []*autograd.Var) *autogra
 	return nil
 }
 
-func activationTensor(g golden.Tensor) *tensor.Tensor {
-	if g.DType == golden.Float32 {
-		return tensor.FromSlice(g.Float32s(), g.Shape...)
-	}
-	return tensor.FromSlice(g.Float64s(), g.Shape...)
-}
-
 // TestActivationGolden compares every activation's output and input
 // gradients with torch.nn.functional's, at the kinks, thresholds and large
 // magnitudes included in each case's input.
@@ -97,7 +91,7 @@ func TestActivationGolden(t *testing.T) {
 			f := activationOf(t, c)
 			in := make([]*autograd.Var, len(c.Inputs))
 			for i, g := range c.Inputs {
-				in[i] = autograd.Param(activationTensor(g))
+				in[i] = autograd.Param(goldtensor.ToTensor(g))
 			}
 			out := f(in)
 			rtol, atol := 1e-12, 1e-14
@@ -110,11 +104,11 @@ func TestActivationGolden(t *testing.T) {
 				// even for float64 inputs.
 				rtol = max(rtol, 1e-7)
 			}
-			out.BackwardWith(activationTensor(c.GradOutputs[0]), autograd.Options{})
+			out.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{})
 			for i, want := range c.Grads {
 				got := in[i].Grad()
 				require.NotNil(t, got, "input %d has no gradient", i)
-				golden.AllClose(t, c.Name+" grad", *want, got.Shape(), got.Float64s(), rtol, atol)
+				goldtensor.Check(t, c.Name+" grad", *want, got, rtol, atol)
 			}
 		})
 	}

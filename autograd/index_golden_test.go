@@ -7,30 +7,11 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/tensor"
 )
 
 const ixgGoldenPath = "../tensor/testdata/golden_index.json"
-
-// ixgFromGolden builds a contiguous tensor from a fixture tensor.
-func ixgFromGolden(g golden.Tensor) *tensor.Tensor {
-	var t *tensor.Tensor
-	switch g.DType {
-	case golden.Float32:
-		t = tensor.FromSlice(g.Float32s())
-	case golden.Float64:
-		t = tensor.FromSlice(g.Float64s())
-	case golden.Int64:
-		t = tensor.FromSlice(g.Int64s())
-	case golden.Int32:
-		t = tensor.FromSlice(g.Int32s())
-	case golden.Bool:
-		t = tensor.FromSlice(g.Bools())
-	default:
-		panic("unknown dtype " + g.DType)
-	}
-	return t.Reshape(g.Shape...)
-}
 
 // ixgStrided returns x's values as a non-contiguous view (every other
 // element of a larger buffer along the last axis).
@@ -116,7 +97,7 @@ func TestIndexGoldenGrads(t *testing.T) {
 				var params []*autograd.Var
 				var paramIdx []int
 				for i, g := range c.Inputs {
-					x := ixgFromGolden(g)
+					x := goldtensor.ToTensor(g)
 					if strided {
 						x = ixgStrided(x)
 					}
@@ -141,7 +122,7 @@ func TestIndexGoldenGrads(t *testing.T) {
 					golden.AllClose(t, "output", want, outs[k].Shape(), outs[k].Value().Float64s(), rtol, atol)
 					if outs[k].RequiresGrad() {
 						diffOuts = append(diffOuts, outs[k])
-						gouts = append(gouts, ixgFromGolden(c.GradOutputs[k]))
+						gouts = append(gouts, goldtensor.ToTensor(c.GradOutputs[k]))
 					}
 				}
 				require.NotEmpty(t, diffOuts)

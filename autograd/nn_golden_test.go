@@ -7,25 +7,12 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/tensor"
 )
 
 // goldenNN is written by internal/golden/gen/gen_nn.py.
 const goldenNN = "../tensor/testdata/golden_nn.json"
-
-func fromGolden(g golden.Tensor) *tensor.Tensor {
-	switch g.DType {
-	case golden.Float32:
-		return tensor.FromSlice(g.Float32s(), g.Shape...)
-	case golden.Float64:
-		return tensor.FromSlice(g.Float64s(), g.Shape...)
-	case golden.Int64:
-		return tensor.FromSlice(g.Int64s(), g.Shape...)
-	case golden.Int32:
-		return tensor.FromSlice(g.Int32s(), g.Shape...)
-	}
-	return tensor.FromSlice(g.Bools(), g.Shape...)
-}
 
 func closeTo(t *testing.T, name string, want golden.Tensor, got *tensor.Tensor) {
 	t.Helper()
@@ -34,7 +21,7 @@ func closeTo(t *testing.T, name string, want golden.Tensor, got *tensor.Tensor) 
 		rtol, atol = 1e-4, 1e-5
 	}
 	require.NotNil(t, got, "%s: no gradient", name)
-	golden.AllClose(t, name, want, got.Shape(), got.Float64s(), rtol, atol)
+	goldtensor.Check(t, name, want, got, rtol, atol)
 }
 
 func pair(c golden.Case, name string) [2]int {
@@ -66,7 +53,7 @@ func TestNNGoldenGrad(t *testing.T) {
 			vars := make([]*autograd.Var, len(c.Inputs))
 			ts := make([]*tensor.Tensor, len(c.Inputs))
 			for i, g := range c.Inputs {
-				ts[i] = fromGolden(g)
+				ts[i] = goldtensor.ToTensor(g)
 				if c.Grads[i] != nil {
 					vars[i] = autograd.Param(ts[i])
 				} else {
@@ -127,7 +114,7 @@ func TestNNGoldenGrad(t *testing.T) {
 				t.Fatalf("unknown op %q", c.Op)
 			}
 			closeTo(t, "out", c.Outputs[0], out.Value())
-			require.NoError(t, out.BackwardWith(fromGolden(c.GradOutputs[0]), autograd.Options{}))
+			require.NoError(t, out.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{}))
 			for i, g := range c.Grads {
 				if g != nil {
 					closeTo(t, "grad", *g, vars[i].Grad())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -16,7 +17,7 @@ func TestUnbindGolden(t *testing.T) {
 	for _, c := range golden.Load(t, "testdata/golden_unbind.json") {
 		for _, layout := range []string{"contiguous", "strided"} {
 			t.Run(c.Name+"/"+layout, func(t *testing.T) {
-				x := ixgFromGolden(c.Inputs[0])
+				x := goldtensor.ToTensor(c.Inputs[0])
 				if layout == "strided" {
 					x = ixgStrided(x)
 				}
@@ -28,7 +29,7 @@ func TestUnbindGolden(t *testing.T) {
 					out := pieces[i]
 					assert.Equal(t, "Unbind", out.Op())
 					golden.AllClose(t, fmt.Sprintf("output %d", k), c.Outputs[k], out.Shape(), out.Value().To(tensor.Float64).Float64s(), 0, 0)
-					term := out.Mul(autograd.New(ixgFromGolden(c.GradOutputs[k]))).Sum(nil, false)
+					term := out.Mul(autograd.New(goldtensor.ToTensor(c.GradOutputs[k]))).Sum(nil, false)
 					if loss == nil {
 						loss = term
 					} else {

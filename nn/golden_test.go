@@ -9,27 +9,10 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
-
-// toTensor converts a golden tensor to an Ember tensor of its dtype.
-func toTensor(g golden.Tensor) *tensor.Tensor {
-	shape := append([]int{}, g.Shape...)
-	switch g.DType {
-	case golden.Float32:
-		return tensor.FromSlice(g.Float32s(), shape...)
-	case golden.Float64:
-		return tensor.FromSlice(g.Float64s(), shape...)
-	case golden.Int64:
-		return tensor.FromSlice(g.Int64s(), shape...)
-	case golden.Int32:
-		return tensor.FromSlice(g.Int32s(), shape...)
-	case golden.Bool:
-		return tensor.FromSlice(g.Bools(), shape...)
-	}
-	panic("unknown golden dtype " + g.DType)
-}
 
 func tolerances(dt string) (rtol, atol float64) {
 	if dt == golden.Float32 {
@@ -55,7 +38,7 @@ func TestGoldenModules(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			in := make([]*autograd.Var, len(c.Inputs))
 			for i, g := range c.Inputs {
-				v := toTensor(g)
+				v := goldtensor.ToTensor(g)
 				if v.DType().IsFloat() {
 					in[i] = autograd.Param(v)
 				} else {
@@ -105,14 +88,14 @@ func TestGoldenModules(t *testing.T) {
 			}
 			rtol, atol := tolerances(c.Outputs[0].DType)
 			golden.AllClose(t, "output", c.Outputs[0], out.Shape(), out.Value().Float64s(), rtol, atol)
-			require.NoError(t, out.BackwardWith(toTensor(c.GradOutputs[0]), autograd.Options{}))
+			require.NoError(t, out.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{}))
 			for i, want := range checkGrad {
 				if !want {
 					continue
 				}
 				g := in[i].Grad()
 				require.NotNil(t, g, "grad of input %d", i)
-				golden.AllClose(t, "grad", *c.Grads[i], g.Shape(), g.Float64s(), rtol, atol)
+				goldtensor.Check(t, "grad", *c.Grads[i], g, rtol, atol)
 			}
 		})
 	}

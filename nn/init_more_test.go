@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -38,7 +39,7 @@ func TestGoldenInit(t *testing.T) {
 			default:
 				t.Fatalf("unknown op %q", c.Op)
 			}
-			golden.AllClose(t, c.Name, want, got.Shape(), got.Float64s(), 1e-15, 0)
+			goldtensor.Check(t, c.Name, want, got, 1e-15, 0)
 		})
 	}
 }

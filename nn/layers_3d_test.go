@@ -9,6 +9,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -122,14 +123,14 @@ func TestLayersMoreGolden(t *testing.T) {
 			assert.Equal(t, c.String("repr"), m.(fmt.Stringer).String())
 			sd := map[string]*tensor.Tensor{}
 			for i, name := range params {
-				sd[name] = toTensor(c.Inputs[nx+i])
+				sd[name] = goldtensor.ToTensor(c.Inputs[nx+i])
 			}
 			require.NoError(t, nn.LoadStateDict(m, sd, true))
 			m.Train(c.Bool("train"))
 			xs := make([]*autograd.Var, nx)
 			raw := make([]*tensor.Tensor, nx)
 			for i := range xs {
-				raw[i] = toTensor(c.Inputs[i])
+				raw[i] = goldtensor.ToTensor(c.Inputs[i])
 				if raw[i].DType().IsFloat() && c.Grads[i] != nil {
 					xs[i] = autograd.Param(raw[i])
 				} else {
@@ -138,7 +139,7 @@ func TestLayersMoreGolden(t *testing.T) {
 			}
 			out := apply(xs, raw)
 			golden.AllClose(t, "output", c.Outputs[0], out.Shape(), out.Value().Float64s(), 1e-9, 1e-11)
-			require.NoError(t, out.BackwardWith(toTensor(c.GradOutputs[0]), autograd.Options{}))
+			require.NoError(t, out.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{}))
 			for i, x := range xs {
 				if c.Grads[i] == nil {
 					continue
@@ -153,7 +154,7 @@ func TestLayersMoreGolden(t *testing.T) {
 			for i, name := range params {
 				gr := named[name].Grad()
 				require.NotNil(t, gr, "grad of %s", name)
-				golden.AllClose(t, "grad of "+name, *c.Grads[nx+i], gr.Shape(), gr.Float64s(), 1e-9, 1e-11)
+				goldtensor.Check(t, "grad of "+name, *c.Grads[nx+i], gr, 1e-9, 1e-11)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -81,16 +82,16 @@ func TestLayersGolden(t *testing.T) {
 			}
 			sd := map[string]*tensor.Tensor{}
 			for i, name := range params {
-				sd[name] = toTensor(c.Inputs[nx+i])
+				sd[name] = goldtensor.ToTensor(c.Inputs[nx+i])
 			}
 			for i, name := range buffers {
-				sd[name] = toTensor(c.Inputs[nx+len(params)+i])
+				sd[name] = goldtensor.ToTensor(c.Inputs[nx+len(params)+i])
 			}
 			require.NoError(t, nn.LoadStateDict(m, sd, true))
 			m.Train(c.Bool("train"))
 			xs := make([]*autograd.Var, nx)
 			for i := range xs {
-				v := toTensor(c.Inputs[i])
+				v := goldtensor.ToTensor(c.Inputs[i])
 				if v.DType().IsFloat() {
 					xs[i] = autograd.Param(v)
 				} else {
@@ -100,7 +101,7 @@ func TestLayersGolden(t *testing.T) {
 			out := forwardLayer(m, xs)
 			rtol, atol := 1e-9, 1e-11
 			golden.AllClose(t, "output", c.Outputs[0], out.Shape(), out.Value().Float64s(), rtol, atol)
-			require.NoError(t, out.BackwardWith(toTensor(c.GradOutputs[0]), autograd.Options{}))
+			require.NoError(t, out.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{}))
 			for i, x := range xs {
 				if c.Grads[i] == nil {
 					continue
@@ -115,7 +116,7 @@ func TestLayersGolden(t *testing.T) {
 			for i, name := range params {
 				g := named[name].Grad()
 				require.NotNil(t, g, "grad of %s", name)
-				golden.AllClose(t, "grad of "+name, *c.Grads[nx+i], g.Shape(), g.Float64s(), rtol, atol)
+				goldtensor.Check(t, "grad of "+name, *c.Grads[nx+i], g, rtol, atol)
 			}
 			bufs := map[string]*tensor.Tensor{}
 			for _, b := range m.NamedBuffers() {
@@ -123,7 +124,7 @@ func TestLayersGolden(t *testing.T) {
 			}
 			for i, name := range buffers {
 				b := bufs[name]
-				golden.AllClose(t, "buffer "+name, c.Outputs[1+i], b.Shape(), b.Float64s(), rtol, atol)
+				goldtensor.Check(t, "buffer "+name, c.Outputs[1+i], b, rtol, atol)
 			}
 		})
 	}
@@ -151,17 +152,17 @@ func TestBatchNormRunningStatsSteps(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			m := nn.NewBatchNorm2d(3, nn.BatchNormOptions{CumulativeAverage: c.Bool("cumulative")}, tensor.Float64)
 			require.NoError(t, nn.LoadStateDict(m, map[string]*tensor.Tensor{
-				"weight": toTensor(c.Inputs[4]), "bias": toTensor(c.Inputs[5]),
+				"weight": goldtensor.ToTensor(c.Inputs[4]), "bias": goldtensor.ToTensor(c.Inputs[5]),
 			}, false))
 			for i := range 3 {
-				m.Forward(autograd.New(toTensor(c.Inputs[i])))
+				m.Forward(autograd.New(goldtensor.ToTensor(c.Inputs[i])))
 			}
 			golden.AllClose(t, "running_mean", c.Outputs[0], m.RunningMean.Shape(), m.RunningMean.Float64s(), 1e-12, 1e-12)
 			golden.AllClose(t, "running_var", c.Outputs[1], m.RunningVar.Shape(), m.RunningVar.Float64s(), 1e-12, 1e-12)
 			assert.Equal(t, tensor.Int64, m.NumBatchesTracked.DType())
 			assert.Equal(t, c.Outputs[2].Int64s(), m.NumBatchesTracked.Int64s())
 			m.Train(false)
-			y := m.Forward(autograd.New(toTensor(c.Inputs[3])))
+			y := m.Forward(autograd.New(goldtensor.ToTensor(c.Inputs[3])))
 			golden.AllClose(t, "eval output", c.Outputs[3], y.Shape(), y.Value().Float64s(), 1e-12, 1e-12)
 			assert.Equal(t, c.Outputs[2].Int64s(), m.NumBatchesTracked.Int64s(), "evaluation does not count batches")
 		})

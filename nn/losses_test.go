@@ -10,6 +10,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -157,7 +158,7 @@ func TestLossesGolden(t *testing.T) {
 			diff := c.Ints("diff")
 			a := lossArgs{v: make([]*autograd.Var, len(c.Inputs)), t: make([]*tensor.Tensor, len(c.Inputs))}
 			for i, g := range c.Inputs {
-				a.t[i] = toTensor(g)
+				a.t[i] = goldtensor.ToTensor(g)
 				if slices.Contains(diff, i) {
 					a.v[i] = autograd.Param(a.t[i])
 				} else {
@@ -170,11 +171,11 @@ func TestLossesGolden(t *testing.T) {
 			if len(diff) == 0 {
 				return
 			}
-			require.NoError(t, y.BackwardWith(toTensor(c.GradOutputs[0]), autograd.Options{}))
+			require.NoError(t, y.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{}))
 			for _, i := range diff {
 				g := a.v[i].Grad()
 				require.NotNil(t, g, "input %d has no gradient", i)
-				golden.AllClose(t, c.Name+" grad", *c.Grads[i], g.Shape(), g.Float64s(), rtol, atol)
+				goldtensor.Check(t, c.Name+" grad", *c.Grads[i], g, rtol, atol)
 			}
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -113,7 +114,7 @@ func nonContiguous(x *tensor.Tensor) *tensor.Tensor {
 func TestMetricsGolden(t *testing.T) {
 	for _, c := range golden.Load(t, "testdata/golden_metrics.json") {
 		t.Run(c.Name, func(t *testing.T) {
-			pred, target := toTensor(c.Inputs[0]), toTensor(c.Inputs[1])
+			pred, target := goldtensor.ToTensor(c.Inputs[0]), goldtensor.ToTensor(c.Inputs[1])
 			names, ms, want := goldenMetrics(t, c)
 			for i, m := range ms {
 				m.Update(pred, target)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -15,13 +16,13 @@ import (
 // closeTo compares a tensor with a golden one in float64.
 func closeTo(t *testing.T, name string, want golden.Tensor, got *tensor.Tensor) {
 	t.Helper()
-	golden.AllClose(t, name, want, got.Shape(), got.Float64s(), 1e-10, 1e-12)
+	goldtensor.Check(t, name, want, got, 1e-10, 1e-12)
 }
 
 // goldenLayer builds the case's Linear or Conv2d with the golden weight and
 // bias.
 func goldenLayer(c golden.Case) nn.Module {
-	w, b := toTensor(c.Inputs[0]), toTensor(c.Inputs[1])
+	w, b := goldtensor.ToTensor(c.Inputs[0]), goldtensor.ToTensor(c.Inputs[1])
 	g := tensor.NewGenerator(1)
 	if c.Has("layer") && c.String("layer") == "conv2d" {
 		s := w.Shape()
@@ -49,20 +50,20 @@ func TestGoldenRegularization(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			switch c.Op {
 			case "renorm":
-				w := toTensor(c.Inputs[0])
+				w := goldtensor.ToTensor(c.Inputs[0])
 				closeTo(t, "renorm", c.Outputs[0], nn.MaxNorm(w, c.Float("maxnorm")))
 			case "elastic_net":
-				a, b := autograd.Param(toTensor(c.Inputs[0])), autograd.Param(toTensor(c.Inputs[1]))
+				a, b := autograd.Param(goldtensor.ToTensor(c.Inputs[0])), autograd.Param(goldtensor.ToTensor(c.Inputs[1]))
 				pen := nn.ElasticNetPenalty([]*autograd.Var{a, b}, c.Float("alpha"), c.Float("l1_ratio"))
 				closeTo(t, "penalty", c.Outputs[0], pen.Value())
-				require.NoError(t, pen.BackwardWith(toTensor(c.GradOutputs[0]), autograd.Options{}))
+				require.NoError(t, pen.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{}))
 				closeTo(t, "grad a", *c.Grads[0], a.Grad())
 				closeTo(t, "grad b", *c.Grads[1], b.Grad())
 			case "weight_norm":
-				v := toTensor(c.Inputs[1])
+				v := goldtensor.ToTensor(c.Inputs[1])
 				m := nn.NewLinear(tensor.NewGenerator(1), v.Shape()[1], v.Shape()[0], true, tensor.Float64)
 				m.Weight.Value().CopyFrom(v)
-				m.Bias.Value().CopyFrom(toTensor(c.Inputs[2]))
+				m.Bias.Value().CopyFrom(goldtensor.ToTensor(c.Inputs[2]))
 				dim := -1
 				if c.Attrs["dim"] != nil {
 					dim = c.Int("dim")
@@ -71,10 +72,10 @@ func TestGoldenRegularization(t *testing.T) {
 				assert.Equal(t, []string{"bias", "weight_g", "weight_v"}, paramNames(m))
 				closeTo(t, "weight_g", c.Inputs[0], wn.G.Value())
 				closeTo(t, "weight_v", c.Inputs[1], wn.V.Value())
-				x := autograd.Param(toTensor(c.Inputs[3]))
+				x := autograd.Param(goldtensor.ToTensor(c.Inputs[3]))
 				y := nn.Call(m, x)
 				closeTo(t, "y", c.Outputs[0], y.Value())
-				require.NoError(t, y.BackwardWith(toTensor(c.GradOutputs[0]), autograd.Options{}))
+				require.NoError(t, y.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{}))
 				closeTo(t, "grad g", *c.Grads[0], wn.G.Grad())
 				closeTo(t, "grad v", *c.Grads[1], wn.V.Grad())
 				closeTo(t, "grad x", *c.Grads[3], x.Grad())
@@ -87,15 +88,15 @@ func TestGoldenRegularization(t *testing.T) {
 					bufs = append(bufs, b.Name)
 				}
 				assert.Equal(t, []string{"weight_u", "weight_v"}, bufs)
-				sn.U.CopyFrom(toTensor(c.Inputs[3]))
-				sn.V.CopyFrom(toTensor(c.Inputs[4]))
+				sn.U.CopyFrom(goldtensor.ToTensor(c.Inputs[3]))
+				sn.V.CopyFrom(goldtensor.ToTensor(c.Inputs[4]))
 				m.Train(c.Bool("train"))
-				x := autograd.Param(toTensor(c.Inputs[2]))
+				x := autograd.Param(goldtensor.ToTensor(c.Inputs[2]))
 				y := nn.Call(m, x)
 				closeTo(t, "y", c.Outputs[0], y.Value())
 				closeTo(t, "u", c.Outputs[1], sn.U)
 				closeTo(t, "v", c.Outputs[2], sn.V)
-				require.NoError(t, y.BackwardWith(toTensor(c.GradOutputs[0]), autograd.Options{}))
+				require.NoError(t, y.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{}))
 				closeTo(t, "grad weight_orig", *c.Grads[0], sn.Orig.Grad())
 				closeTo(t, "grad x", *c.Grads[2], x.Grad())
 			default:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/optim"
 	"github.com/emberml/ember/tensor"
 )
@@ -16,7 +17,7 @@ import (
 func withGrads(ins []golden.Tensor) []*autograd.Var {
 	var ps []*autograd.Var
 	for _, in := range ins {
-		g := toTensor(in)
+		g := goldtensor.ToTensor(in)
 		p := autograd.Param(tensor.ZerosLike(g))
 		p.SetGrad(g)
 		ps = append(ps, p)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/optim"
 	"github.com/emberml/ember/tensor"
@@ -150,9 +151,9 @@ func TestGoldenSparseAdam(t *testing.T) {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			e := autograd.Param(toTensor(c.Inputs[0]))
-			idx := toTensor(c.Inputs[1])
-			target := toTensor(c.Inputs[2])
+			e := autograd.Param(goldtensor.ToTensor(c.Inputs[0]))
+			idx := goldtensor.ToTensor(c.Inputs[1])
+			target := goldtensor.ToTensor(c.Inputs[2])
 			_, opts := (&run{c: c}).groupsFor([]*autograd.Var{e})
 			m := opts[0]
 			o := optim.NewSparseAdam([]*autograd.Var{e}, optim.SparseAdamOptions{LR: num(m, "lr"), Betas: pair(m, "betas"),
@@ -204,7 +205,7 @@ func TestGoldenLBFGSRosenbrock(t *testing.T) {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			a, b := autograd.Param(toTensor(c.Inputs[0])), autograd.Param(toTensor(c.Inputs[1]))
+			a, b := autograd.Param(goldtensor.ToTensor(c.Inputs[0])), autograd.Param(goldtensor.ToTensor(c.Inputs[1]))
 			_, opts := (&run{c: c}).groupsFor([]*autograd.Var{a, b})
 			o := optim.NewLBFGS([]*autograd.Var{a, b}, lbfgsOptions(opts[0]))
 			for step := range 20 {

@@ -9,23 +9,11 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/optim"
 	"github.com/emberml/ember/tensor"
 )
-
-func toTensor(g golden.Tensor) *tensor.Tensor {
-	shape := append([]int{}, g.Shape...)
-	switch g.DType {
-	case golden.Float32:
-		return tensor.FromSlice(g.Float32s(), shape...)
-	case golden.Float64:
-		return tensor.FromSlice(g.Float64s(), shape...)
-	case golden.Int64:
-		return tensor.FromSlice(g.Int64s(), shape...)
-	}
-	panic("unexpected golden dtype " + g.DType)
-}
 
 // run is one replay of a golden training case.
 type run struct {
@@ -35,9 +23,9 @@ type run struct {
 }
 
 func newRun(c golden.Case) *run {
-	r := &run{c: c, x: toTensor(c.Inputs[0]), y: toTensor(c.Inputs[1])}
+	r := &run{c: c, x: goldtensor.ToTensor(c.Inputs[0]), y: goldtensor.ToTensor(c.Inputs[1])}
 	for _, in := range c.Inputs[2:] {
-		r.params = append(r.params, autograd.Param(toTensor(in)))
+		r.params = append(r.params, autograd.Param(goldtensor.ToTensor(in)))
 	}
 	return r
 }

@@ -9,29 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/tensor"
 )
 
 // Golden forward values from internal/golden/gen/gen_core.py.
 
 const coreGoldenPath = "testdata/golden_core.json"
-
-// coreFromGolden builds a CPU tensor of the fixture's dtype.
-func coreFromGolden(g golden.Tensor) *tensor.Tensor {
-	switch g.DType {
-	case golden.Float32:
-		return tensor.FromSlice(g.Float32s(), g.Shape...)
-	case golden.Float64:
-		return tensor.FromSlice(g.Float64s(), g.Shape...)
-	case golden.Int64:
-		return tensor.FromSlice(g.Int64s(), g.Shape...)
-	case golden.Int32:
-		return tensor.FromSlice(g.Int32s(), g.Shape...)
-	case golden.Bool:
-		return tensor.FromSlice(g.Bools(), g.Shape...)
-	}
-	panic("unknown golden dtype " + g.DType)
-}
 
 // coreAttrString returns a string attribute that may be JSON null ("").
 func coreAttrString(c golden.Case, name string) string {
@@ -86,7 +70,7 @@ func coreCompare(t *testing.T, name string, want golden.Tensor, got *tensor.Tens
 		return
 	}
 	rtol, atol := coreTol(want.DType, op)
-	golden.AllClose(t, name, want, got.Shape(), got.Float64s(), rtol, atol)
+	goldtensor.Check(t, name, want, got, rtol, atol)
 }
 
 var coreUnary = map[string]func(x *tensor.Tensor, c golden.Case) *tensor.Tensor{
@@ -209,7 +193,7 @@ func coreApplySteps(x *tensor.Tensor, steps []any) *tensor.Tensor {
 func coreInputs(c golden.Case) []*tensor.Tensor {
 	in := make([]*tensor.Tensor, len(c.Inputs))
 	for i, g := range c.Inputs {
-		in[i] = coreFromGolden(g)
+		in[i] = goldtensor.ToTensor(g)
 	}
 	return in
 }

@@ -6,30 +6,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/tensor"
 )
 
 const idxGoldenPath = "testdata/golden_index.json"
-
-// idxFromGolden builds a contiguous tensor from a fixture tensor.
-func idxFromGolden(g golden.Tensor) *tensor.Tensor {
-	var t *tensor.Tensor
-	switch g.DType {
-	case golden.Float32:
-		t = tensor.FromSlice(g.Float32s())
-	case golden.Float64:
-		t = tensor.FromSlice(g.Float64s())
-	case golden.Int64:
-		t = tensor.FromSlice(g.Int64s())
-	case golden.Int32:
-		t = tensor.FromSlice(g.Int32s())
-	case golden.Bool:
-		t = tensor.FromSlice(g.Bools())
-	default:
-		panic("unknown dtype " + g.DType)
-	}
-	return t.Reshape(g.Shape...)
-}
 
 // idxLayouts are the ways the golden tests lay out every input: as is, as a
 // strided slice of a larger buffer, and with reversed axis order in memory.
@@ -132,7 +113,7 @@ func TestIndexGolden(t *testing.T) {
 			t.Run(c.Name+"/"+how, func(t *testing.T) {
 				in := make([]*tensor.Tensor, len(c.Inputs))
 				for i, g := range c.Inputs {
-					in[i] = idxRelayout(idxFromGolden(g), how)
+					in[i] = idxRelayout(goldtensor.ToTensor(g), how)
 				}
 				before := make([][]float64, len(in))
 				for i, x := range in {
@@ -147,7 +128,7 @@ func TestIndexGolden(t *testing.T) {
 						require.True(t, got.IsContiguous(), "output %d is not contiguous", k)
 					}
 					rtol, atol := idxTol(want.DType)
-					golden.AllClose(t, c.Name, want, got.Shape(), got.Float64s(), rtol, atol)
+					goldtensor.Check(t, c.Name, want, got, rtol, atol)
 				}
 				for i, x := range in {
 					require.Equal(t, before[i], x.Float64s(), "input %d was modified", i)

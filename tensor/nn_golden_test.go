@@ -6,26 +6,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/internal/golden"
+	"github.com/emberml/ember/internal/golden/goldtensor"
 	"github.com/emberml/ember/tensor"
 )
 
 // goldenNN is the fixture written by internal/golden/gen/gen_nn.py.
 const goldenNN = "testdata/golden_nn.json"
-
-// fromGolden builds a CPU tensor with the fixture tensor's dtype and shape.
-func fromGolden(g golden.Tensor) *tensor.Tensor {
-	switch g.DType {
-	case golden.Float32:
-		return tensor.FromSlice(g.Float32s(), g.Shape...)
-	case golden.Float64:
-		return tensor.FromSlice(g.Float64s(), g.Shape...)
-	case golden.Int64:
-		return tensor.FromSlice(g.Int64s(), g.Shape...)
-	case golden.Int32:
-		return tensor.FromSlice(g.Int32s(), g.Shape...)
-	}
-	return tensor.FromSlice(g.Bools(), g.Shape...)
-}
 
 // tol returns the comparison tolerances for a fixture dtype.
 func tol(g golden.Tensor) (rtol, atol float64) {
@@ -38,7 +24,7 @@ func tol(g golden.Tensor) (rtol, atol float64) {
 func check(t *testing.T, name string, want golden.Tensor, got *tensor.Tensor) {
 	t.Helper()
 	rtol, atol := tol(want)
-	golden.AllClose(t, name, want, got.Shape(), got.Float64s(), rtol, atol)
+	goldtensor.Check(t, name, want, got, rtol, atol)
 }
 
 func pair(c golden.Case, name string) [2]int {
@@ -80,11 +66,11 @@ func TestNNGolden(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			in := make([]*tensor.Tensor, len(c.Inputs))
 			for i, g := range c.Inputs {
-				in[i] = fromGolden(g)
+				in[i] = goldtensor.ToTensor(g)
 			}
 			var gout *tensor.Tensor
 			if len(c.GradOutputs) > 0 {
-				gout = fromGolden(c.GradOutputs[0])
+				gout = goldtensor.ToTensor(c.GradOutputs[0])
 			}
 			seen[c.Op]++
 			switch c.Op {
