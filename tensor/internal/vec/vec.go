@@ -214,7 +214,7 @@ func (im *impl) sigmoid(dst, a []float32) {
 		// float32 precision.
 		for i, v := range a[lo:hi] {
 			if v < -80 {
-				d[i] = expf(v)
+				d[i] = Expf(v)
 			}
 		}
 	}

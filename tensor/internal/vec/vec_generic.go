@@ -112,15 +112,18 @@ func sumGo(a []float32) float64 {
 func expGo(dst, a []float32) {
 	dst = dst[:len(a)]
 	for i, v := range a {
-		dst[i] = expf(v)
+		dst[i] = Expf(v)
 	}
 }
 
-// expf returns e**x within 1 ulp of the correctly rounded float32 result:
-// x = k·ln2 + r is reduced in float64, e**r comes from a degree-8 Taylor
-// polynomial (|r| <= ln2/2, truncation below 3e-10 relative), and the result
-// is scaled by 2**k and rounded once.
-func expf(x float32) float32 {
+// Expf returns e**x for float32, within one ulp of the correctly rounded
+// result over the whole range, subnormal results and the overflow boundary
+// included. It reduces x = k·ln2 + r in float64, evaluates a degree-8
+// Taylor polynomial for e**r (|r| <= ln2/2, truncation error below 3e-10
+// relative) and scales by 2**k, then rounds once to float32. It is the
+// scalar exp of the whole CPU backend: the pure-Go kernels here and
+// package cpu's Expf both use it.
+func Expf(x float32) float32 {
 	switch {
 	case x != x:
 		return x
