@@ -11,6 +11,8 @@ import (
 	"math"
 	"math/bits"
 	"os"
+
+	"github.com/emberml/ember/internal/safeio"
 )
 
 // IDX element type codes, as stored in the third byte of an idx file's magic
@@ -108,7 +110,7 @@ func (x *IDX) validate() error {
 func ReadIDX(r io.Reader) (*IDX, error) {
 	var magic [4]byte
 	if _, err := io.ReadFull(r, magic[:]); err != nil {
-		return nil, fmt.Errorf("idx: reading magic number: %w", idxEOF(err))
+		return nil, fmt.Errorf("idx: reading magic number: %w", safeio.Truncated(err))
 	}
 	if magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(io.MultiReader(bytes.NewReader(magic[:]), r))
@@ -136,7 +138,7 @@ func ReadIDX(r io.Reader) (*IDX, error) {
 func readIDXPlain(r io.Reader) (*IDX, error) {
 	var magic [4]byte
 	if _, err := io.ReadFull(r, magic[:]); err != nil {
-		return nil, fmt.Errorf("idx: reading magic number: %w", idxEOF(err))
+		return nil, fmt.Errorf("idx: reading magic number: %w", safeio.Truncated(err))
 	}
 	return readIDXBody(magic, r)
 }
@@ -152,7 +154,7 @@ func readIDXBody(magic [4]byte, r io.Reader) (*IDX, error) {
 	}
 	raw := make([]byte, 4*ndim)
 	if _, err := io.ReadFull(r, raw); err != nil {
-		return nil, fmt.Errorf("idx: reading %d dimensions: %w", ndim, idxEOF(err))
+		return nil, fmt.Errorf("idx: reading %d dimensions: %w", ndim, safeio.Truncated(err))
 	}
 	dims := make([]int, ndim)
 	for i := range dims {
@@ -166,7 +168,7 @@ func readIDXBody(magic [4]byte, r io.Reader) (*IDX, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := idxReadFull(r, n)
+	data, err := safeio.ReadFull(r, n)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("idx: data truncated: dimensions %v need %d bytes, got %d", dims, n, len(data))
@@ -174,35 +176,6 @@ func readIDXBody(magic [4]byte, r io.Reader) (*IDX, error) {
 		return nil, fmt.Errorf("idx: reading data: %w", err)
 	}
 	return &IDX{Type: typ, Dims: dims, Data: data}, nil
-}
-
-// idxEOF turns the EOF errors of io.ReadFull into one clear error.
-func idxEOF(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("unexpected end of file")
-	}
-	return err
-}
-
-// idxReadFull reads exactly n bytes from r, growing its buffer as data
-// arrives rather than trusting n up front. On error it returns the bytes
-// read so far.
-func idxReadFull(r io.Reader, n int) ([]byte, error) {
-	const chunk = 1 << 20
-	buf := make([]byte, 0, min(n, chunk))
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*cap(buf), n))
-			copy(grown, buf)
-			buf = grown
-		}
-		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if err != nil {
-			return buf, err
-		}
-	}
-	return buf, nil
 }
 
 // ReadIDXFile reads the idx file at path, which may be gzip-compressed.

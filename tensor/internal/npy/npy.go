@@ -30,6 +30,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/emberml/ember/internal/safeio"
 )
 
 // Canonical descrs: the little-endian (or byte-order-free) spelling of each
@@ -149,7 +151,7 @@ func byteSize(shape []int, size int) (int, error) {
 func Read(r io.Reader) (Array, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
-		return Array{}, fmt.Errorf("npy: reading magic: %w", truncated(err))
+		return Array{}, fmt.Errorf("npy: reading magic: %w", safeio.Truncated(err))
 	}
 	if string(pre[:6]) != magic {
 		return Array{}, fmt.Errorf("npy: bad magic %q, not a .npy file", pre[:6])
@@ -160,13 +162,13 @@ func Read(r io.Reader) (Array, error) {
 	case major == 1 && minor == 0:
 		var b [2]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return Array{}, fmt.Errorf("npy: reading header length: %w", truncated(err))
+			return Array{}, fmt.Errorf("npy: reading header length: %w", safeio.Truncated(err))
 		}
 		hlen = uint64(binary.LittleEndian.Uint16(b[:]))
 	case (major == 2 || major == 3) && minor == 0:
 		var b [4]byte
 		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return Array{}, fmt.Errorf("npy: reading header length: %w", truncated(err))
+			return Array{}, fmt.Errorf("npy: reading header length: %w", safeio.Truncated(err))
 		}
 		hlen = uint64(binary.LittleEndian.Uint32(b[:]))
 	default:
@@ -175,9 +177,9 @@ func Read(r io.Reader) (Array, error) {
 	if hlen > MaxHeaderSize {
 		return Array{}, fmt.Errorf("npy: header length %d exceeds the limit of %d bytes", hlen, MaxHeaderSize)
 	}
-	hdr, err := readFull(r, int(hlen))
+	hdr, err := safeio.ReadFull(r, int(hlen))
 	if err != nil {
-		return Array{}, fmt.Errorf("npy: reading %d-byte header: %w", hlen, truncated(err))
+		return Array{}, fmt.Errorf("npy: reading %d-byte header: %w", hlen, safeio.Truncated(err))
 	}
 	dt, shape, fortran, err := parseHeader(hdr)
 	if err != nil {
@@ -187,7 +189,7 @@ func Read(r io.Reader) (Array, error) {
 	if err != nil {
 		return Array{}, fmt.Errorf("npy: %w", err)
 	}
-	data, err := readFull(r, n)
+	data, err := safeio.ReadFull(r, n)
 	if err != nil {
 		return Array{}, fmt.Errorf("npy: data truncated: got %d of %d bytes", len(data), n)
 	}
@@ -205,35 +207,6 @@ func Read(r io.Reader) (Array, error) {
 		}
 	}
 	return Array{Descr: dt.canonical, Shape: shape, Data: data}, nil
-}
-
-// truncated turns the EOF errors of io.ReadFull into one clear error.
-func truncated(err error) error {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errors.New("unexpected end of file")
-	}
-	return err
-}
-
-// readFull reads exactly n bytes from r. Large reads grow the buffer as data
-// arrives, so a corrupt length cannot force a huge up-front allocation.
-// On error it returns the bytes read so far.
-func readFull(r io.Reader, n int) ([]byte, error) {
-	const chunk = 1 << 20
-	buf := make([]byte, 0, min(n, chunk))
-	for len(buf) < n {
-		if len(buf) == cap(buf) {
-			grown := make([]byte, len(buf), min(2*cap(buf), n))
-			copy(grown, buf)
-			buf = grown
-		}
-		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+m]
-		if err != nil {
-			return buf, err
-		}
-	}
-	return buf, nil
 }
 
 // swapBytes reverses the byte order of each size-byte element in place.

@@ -289,7 +289,7 @@ func TestReadConsumesExactlyOneArray(t *testing.T) {
 }
 
 func TestLargeArrayRoundTrip(t *testing.T) {
-	// Larger than readFull's first chunk, to exercise buffer growth.
+	// Larger than safeio.ReadFull's first chunk, to exercise buffer growth.
 	data := make([]byte, 3<<20+5)
 	for i := range data {
 		data[i] = byte(i * 7)
