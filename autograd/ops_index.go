@@ -269,7 +269,7 @@ func (v *Var) Tile(reps ...int) *Var {
 // the gradient rolls back.
 func (v *Var) Roll(shifts, axes []int) *Var {
 	shifts, axes = slices.Clone(shifts), slices.Clone(axes)
-	return record("Roll", v.value.Roll(shifts, axes), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return recordAttrs("Roll", map[string]any{"shifts": slices.Clone(shifts), "axes": slices.Clone(axes)}, v.value.Roll(shifts, axes), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		back := make([]int, len(shifts))
 		for i, s := range shifts {
 			back[i] = -s

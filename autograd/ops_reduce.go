@@ -228,7 +228,7 @@ func (v *Var) CumSum(axis int) *Var {
 // have the exact gradient; zeros are handled by the generic rule).
 func (v *Var) CumProd(axis int) *Var {
 	out := v.value.CumProd(axis)
-	return record("CumProd", out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
+	return recordAttrs("CumProd", map[string]any{"axis": axis}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		x := in[0]
 		zero := x.value.Eq(tensor.ZerosLike(x.value))
 		if zero.Sum(nil, false).Item() == 0 {

@@ -84,22 +84,10 @@ func NewEmbeddingBag(g *tensor.Generator, num, dim int, opt EmbeddingBagOptions,
 }
 
 // Forward reduces the bags of a 2-d integer id tensor [B, L] (a Var
-// wrapping it): one bag of L ids per row. The result is [B, dim].
-//
-// The result is annotated as the composite op "EmbeddingBag" (attributes
-// ids, mode and, when set, paddingIdx) so that onnx.Export writes it with
-// the ids as a graph value; with MaxNorm it is not (the renorm is not
-// exported).
+// wrapping it): one bag of L ids per row. The result is [B, dim]. It is
+// Bag(ids.Value(), nil, nil), annotated as Bag describes.
 func (e *EmbeddingBag) Forward(ids *autograd.Var) *autograd.Var {
-	out := e.Bag(ids.Value(), nil, nil)
-	if e.MaxNorm == 0 {
-		attrs := map[string]any{"ids": ids.Value(), "mode": e.Mode}
-		if e.PaddingIdx >= 0 {
-			attrs["paddingIdx"] = e.PaddingIdx
-		}
-		autograd.Annotate(out, "EmbeddingBag", attrs, e.Weight)
-	}
-	return out
+	return e.Bag(ids.Value(), nil, nil)
 }
 
 // Bag reduces bags of ids to [B, dim]. ids is either 2-d [B, L] (fixed
@@ -107,7 +95,33 @@ func (e *EmbeddingBag) Forward(ids *autograd.Var) *autograd.Var {
 // of each bag in ids (plus the end with IncludeLastOffset); offsets must
 // start at 0 and not decrease. perSampleWeights (nil, or floats shaped
 // like ids) scales each looked-up row before the sum; it needs mode "sum".
+//
+// The result is annotated as the composite op "EmbeddingBag" with the
+// attributes ids, mode and, when set, paddingIdx, offsets,
+// includeLastOffset, perSampleWeights and maxNorm, so that onnx.Export
+// writes it with the ids as a graph value (or refuses the forms it cannot
+// write exactly).
 func (e *EmbeddingBag) Bag(ids, offsets, perSampleWeights *tensor.Tensor) *autograd.Var {
+	out := e.bag(ids, offsets, perSampleWeights)
+	attrs := map[string]any{"ids": ids, "mode": e.Mode}
+	if e.PaddingIdx >= 0 {
+		attrs["paddingIdx"] = e.PaddingIdx
+	}
+	if offsets != nil {
+		attrs["offsets"] = offsets
+		attrs["includeLastOffset"] = e.IncludeLastOffset
+	}
+	if perSampleWeights != nil {
+		attrs["perSampleWeights"] = perSampleWeights
+	}
+	if e.MaxNorm > 0 {
+		attrs["maxNorm"] = e.MaxNorm
+	}
+	return autograd.Annotate(out, "EmbeddingBag", attrs, e.Weight)
+}
+
+// bag computes Bag.
+func (e *EmbeddingBag) bag(ids, offsets, perSampleWeights *tensor.Tensor) *autograd.Var {
 	if ids.DType().IsFloat() {
 		panic(fmt.Sprintf("nn.EmbeddingBag.Bag: ids must be integers, got %s", ids.DType()))
 	}

@@ -82,7 +82,16 @@ type ExportOptions struct {
 // parameters and buffers exceed ExportOptions.ExternalDataThreshold (2 GiB,
 // protobuf's limit, by default) must be written with ExportFile, which puts
 // them in an external data file; Export then fails. Ops without a mapping
-// (CumProd, Roll, MaxUnpool2d, ...) fail the export. Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) become one ONNX
+// (MaxUnpool2d, Tril, EmbeddingBag with offsets, per-sample weights or
+// max_norm, ...) fail the export. CumProd is unrolled over its (static)
+// axis and Roll written as Slices and a Concat; both fail on the dynamic
+// batch axis. A value that the trace reads but that is neither an example
+// input, a parameter or buffer, nor the output of a traced op (a tensor
+// the Go code computed) fails the export when it has the traced size of a
+// dynamic batch axis on axis 0, or when it is the ids or indices of a
+// lookup (Embedding, EmbeddingBag, IndexSelect, Gather, MaxUnpool2d) and
+// has that batch size or the shape of an example input; other such values
+// are written as constants. Recurrent layers (nn.RNN, nn.LSTM, nn.GRU) become one ONNX
 // RNN, LSTM or GRU node per layer, their weights reordered into ONNX's gate
 // layout in initializers named after the first direction's parameter with
 // the suffix .onnx_W (from weight_ih), .onnx_R (weight_hh) or .onnx_B
@@ -368,6 +377,9 @@ func (e *exporter) visit(v *autograd.Var) error {
 		}
 		e.consts[v] = true
 		return nil
+	}
+	if err := e.checkOutside(v, n); err != nil {
+		return err
 	}
 	allConst := true
 	for _, in := range n.Inputs {

@@ -45,7 +45,7 @@ func (e *exporter) more(v *autograd.Var, n autograd.NodeInfo, in []string) (stri
 	case "EmbeddingBag":
 		return e.embeddingBag(v, n, in)
 	}
-	return "", e.unsupported(v, n, "")
+	return e.last(v, n, in)
 }
 
 // ones3 returns a with zeros replaced by 1.
@@ -124,6 +124,15 @@ func (e *exporter) flip(n autograd.NodeInfo, x string) string {
 // A padding index is masked out (sum and mean; the mean divides by the
 // count of other ids, at least 1).
 func (e *exporter) embeddingBag(v *autograd.Var, n autograd.NodeInfo, in []string) (string, error) {
+	if _, ok := n.Attrs["maxNorm"]; ok {
+		return "", e.unsupported(v, n, "max_norm renormalises the weight in place during the forward pass, which ONNX cannot express")
+	}
+	if _, ok := n.Attrs["offsets"]; ok {
+		return "", e.unsupported(v, n, "offsets are data that shape the bags; only the 2-d ids form is exported")
+	}
+	if _, ok := n.Attrs["perSampleWeights"]; ok {
+		return "", e.unsupported(v, n, "per-sample weights are not exported; only the 2-d ids form is")
+	}
 	ids, ok := n.Attrs["ids"].(*tensor.Tensor)
 	if !ok || ids.Dim() != 2 {
 		return "", e.unsupported(v, n, "only the 2-d ids form (no offsets, no per-sample weights) is exported")

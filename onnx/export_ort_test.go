@@ -77,6 +77,7 @@ func TestExportRunsInONNXRuntime(t *testing.T) {
 	cases = append(cases, zooCases()...)
 	cases = append(cases, rnnModuleCases()...)
 	cases = append(cases, moreCases()...)
+	cases = append(cases, lastCases()...)
 	dir := t.TempDir()
 	var runs []ortRun
 	var want []*tensor.Tensor
