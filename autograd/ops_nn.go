@@ -217,16 +217,29 @@ func spatial(s []int) (h, w int) { return s[len(s)-2], s[len(s)-1] }
 // or [C, H, W]); see tensor.MaxPool2d. The gradient goes to the argmax of
 // each window (scatter-added where windows overlap).
 func MaxPool2d(x *Var, opt tensor.Pool2dOptions) *Var {
-	out, _ := MaxPool2dWithIndices(x, opt)
+	out, _ := maxPool2d(x, opt, false)
 	return out
 }
 
 // MaxPool2dWithIndices is MaxPool2d that also returns the Int64 argmax
-// positions (ih*W+iw within each plane), as PyTorch's return_indices.
+// positions (ih*W+iw within each plane), as PyTorch's return_indices. The
+// recorded node's attribute "indices" is the returned tensor itself, so
+// graph readers (onnx.Export) can tell that a later MaxUnpool2d reads this
+// pooling's second output rather than a value computed outside the graph.
 func MaxPool2dWithIndices(x *Var, opt tensor.Pool2dOptions) (*Var, *tensor.Tensor) {
+	return maxPool2d(x, opt, true)
+}
+
+// maxPool2d records MaxPool2d, with the indices among its attributes when
+// withIndices is set.
+func maxPool2d(x *Var, opt tensor.Pool2dOptions, withIndices bool) (*Var, *tensor.Tensor) {
 	out, idx := tensor.MaxPool2d(x.value, opt)
 	h, w := spatial(x.Shape())
-	y := recordAttrs("MaxPool2d", map[string]any{"options": opt}, out, []*Var{x}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	attrs := map[string]any{"options": opt}
+	if withIndices {
+		attrs["indices"] = idx
+	}
+	y := recordAttrs("MaxPool2d", attrs, out, []*Var{x}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{maxPoolScatter(g, idx, h, w)}
 	})
 	return y, idx

@@ -82,8 +82,11 @@ type ExportOptions struct {
 // parameters and buffers exceed ExportOptions.ExternalDataThreshold (2 GiB,
 // protobuf's limit, by default) must be written with ExportFile, which puts
 // them in an external data file; Export then fails. Ops without a mapping
-// (MaxUnpool2d, Tril, EmbeddingBag with offsets, per-sample weights or
-// max_norm, ...) fail the export. CumProd is unrolled over its (static)
+// (Tril, EmbeddingBag with offsets, per-sample weights or max_norm, ...)
+// fail the export. MaxUnpool2d is exported when its indices are those
+// returned by a MaxPool2dWithIndices of the same trace: that pooling
+// becomes an ONNX MaxPool with its Indices output, which feeds ONNX
+// MaxUnpool. CumProd is unrolled over its (static)
 // axis and Roll written as Slices and a Concat; both fail on the dynamic
 // batch axis. A value that the trace reads but that is neither an example
 // input, a parameter or buffer, nor the output of a traced op (a tensor
@@ -205,6 +208,9 @@ func exportModel(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.Na
 		if o == nil {
 			return nil, nil, fmt.Errorf("onnx.Export: the function returned a nil output")
 		}
+	}
+	e.findPools(outs)
+	for _, o := range outs {
 		if err := e.visit(o); err != nil {
 			return nil, nil, err
 		}
@@ -276,7 +282,8 @@ type exporter struct {
 	step       int // position in the trace of the op being translated
 	nNodes     int
 	nConsts    int
-	rnnOuts    map[any][]string // recurrent composite call → its output values
+	rnnOuts    map[any][]string                 // recurrent composite call → its output values
+	poolOf     map[*tensor.Tensor]*autograd.Var // MaxPool2dWithIndices indices → the pooled Var
 }
 
 // fresh returns an unused value name built from base.

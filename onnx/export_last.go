@@ -9,7 +9,7 @@ import (
 )
 
 // This file maps the last tensor ops without an nn layer (Roll, CumProd),
-// explains the ops that cannot be exported exactly (MaxUnpool2d), and
+// MaxUnpool2d (fed by the Indices output of the traced max-pooling), and
 // guards the export against values computed outside the traced graph.
 
 // maxCumProdLength is the longest axis CumProd is unrolled over.
@@ -24,7 +24,7 @@ func (e *exporter) last(v *autograd.Var, n autograd.NodeInfo, in []string) (stri
 	case "CumProd":
 		return e.cumProd(v, n, in[0])
 	case "MaxUnpool2d":
-		return "", e.unsupported(v, n, "its indices come from MaxPool2dWithIndices as a plain tensor computed outside the traced graph, so they cannot follow other inputs")
+		return e.maxUnpool(v, n, in[0])
 	}
 	return "", e.unsupported(v, n, "")
 }
@@ -125,9 +125,13 @@ var indexAttrs = map[string][]string{
 	"MaxUnpool2d":  {"indices"},
 }
 
-// known reports whether t is an example input or a named buffer.
+// known reports whether t is an example input, a named buffer or the
+// indices output of a traced MaxPool2dWithIndices.
 func (e *exporter) known(t *tensor.Tensor) bool {
 	if e.isInputTensor(t) {
+		return true
+	}
+	if _, ok := e.poolOf[t]; ok {
 		return true
 	}
 	_, ok := e.buffers[t]
@@ -230,4 +234,80 @@ func (e *exporter) checkOutside(v *autograd.Var, n autograd.NodeInfo) error {
 
 func (e *exporter) outsideErr(v *autograd.Var, n autograd.NodeInfo, why string) error {
 	return fmt.Errorf("onnx.Export: op %q (op %d of the trace, output shape %v): %s", n.Op, e.step+1, v.Shape(), why)
+}
+
+// findPools records, for every MaxPool2dWithIndices in the graph that
+// computes outs (walked as visit walks it), its indices tensor, so that a
+// MaxUnpool2d reading them is written as reading the pooling's second
+// output.
+func (e *exporter) findPools(outs []*autograd.Var) {
+	e.poolOf = map[*tensor.Tensor]*autograd.Var{}
+	seen := map[*autograd.Var]bool{}
+	stack := slices.Clone(outs)
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if v == nil || seen[v] {
+			continue
+		}
+		seen[v] = true
+		n, ok := exportInputs(v)
+		if !ok {
+			continue
+		}
+		if idx, ok := n.Attrs["indices"].(*tensor.Tensor); ok && n.Op == "MaxPool2d" {
+			e.poolOf[idx] = v
+		}
+		stack = append(stack, n.Inputs...)
+	}
+}
+
+// maxUnpool writes MaxUnpool2d as ONNX MaxUnpool fed by the Indices output
+// of the ONNX MaxPool that MaxPool2dWithIndices was written as. ONNX
+// indices are flat over the whole pooled input (plane·H·W + ih·W + iw),
+// Ember's are per plane, so they are re-based onto output planes of
+// outH·outW with Div and Mod when the planes differ in size. The kernel is
+// chosen so that MaxUnpool's default output shape is [N, C, outH, outW],
+// where ONNX Runtime and Ember's import agree on the flat positions. The
+// indices must come from a MaxPool2dWithIndices on a 4-d input that is
+// traced (not folded to a constant), and the output plane must be at least
+// the input's size.
+func (e *exporter) maxUnpool(v *autograd.Var, n autograd.NodeInfo, x string) (string, error) {
+	idx, _ := n.Attrs["indices"].(*tensor.Tensor)
+	pool, ok := e.poolOf[idx]
+	if !ok {
+		return "", e.unsupported(v, n, "its indices do not come from a MaxPool2dWithIndices on a 4-d input in the traced graph (indices computed in Go, or reshaped, cannot follow other inputs)")
+	}
+	pn, _ := pool.Node()
+	xs, ps := n.Inputs[0].Shape(), pn.Inputs[0].Shape()
+	outH, outW := nInt(n, "outH"), nInt(n, "outW")
+	if len(xs) != 4 || len(ps) != 4 {
+		return "", e.unsupported(v, n, fmt.Sprintf("the pooled input %v and the unpooled input %v must both be [N, C, H, W]", ps, xs))
+	}
+	if outH < xs[2] || outW < xs[3] {
+		return "", e.unsupported(v, n, fmt.Sprintf("the output plane %dx%d is smaller than the input plane %dx%d, which ONNX MaxUnpool cannot express", outH, outW, xs[2], xs[3]))
+	}
+	if err := e.visit(pool); err != nil {
+		return "", err
+	}
+	var mp *exNode
+	for _, nd := range e.graph.nodes {
+		if nd.op == "MaxPool" && nd.outputs[0] == e.names[pool] {
+			mp = nd
+		}
+	}
+	if mp == nil {
+		return "", e.unsupported(v, n, "the max-pooling that made its indices was folded to a constant, so its indices are not a traced value")
+	}
+	if len(mp.outputs) == 1 {
+		mp.outputs = append(mp.outputs, e.fresh("MaxPool_indices"))
+	}
+	ind := mp.outputs[1]
+	if hw, ohw := ps[2]*ps[3], outH*outW; hw != ohw {
+		h := e.scalar(float64(hw), tensor.Int64)
+		plane := e.node("Mul", []string{e.node("Div", []string{ind, h}), e.scalar(float64(ohw), tensor.Int64)})
+		ind = e.node("Add", []string{plane, e.node("Mod", []string{ind, h})})
+	}
+	return e.node("MaxUnpool", []string{x, ind},
+		attrIs("kernel_shape", []int{outH - xs[2] + 1, outW - xs[3] + 1}), attrIs("strides", []int{1, 1})), nil
 }

@@ -40,6 +40,18 @@ func lastCases() []exportCase {
 		{"Roll", fixed(newFuncModule(func(x *autograd.Var) *autograd.Var { return x.Roll([]int{2, -1}, []int{1, -1}) }, nil)), randInput(4, 5)},
 		{"CumProd", fixed(newFuncModule(func(x *autograd.Var) *autograd.Var { return x.CumProd(-1) }, nil)), randInput(3, 6)},
 		{"CumProdMiddle", fixed(newFuncModule(func(x *autograd.Var) *autograd.Var { return x.CumProd(1) }, nil)), randInput(4, 2)},
+		{"MaxUnpool2d", func(g *tensor.Generator) nn.Module {
+			c := nn.NewConv2d(g, 2, 3, [2]int{3, 3}, tensor.Conv2dOptions{Padding: [2]int{1, 1}}, true)
+			u := nn.NewMaxUnpool2d([2]int{2, 2}, [2]int{}, [2]int{})
+			return newFuncModule(func(x *autograd.Var) *autograd.Var {
+				y, idx := autograd.MaxPool2dWithIndices(c.Forward(x), tensor.Pool2dOptions{Kernel: [2]int{2, 2}})
+				return u.Unpool(y.Relu(), idx).Tanh()
+			}, map[string]nn.Module{"a": c})
+		}, randInput(2, 6, 4)},
+		{"MaxUnpool2dOverlapOtherPlane", fixed(newFuncModule(func(x *autograd.Var) *autograd.Var {
+			y, idx := autograd.MaxPool2dWithIndices(x, tensor.Pool2dOptions{Kernel: [2]int{3, 3}, Stride: [2]int{1, 1}, Padding: [2]int{1, 1}})
+			return autograd.MaxUnpool2d(y.MulScalar(2), idx, 5, 6)
+		}, nil)), randInput(3, 4, 4)},
 		{"Bilinear", func(g *tensor.Generator) nn.Module {
 			b := nn.NewBilinear(g, 3, 4, 5, true)
 			return newFuncModule(func(x *autograd.Var) *autograd.Var { return b.Forward2(x.Narrow(1, 0, 3), x.Narrow(1, 3, 4)) }, map[string]nn.Module{"a": b})
@@ -214,10 +226,14 @@ func TestExportRefusesOutsideValues(t *testing.T) {
 		{"GatherIndexFromData", func(in []*autograd.Var) []*autograd.Var {
 			return []*autograd.Var{in[0].Gather(1, in[0].Value().ArgMax(1, true))}
 		}, nil, x, dyn, []string{`op "Gather"`, "computed outside the traced graph"}},
-		{"MaxUnpool2d", func(in []*autograd.Var) []*autograd.Var {
+		{"MaxUnpool2dIndicesFromGo", func(in []*autograd.Var) []*autograd.Var {
 			y, idx := autograd.MaxPool2dWithIndices(in[0], tensor.Pool2dOptions{Kernel: [2]int{2, 2}})
-			return []*autograd.Var{autograd.MaxUnpool2d(y, idx, 4, 4)}
-		}, nil, g.Randn([]int{7, 2, 4, 4}), dyn, []string{`op "MaxUnpool2d"`}},
+			return []*autograd.Var{autograd.MaxUnpool2d(y, idx.Clone(), 4, 4)}
+		}, nil, g.Randn([]int{7, 2, 4, 4}), dyn, []string{`op "MaxUnpool2d"`, "computed outside the traced graph"}},
+		{"MaxUnpool2dSmallerPlane", func(in []*autograd.Var) []*autograd.Var {
+			y, idx := autograd.MaxPool2dWithIndices(in[0], tensor.Pool2dOptions{Kernel: [2]int{1, 1}})
+			return []*autograd.Var{autograd.MaxUnpool2d(y, idx, 3, 4)}
+		}, nil, g.Randn([]int{7, 2, 1, 5}), dyn, []string{`op "MaxUnpool2d"`, "smaller than the input plane"}},
 		{"CumProdBatchAxis", func(in []*autograd.Var) []*autograd.Var { return []*autograd.Var{in[0].CumProd(0)} },
 			nil, x, dyn, []string{`op "CumProd"`, "axis 0 is dynamic"}},
 		{"CumProdLong", func(in []*autograd.Var) []*autograd.Var { return []*autograd.Var{in[0].CumProd(1)} },
