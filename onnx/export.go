@@ -82,8 +82,10 @@ type ExportOptions struct {
 // parameters and buffers exceed ExportOptions.ExternalDataThreshold (2 GiB,
 // protobuf's limit, by default) must be written with ExportFile, which puts
 // them in an external data file; Export then fails. Ops without a mapping
-// (Tril, EmbeddingBag with offsets, per-sample weights or max_norm, ...)
-// fail the export. MaxUnpool2d is exported when its indices are those
+// (Tril, EmbeddingBag with max_norm, ...) fail the export. EmbeddingBag
+// with 1-d ids and offsets (and per-sample weights in sum mode) is written
+// as a one-hot segment reduction, exact for every mode, when the offsets
+// and weights are example inputs or buffers; otherwise it is refused. MaxUnpool2d is exported when its indices are those
 // returned by a MaxPool2dWithIndices of the same trace: that pooling
 // becomes an ONNX MaxPool with its Indices output, which feeds ONNX
 // MaxUnpool. CumProd is unrolled over its (static)

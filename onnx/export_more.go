@@ -128,10 +128,10 @@ func (e *exporter) embeddingBag(v *autograd.Var, n autograd.NodeInfo, in []strin
 		return "", e.unsupported(v, n, "max_norm renormalises the weight in place during the forward pass, which ONNX cannot express")
 	}
 	if _, ok := n.Attrs["offsets"]; ok {
-		return "", e.unsupported(v, n, "offsets are data that shape the bags; only the 2-d ids form is exported")
+		return e.embeddingBagOffsets(v, n, in[0])
 	}
 	if _, ok := n.Attrs["perSampleWeights"]; ok {
-		return "", e.unsupported(v, n, "per-sample weights are not exported; only the 2-d ids form is")
+		return "", e.unsupported(v, n, "per-sample weights are exported only with 1-d ids and offsets")
 	}
 	ids, ok := n.Attrs["ids"].(*tensor.Tensor)
 	if !ok || ids.Dim() != 2 {
@@ -239,4 +239,95 @@ func ExportFile(path string, model nn.Module, exampleInputs []*tensor.Tensor, op
 		}
 	}
 	return nil
+}
+
+// embeddingBagOffsets writes the 1-d ids form of nn.EmbeddingBag, whose
+// bags are given by offsets: the bag of each position i is the number of
+// bag starts at or before i, less one (computed by comparing a Range of
+// positions with the offsets, so empty bags and repeated offsets are
+// exact); a [bags, L] one-hot of those bag numbers, masked by the padding
+// index and (with IncludeLastOffset) by the last offset, then reduces the
+// looked-up rows: MatMul for sum (after scaling by the per-sample weights)
+// and mean (divided by the bag's count, at least 1), a ReduceMax over the
+// rows outside the bag set to -inf for max (0 for an empty bag). The
+// offsets and per-sample weights must be example inputs or buffers, since
+// constants computed in Go would not follow other ids.
+func (e *exporter) embeddingBagOffsets(v *autograd.Var, n autograd.NodeInfo, w string) (string, error) {
+	ids, _ := n.Attrs["ids"].(*tensor.Tensor)
+	offsets, _ := n.Attrs["offsets"].(*tensor.Tensor)
+	psw, hasPSW := n.Attrs["perSampleWeights"].(*tensor.Tensor)
+	if ids == nil || offsets == nil || ids.Dim() != 1 {
+		return "", e.unsupported(v, n, "offsets need 1-d ids")
+	}
+	for _, c := range []struct {
+		what string
+		t    *tensor.Tensor
+	}{{"offsets", offsets}, {"per-sample weights", psw}} {
+		if c.t != nil && !e.known(c.t) {
+			return "", e.unsupported(v, n, fmt.Sprintf("its %s (%s %v) are neither an example input nor a buffer; they would be written as a constant that does not follow the ids, so pass them as an input", c.what, c.t.DType(), c.t.Shape()))
+		}
+	}
+	mode, _ := n.Attrs["mode"].(string)
+	if mode != "sum" && mode != "mean" && mode != "max" {
+		return "", e.unsupported(v, n, fmt.Sprintf("mode %q", mode))
+	}
+	dt := v.DType()
+	i64 := int(dtypeToONNX(tensor.Int64))
+	toInt64 := func(name string, t *tensor.Tensor) string {
+		if t.DType() != tensor.Int64 {
+			return e.node("Cast", []string{name}, attrI("to", i64))
+		}
+		return name
+	}
+	idsName := toInt64(e.constant(ids), ids)
+	offs := toInt64(e.constant(offsets), offsets)
+	zero, one := e.scalar(0, tensor.Int64), e.scalar(1, tensor.Int64)
+	length := e.node("Gather", []string{e.node("Shape", []string{idsName}), zero}, attrI("axis", 0))
+	pos := e.node("Range", []string{zero, length, one})
+	starts := offs
+	last, _ := n.Attrs["includeLastOffset"].(bool)
+	if last {
+		starts = e.node("Slice", []string{offs, e.ints(0), e.ints(-1), e.ints(0)})
+	}
+	bags := e.node("Gather", []string{e.node("Shape", []string{starts}), zero}, attrI("axis", 0))
+	// bag[i] = #{starts ≤ i} − 1, as [1, L].
+	le := e.node("LessOrEqual", []string{e.node("Unsqueeze", []string{starts, e.ints(0)}), e.node("Unsqueeze", []string{pos, e.ints(1)})})
+	count := e.node("ReduceSum", []string{e.node("Cast", []string{le}, attrI("to", i64)), e.ints(1)}, attrI("keepdims", 0))
+	bag := e.node("Unsqueeze", []string{e.node("Sub", []string{count, one}), e.ints(0)})
+	// member[b, i]: position i belongs to bag b and is kept.
+	member := e.node("Equal", []string{e.node("Unsqueeze", []string{e.node("Range", []string{zero, bags, one}), e.ints(1)}), bag})
+	var keep []string
+	if pad, ok := n.Attrs["paddingIdx"].(int); ok {
+		keep = append(keep, e.node("Not", []string{e.node("Equal", []string{idsName, e.ints(pad)})}))
+	}
+	if last {
+		end := e.node("Slice", []string{offs, e.ints(-1), e.ints(math.MaxInt64), e.ints(0)})
+		keep = append(keep, e.node("Less", []string{pos, end}))
+	}
+	for _, k := range keep {
+		member = e.node("And", []string{member, e.node("Unsqueeze", []string{k, e.ints(0)})})
+	}
+	rows := e.node("Gather", []string{w, idsName}, attrI("axis", 0))
+	oneHot := e.node("Cast", []string{member}, attrI("to", int(dtypeToONNX(dt))))
+	switch mode {
+	case "sum":
+		if hasPSW {
+			rows = e.node("Mul", []string{rows, e.node("Unsqueeze", []string{e.constant(psw), e.ints(1)})})
+		}
+		return e.node("MatMul", []string{oneHot, rows}), nil
+	case "mean":
+		sum := e.node("MatMul", []string{oneHot, rows})
+		cnt := e.node("Max", []string{e.node("ReduceSum", []string{oneHot, e.ints(1)}, attrI("keepdims", 1)), e.scalar(1, dt)})
+		return e.node("Div", []string{sum, cnt}), nil
+	}
+	inBag := e.node("Unsqueeze", []string{member, e.ints(2)})
+	masked := e.node("Where", []string{inBag, e.node("Unsqueeze", []string{rows, e.ints(0)}), e.scalar(math.Inf(-1), dt)})
+	var mx string
+	if e.opset >= 18 {
+		mx = e.node("ReduceMax", []string{masked, e.ints(1)}, attrI("keepdims", 0))
+	} else {
+		mx = e.node("ReduceMax", []string{masked}, attrIs("axes", []int{1}), attrI("keepdims", 0))
+	}
+	nonEmpty := e.node("Greater", []string{e.node("ReduceSum", []string{oneHot, e.ints(1)}, attrI("keepdims", 1)), e.scalar(0, dt)})
+	return e.node("Where", []string{nonEmpty, mx, e.scalar(0, dt)}), nil
 }
