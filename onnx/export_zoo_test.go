@@ -160,3 +160,40 @@ func TestExportWarnsAboutStaticReshape(t *testing.T) {
 	require.Len(t, warnings, 1)
 	assert.Contains(t, warnings[0], "op 1 (reshape of [2 3 4] to [6 4]) writes the traced shape as a constant")
 }
+
+// TestExportZooLarge round-trips the zoo models too big for the quick
+// tables: ResNet-34/50 and VGG-11/16. VGG runs at 224×224 because its
+// adaptive pooling to 7×7 maps to ONNX only when the feature map divides
+// evenly. Skipped with -short.
+func TestExportZooLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large zoo models are skipped with -short")
+	}
+	cases := []exportCase{
+		{"ResNet34", func(g *tensor.Generator) nn.Module {
+			return models.ResNet34(g, models.ResNetConfig{NumClasses: 10})
+		}, randInput(3, 32, 32)},
+		{"ResNet50", func(g *tensor.Generator) nn.Module {
+			return models.ResNet50(g, models.ResNetConfig{NumClasses: 10})
+		}, randInput(3, 32, 32)},
+		{"VGG11", func(g *tensor.Generator) nn.Module {
+			return models.VGG11(g, models.VGGConfig{NumClasses: 10})
+		}, randInput(3, 224, 224)},
+		{"VGG16BN", func(g *tensor.Generator) nn.Module {
+			return models.VGG16(g, models.VGGConfig{NumClasses: 10, BatchNorm: true})
+		}, randInput(3, 224, 224)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := tensor.NewGenerator(5)
+			m := tc.build(g)
+			b := exportModule(t, m, tc.input(g, 7), 0)
+			m.Train(false)
+			for _, n := range []int{1, 7} {
+				x := tc.input(g, n)
+				want := m.Forward(autograd.New(x)).Value()
+				assertClose(t, want, runExported(t, b, x), 1e-5)
+			}
+		})
+	}
+}
