@@ -209,6 +209,10 @@ func packA(dst []float32, transA bool, a []float32, lda, ic, pc, mb, kb, mr int,
 			for p := range kb {
 				src := a[(pc+p)*lda+ic+ir:][:rows]
 				d := panel[p*mr : p*mr+rows]
+				if alpha == 1 {
+					copy(d, src)
+					continue
+				}
 				for r, v := range src {
 					d[r] = alpha * v
 				}
@@ -216,6 +220,11 @@ func packA(dst []float32, transA bool, a []float32, lda, ic, pc, mb, kb, mr int,
 			continue
 		}
 		// op(A)[i][p] = a[i*lda+p]: walk each row of A along k.
+		if rows == 12 && mr == 12 {
+			base := (ic+ir)*lda + pc
+			packRows12(panel, a[base:], lda, kb, alpha)
+			continue
+		}
 		for r := range rows {
 			src := a[(ic+ir+r)*lda+pc:][:kb]
 			for p, v := range src {
@@ -249,5 +258,40 @@ func packB(dst []float32, transB bool, b []float32, ldb, pc, jc, kb, nb, nr int)
 				panel[p*nr+col] = v
 			}
 		}
+	}
+}
+
+// packRows12 interleaves the first kb elements of 12 rows of a (rows lda
+// apart, starting at a[0]) into dst, 12 values per step of k, scaling by
+// alpha. Writing dst sequentially from 12 read streams, with the rows hoisted
+// into slices of equal length, keeps the loop free of bounds checks.
+func packRows12(dst, a []float32, lda, kb int, alpha float32) {
+	r0 := a[0*lda:][:kb]
+	r1 := a[1*lda:][:kb]
+	r2 := a[2*lda:][:kb]
+	r3 := a[3*lda:][:kb]
+	r4 := a[4*lda:][:kb]
+	r5 := a[5*lda:][:kb]
+	r6 := a[6*lda:][:kb]
+	r7 := a[7*lda:][:kb]
+	r8 := a[8*lda:][:kb]
+	r9 := a[9*lda:][:kb]
+	r10 := a[10*lda:][:kb]
+	r11 := a[11*lda:][:kb]
+	dst = dst[:12*kb]
+	if alpha == 1 {
+		for p := range r0 {
+			d := dst[12*p : 12*p+12 : 12*p+12]
+			d[0], d[1], d[2], d[3] = r0[p], r1[p], r2[p], r3[p]
+			d[4], d[5], d[6], d[7] = r4[p], r5[p], r6[p], r7[p]
+			d[8], d[9], d[10], d[11] = r8[p], r9[p], r10[p], r11[p]
+		}
+		return
+	}
+	for p := range r0 {
+		d := dst[12*p : 12*p+12 : 12*p+12]
+		d[0], d[1], d[2], d[3] = alpha*r0[p], alpha*r1[p], alpha*r2[p], alpha*r3[p]
+		d[4], d[5], d[6], d[7] = alpha*r4[p], alpha*r5[p], alpha*r6[p], alpha*r7[p]
+		d[8], d[9], d[10], d[11] = alpha*r8[p], alpha*r9[p], alpha*r10[p], alpha*r11[p]
 	}
 }
