@@ -96,6 +96,10 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 	// contributions are added in place and a leaf may keep one without a
 	// copy. A recorded (CreateGraph) pass owns nothing.
 	owned := map[*tensor.Tensor]bool{}
+	// exclusive holds gradients, views included, whose storage a backward
+	// rule allocated and nothing outside the pass refers to; a dense view of
+	// one that a later rule returns may be owned in turn.
+	exclusive := map[*tensor.Tensor]bool{}
 	inPlace := !opt.CreateGraph
 	for i, o := range outputs {
 		accumulate(grads, owned, inPlace, o, gouts[i])
@@ -112,7 +116,9 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 		// From here on g is handed out (to hooks, the leaf, the backward
 		// rule), so the pass may no longer write to it.
 		isOwned := owned[g.value]
+		isExclusive := exclusive[g.value]
 		delete(owned, g.value)
+		delete(exclusive, g.value)
 		hooked := v.hasHooks()
 		if hg := v.runHooks(g); hg != g {
 			g = hg
@@ -147,6 +153,9 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 			g = New(g.value)
 		}
 		ig := n.backward(g, in, out)
+		// gOwned: nothing outside this pass has seen g, so a gradient that
+		// is a dense view of it may be handed on exclusively.
+		gOwned := (isOwned || isExclusive) && !hooked && !want[v]
 		for i, x := range n.inputs {
 			if x == nil || !x.requiresGrad || i >= len(ig) || ig[i] == nil {
 				continue
@@ -160,6 +169,14 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 				// gradient in the promoted dtype; every input receives its
 				// own dtype, as in PyTorch.
 				gi = gi.To(x.DType())
+			}
+			if _, seen := grads[x]; !seen && targets == nil && !opt.RetainGraph && inPlace &&
+				exclusiveGrad(gi, i, ig, g, gOwned, n, in, out) {
+				if denseOwner(gi.value) {
+					owned[gi.value] = true
+				} else {
+					exclusive[gi.value] = true
+				}
 			}
 			accumulate(grads, owned, inPlace, x, gi)
 		}
@@ -205,6 +222,53 @@ func accumulate(grads map[*Var]*Var, owned map[*tensor.Tensor]bool, inPlace bool
 		owned[sum.value] = true
 	}
 	grads[v] = sum
+}
+
+// exclusiveGrad reports whether the storage of gi, the gradient a backward
+// rule returned for its input i, belongs to the pass alone: it is shared with
+// nothing the rule was given or returned elsewhere (the incoming gradient g
+// unless the pass owns g, the op's inputs, output and saved tensors, the
+// other gradients), so the rule allocated it. When gi is moreover dense
+// (denseOwner), later contributions may be added into it and a leaf may keep
+// it without a copy. Rules recorded through Custom are never trusted.
+func exclusiveGrad(gi *Var, i int, ig []*Var, g *Var, gOwned bool, n *node, in []*Var, out *Var) bool {
+	t := gi.value
+	if n.external || gi.gradSink || gi.node != nil {
+		return false
+	}
+	if !gOwned && t.SharesStorage(g.value) {
+		return false
+	}
+	if t.SharesStorage(out.value) {
+		return false
+	}
+	for _, x := range in {
+		if x != nil && t.SharesStorage(x.value) {
+			return false
+		}
+	}
+	for _, x := range n.inputs {
+		if x != nil && t.SharesStorage(x.value) {
+			return false
+		}
+	}
+	for _, s := range n.saved {
+		if t.SharesStorage(s.t) {
+			return false
+		}
+	}
+	for j, o := range ig {
+		if j != i && o != nil && t.SharesStorage(o.value) {
+			return false
+		}
+	}
+	return true
+}
+
+// denseOwner reports whether t is a contiguous float tensor that fills its
+// whole storage from the start.
+func denseOwner(t *tensor.Tensor) bool {
+	return tensor.FusedSupported(t) && t.Offset() == 0 && t.Buffer().Len() == t.Numel()
 }
 
 // hasHooks reports whether v has gradient hooks (which may keep the

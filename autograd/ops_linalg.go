@@ -24,7 +24,13 @@ func (v *Var) MatMul(u *Var) *Var {
 		}
 		da := gu.MatMul(bv.Transpose(-1, -2))
 		var db *Var
-		if bv.Dim() == 2 && av.Dim() > 2 {
+		if bv.Dim() == 2 && b.Dim() == 2 && av.Dim() >= 2 && !b.value.IsContiguous() && b.value.T().IsContiguous() {
+			// b is a transposed matrix (Linear's Wᵀ): form the gradient in
+			// the layout of the matrix behind the view, (gᵀ @ a)ᵀ, so that
+			// the transpose's own backward hands a dense gradient on.
+			as, gs := av.Shape(), gu.Shape()
+			db = gu.Reshape(-1, gs[len(gs)-1]).T().MatMul(av.Reshape(-1, as[len(as)-1])).T()
+		} else if bv.Dim() == 2 && av.Dim() > 2 {
 			// A matrix shared by a batch: sum the batch inside one product,
 			// (batch·m × k)ᵀ @ (batch·m × n), instead of forming a
 			// [batch, k, n] gradient and reducing it.

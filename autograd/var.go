@@ -49,6 +49,9 @@ type node struct {
 	// composite, when set, names the higher-level op (an activation built
 	// from primitives) whose output this node is; see trace.go.
 	composite *NodeInfo
+	// external marks a node recorded through Custom: its rule may return
+	// tensors the caller keeps, so backward never takes ownership of them.
+	external bool
 }
 
 // savedVersion remembers the storage version a saved tensor had when the op
@@ -198,5 +201,9 @@ type BackwardFunc func(g *Var, in []*Var, out *Var) []*Var
 // against in-place writes), and backward its gradient rule. Write backward in
 // Var operations to keep higher-order gradients working.
 func Custom(op string, out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor, backward BackwardFunc) *Var {
-	return record(op, out, inputs, saved, backward)
+	v := record(op, out, inputs, saved, backward)
+	if v.node != nil {
+		v.node.external = true
+	}
+	return v
 }
