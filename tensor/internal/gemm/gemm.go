@@ -23,8 +23,9 @@ type kernel struct {
 	mc, kc, nc int // cache blocks: mc is a multiple of mr, nc of nr
 	// fn adds the product of a packed mr×k panel of A (mr values per step of
 	// k) and a packed k×nr panel of B (nr values per step of k) to the mr×nr
-	// tile of C starting at c[0] whose rows are ldc elements apart.
-	fn func(k int, a, b, c []float32, ldc int)
+	// tile of C starting at c[0] whose rows are ldc elements apart; when add
+	// is false it stores the product there instead, without reading C.
+	fn func(k int, a, b, c []float32, ldc int, add bool)
 }
 
 // minParallelWork is the m·n·k product below which Sgemm stays on the calling
@@ -84,7 +85,10 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 	if m == 0 || n == 0 {
 		return
 	}
-	if beta != 1 {
+	// With beta == 0 and a non-empty product, the first KC block overwrites
+	// C instead (see blocked), so C is neither cleared nor read.
+	overwrite := beta == 0 && k > 0 && alpha != 0
+	if beta != 1 && !overwrite {
 		for i := range m {
 			row := c[i*ldc : i*ldc+n]
 			if beta == 0 {
@@ -106,7 +110,7 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 		threads = 1
 	}
 	if threads == 1 {
-		blocked(kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+		blocked(kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, overwrite)
 		return
 	}
 	var wg sync.WaitGroup
@@ -120,7 +124,7 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 				boff = j0 * ldb
 			}
 			wg.Go(func() {
-				blocked(kern, transA, transB, m, nj, k, alpha, a, lda, b[boff:], ldb, c[j0:], ldc)
+				blocked(kern, transA, transB, m, nj, k, alpha, a, lda, b[boff:], ldb, c[j0:], ldc, overwrite)
 			})
 		}
 	} else {
@@ -133,7 +137,7 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 				aoff = i0
 			}
 			wg.Go(func() {
-				blocked(kern, transA, transB, mi, n, k, alpha, a[aoff:], lda, b, ldb, c[i0*ldc:], ldc)
+				blocked(kern, transA, transB, mi, n, k, alpha, a[aoff:], lda, b, ldb, c[i0*ldc:], ldc, overwrite)
 			})
 		}
 	}
@@ -147,7 +151,9 @@ func getBuf(n int) *[]float32 { return bufPool.Get(n) }
 
 // blocked runs C += alpha·op(A)·op(B) on the calling goroutine with the
 // BLIS loop nest: NC columns of B, KC depth, MC rows of A, then NR×MR tiles.
-func blocked(kern *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+// With overwrite set it computes C = alpha·op(A)·op(B) instead, never reading
+// C: the first KC block stores its tiles and later blocks add to them.
+func blocked(kern *kernel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, overwrite bool) {
 	mr, nr := kern.mr, kern.nr
 	kcMax := min(kern.kc, k)
 	pa := getBuf(roundUp(min(kern.mc, m), mr) * kcMax)
@@ -161,6 +167,7 @@ func blocked(kern *kernel, transA, transB bool, m, n, k int, alpha float32, a []
 		nb := min(kern.nc, n-jc)
 		for pc := 0; pc < k; pc += kern.kc {
 			kb := min(kern.kc, k-pc)
+			add := pc > 0 || !overwrite
 			packB(bufB, transB, b, ldb, pc, jc, kb, nb, nr)
 			for ic := 0; ic < m; ic += kern.mc {
 				mb := min(kern.mc, m-ic)
@@ -173,16 +180,19 @@ func blocked(kern *kernel, transA, transB bool, m, n, k int, alpha float32, a []
 						ap := bufA[ir*kb:]
 						ci := (ic+ir)*ldc + jc + jr
 						if mrr == mr && nrr == nr {
-							kern.fn(kb, ap, bp, c[ci:], ldc)
+							kern.fn(kb, ap, bp, c[ci:], ldc, add)
 							continue
 						}
 						// Edge tile: compute the full tile into scratch and
-						// add back only the part inside C.
-						clear(tile)
-						kern.fn(kb, ap, bp, tile, nr)
+						// add (or store) back only the part inside C.
+						kern.fn(kb, ap, bp, tile, nr, false)
 						for i := range mrr {
 							row := c[ci+i*ldc : ci+i*ldc+nrr]
 							t := tile[i*nr : i*nr+nrr]
+							if !add {
+								copy(row, t)
+								continue
+							}
 							for j := range row {
 								row[j] += t[j]
 							}

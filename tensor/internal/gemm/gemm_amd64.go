@@ -9,25 +9,27 @@ import (
 )
 
 // kern12x32AVX512 adds the product of a packed 12×k panel of A and a packed
-// k×32 panel of B to the 12×32 tile of C at c whose rows are ldc floats apart.
+// k×32 panel of B to the 12×32 tile of C at c whose rows are ldc floats apart
+// (or, when add is 0, stores it there without reading C).
 //
 //go:noescape
-func kern12x32AVX512(k int, a, b, c *float32, ldc int)
+func kern12x32AVX512(k int, a, b, c *float32, ldc, add int)
 
 // kern6x16AVX2 adds the product of a packed 6×k panel of A and a packed k×16
-// panel of B to the 6×16 tile of C at c whose rows are ldc floats apart.
+// panel of B to the 6×16 tile of C at c whose rows are ldc floats apart (or,
+// when add is 0, stores it there without reading C).
 //
 //go:noescape
-func kern6x16AVX2(k int, a, b, c *float32, ldc int)
+func kern6x16AVX2(k int, a, b, c *float32, ldc, add int)
 
 var (
 	avx512Kernel = &kernel{name: "avx512", mr: 12, nr: 32, mc: 144, kc: 256, nc: 2048,
-		fn: func(k int, a, b, c []float32, ldc int) {
-			kern12x32AVX512(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc)
+		fn: func(k int, a, b, c []float32, ldc int, add bool) {
+			kern12x32AVX512(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, b2i(add))
 		}}
 	avx2Kernel = &kernel{name: "avx2", mr: 6, nr: 16, mc: 96, kc: 256, nc: 1024,
-		fn: func(k int, a, b, c []float32, ldc int) {
-			kern6x16AVX2(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc)
+		fn: func(k int, a, b, c []float32, ldc int, add bool) {
+			kern6x16AVX2(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, b2i(add))
 		}}
 )
 
@@ -42,4 +44,12 @@ func availableKernels() []*kernel {
 		ks = append(ks, avx2Kernel)
 	}
 	return append(ks, genericKernel)
+}
+
+// b2i is 1 for true and 0 for false.
+func b2i(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }

@@ -2,11 +2,12 @@
 
 #include "textflag.h"
 
-// func kern12x32AVX512(k int, a, b, c *float32, ldc int)
-// C[12x32] += A[12xk packed] * B[kx32 packed]; C rows are ldc floats apart.
+// func kern12x32AVX512(k int, a, b, c *float32, ldc, add int)
+// C[12x32] += A[12xk packed] * B[kx32 packed] when add != 0, else
+// C[12x32] = A*B without reading C; C rows are ldc floats apart.
 // The C tile is prefetched while the k loop runs; the loop is unrolled by
 // four with software prefetch of the A panel (streamed from L2) ahead.
-TEXT ·kern12x32AVX512(SB), NOSPLIT, $0-40
+TEXT ·kern12x32AVX512(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -285,6 +286,9 @@ loop512:
 	DECQ CX
 	JNZ loop512
 store512:
+	MOVQ add+40(FP), AX
+	TESTQ AX, AX
+	JZ overwrite512
 	VADDPS (DX), Z0, Z0
 	VMOVUPS Z0, (DX)
 	VADDPS 64(DX), Z1, Z1
@@ -346,10 +350,49 @@ store512:
 	VMOVUPS Z23, 64(DX)
 	VZEROUPPER
 	RET
+overwrite512:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z8, (DX)
+	VMOVUPS Z9, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z10, (DX)
+	VMOVUPS Z11, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z12, (DX)
+	VMOVUPS Z13, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z14, (DX)
+	VMOVUPS Z15, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z16, (DX)
+	VMOVUPS Z17, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z18, (DX)
+	VMOVUPS Z19, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z20, (DX)
+	VMOVUPS Z21, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z22, (DX)
+	VMOVUPS Z23, 64(DX)
+	VZEROUPPER
+	RET
 
-// func kern6x16AVX2(k int, a, b, c *float32, ldc int)
-// C[6x16] += A[6xk packed] * B[kx16 packed]; C rows are ldc floats apart.
-TEXT ·kern6x16AVX2(SB), NOSPLIT, $0-40
+// func kern6x16AVX2(k int, a, b, c *float32, ldc, add int)
+// C[6x16] += A[6xk packed] * B[kx16 packed] when add != 0, else
+// C[6x16] = A*B without reading C; C rows are ldc floats apart.
+TEXT ·kern6x16AVX2(SB), NOSPLIT, $0-48
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DI
@@ -396,6 +439,9 @@ loop256:
 	DECQ CX
 	JNZ loop256
 store256:
+	MOVQ add+40(FP), AX
+	TESTQ AX, AX
+	JZ overwrite256
 	VADDPS (DX), Y0, Y0
 	VMOVUPS Y0, (DX)
 	VADDPS 32(DX), Y1, Y1
@@ -424,6 +470,26 @@ store256:
 	VADDPS (DX), Y10, Y10
 	VMOVUPS Y10, (DX)
 	VADDPS 32(DX), Y11, Y11
+	VMOVUPS Y11, 32(DX)
+	VZEROUPPER
+	RET
+overwrite256:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y8, (DX)
+	VMOVUPS Y9, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y10, (DX)
 	VMOVUPS Y11, 32(DX)
 	VZEROUPPER
 	RET

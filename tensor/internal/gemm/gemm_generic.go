@@ -7,8 +7,14 @@ var genericKernel = &kernel{name: "generic", mr: 4, nr: 4, mc: 64, kc: 256, nc: 
 
 // kern4x4Generic adds the product of a packed 4×k panel of A (4 values per
 // step of k) and a packed k×4 panel of B (4 values per step of k) to the 4×4
-// tile of C starting at c[0], whose rows are ldc elements apart.
-func kern4x4Generic(k int, a, b, c []float32, ldc int) {
+// tile of C starting at c[0], whose rows are ldc elements apart; when add is
+// false the tile is overwritten instead, so its old contents are not used.
+func kern4x4Generic(k int, a, b, c []float32, ldc int, add bool) {
+	if !add {
+		for i := range 4 {
+			clear(c[i*ldc : i*ldc+4])
+		}
+	}
 	var c00, c01, c02, c03 float32
 	var c10, c11, c12, c13 float32
 	var c20, c21, c22, c23 float32

@@ -156,6 +156,10 @@ func TestSgemmLargeBlocks(t *testing.T) {
 			{false, false, 301, 2100, 260, 1, 0.5, 3},
 			{true, true, 150, 45, 520, -1, 0, 1},
 			{false, true, 70, 1100, 9, 1, 1, 0},
+			// beta = 0 over several KC blocks: the first block stores into
+			// the NaN-filled C, later ones add, and edge tiles do both.
+			{false, false, 157, 90, 530, 1, 0, 2},
+			{true, false, 13, 37, 300, 2, 0, 0},
 		} {
 			t.Run(fmt.Sprintf("%s/%dx%dx%d", kern.name, p.m, p.n, p.k), func(t *testing.T) {
 				got, want, ldc := p.run(t, r, kern, 2)
