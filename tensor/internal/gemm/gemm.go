@@ -114,7 +114,7 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 		return
 	}
 	var wg sync.WaitGroup
-	if n >= m {
+	if splitColumns(kern, threads, transA, transB, m, n, k) {
 		// Split the columns of op(B) and C into runs of whole NR panels.
 		per := roundUp((n+threads-1)/threads, kern.nr)
 		for j0 := 0; j0 < n; j0 += per {
@@ -142,6 +142,36 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 		}
 	}
 	wg.Wait()
+}
+
+// gatherCost is how many times dearer it is to pack an element of A or B
+// from the layout where a packed panel row is strided in memory (A as stored,
+// or Bᵀ) than from the one where it is a contiguous copy.
+const gatherCost = 4
+
+// splitColumns reports whether a parallel product should split the columns
+// of C (each goroutine packs all of op(A) and its share of op(B)) rather than
+// the rows (each packs its share of op(A) and all of op(B)). It picks the
+// split that duplicates the cheaper packing, as long as the split dimension
+// gives every goroutine at least one whole micro-panel; the other one
+// otherwise.
+func splitColumns(kern *kernel, threads int, transA, transB bool, m, n, k int) bool {
+	rowsOK, colsOK := m >= threads*kern.mr, n >= threads*kern.nr
+	if rowsOK != colsOK {
+		return colsOK
+	}
+	if !rowsOK {
+		return n >= m
+	}
+	costA, costB := float64(m)*float64(k), float64(k)*float64(n)
+	if !transA {
+		costA *= gatherCost
+	}
+	if transB {
+		costB *= gatherCost
+	}
+	// Splitting columns repeats A's packing in every goroutine.
+	return costA < costB
 }
 
 func roundUp(x, to int) int { return (x + to - 1) / to * to }

@@ -265,3 +265,28 @@ func BenchmarkGonumSgemm(b *testing.B) {
 		})
 	}
 }
+
+// TestSplitColumns checks which dimension a parallel product splits.
+func TestSplitColumns(t *testing.T) {
+	kern := &kernel{name: "test", mr: 12, nr: 32}
+	tests := []struct {
+		name           string
+		transA, transB bool
+		m, n           int
+		want           bool
+	}{
+		{"square NN repeats the cheap B copy", false, false, 256, 256, false},
+		{"square NT: equal costs split rows", false, true, 256, 256, false},
+		{"square TT: only B is gathered", true, true, 256, 256, true},
+		{"square TN: A is a copy", true, false, 256, 256, false},
+		{"wide NN", false, false, 24, 4096, true},
+		{"too few rows for a panel each", false, false, 20, 64, true},
+		{"too few columns for a panel each", false, true, 64, 60, false},
+		{"both too small", false, false, 10, 40, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, splitColumns(kern, 2, tt.transA, tt.transB, tt.m, tt.n, 100))
+		})
+	}
+}
