@@ -240,8 +240,16 @@ func (v *Var) Sigmoid() *Var {
 func (v *Var) Relu() *Var {
 	out := v.value.Relu()
 	return record("Relu", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
-		mask := out.value.Gt(tensor.ScalarOf(0, out.DType())).To(g.DType())
-		return []*Var{g.Mul(New(mask))}
+		return []*Var{reluGrad(g, out.value)}
+	})
+}
+
+// reluGrad is g masked to where Relu's output out is positive, in one fused
+// pass. It is linear in g with the mask held constant, so its own gradient
+// is the same mask applied to the incoming gradient (higher orders work).
+func reluGrad(g *Var, out *tensor.Tensor) *Var {
+	return record("ReluBackward", tensor.ReluGrad(g.value, out), []*Var{g}, []*tensor.Tensor{out}, func(gg *Var, _ []*Var, _ *Var) []*Var {
+		return []*Var{reluGrad(gg, out)}
 	})
 }
 

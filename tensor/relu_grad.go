@@ -1,0 +1,59 @@
+package tensor
+
+import "fmt"
+
+// ReluGrad returns the gradient of Relu given its output gradient g and its
+// output out: g where out > 0 and zero elsewhere (PyTorch's
+// threshold_backward with threshold 0, so a non-finite g where out <= 0
+// still gives 0). g and out must have the same shape; the result has g's
+// dtype. Dense float32/float64 CPU operands of one dtype take a single fused
+// pass; other operands are handled by Where.
+func ReluGrad(g, out *Tensor) *Tensor {
+	if !sameShape(g.shape, out.shape) {
+		panic(fmt.Sprintf("tensor.ReluGrad: gradient shape %v must equal the output shape %v", g.shape, out.shape))
+	}
+	if !g.dtype.IsFloat() {
+		panic(fmt.Sprintf("tensor.ReluGrad: gradient dtype %v must be floating point", g.dtype))
+	}
+	if g.dtype == out.dtype && g.IsContiguous() && out.IsContiguous() {
+		switch g.dtype {
+		case Float32:
+			if r, ok := reluGradDense[float32](g, out); ok {
+				return r
+			}
+		case Float64:
+			if r, ok := reluGradDense[float64](g, out); ok {
+				return r
+			}
+		}
+	}
+	return Where(out.Gt(ScalarOf(0, out.dtype)), g, ScalarOf(0, g.dtype))
+}
+
+// reluGradDense is ReluGrad on contiguous CPU operands of element type T.
+func reluGradDense[T float32 | float64](g, out *Tensor) (*Tensor, bool) {
+	gd, ok := cpuDense[T](g)
+	if !ok {
+		return nil, false
+	}
+	od, ok := cpuDense[T](out)
+	if !ok {
+		return nil, false
+	}
+	r := empty(g.st.backend, g.dtype, g.shape)
+	rd, ok := r.st.buf.(*cpuBuffer).data.([]T)
+	if !ok {
+		return nil, false
+	}
+	parallelFor(len(rd), 64, func(lo, hi int) {
+		o, s, d := od[lo:hi], gd[lo:hi], rd[lo:hi]
+		for i := range d {
+			if o[i] > 0 {
+				d[i] = s[i]
+			} else {
+				d[i] = 0
+			}
+		}
+	})
+	return r, true
+}
