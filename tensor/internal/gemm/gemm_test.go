@@ -237,9 +237,10 @@ func reportGFLOPS(b *testing.B, n int) {
 }
 
 // BenchmarkSgemm measures square products with this package (GOMAXPROCS
-// goroutines; use -cpu 1,2 to vary).
+// goroutines; use -cpu 1,2 to vary), up to 2048 to compare with OpenBLAS
+// (/work/shared/bench/gemm_py.py).
 func BenchmarkSgemm(b *testing.B) {
-	for _, n := range benchSizes() {
+	for _, n := range append(benchSizes(), 2048) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			x, y, z := benchInputs(n)
 			for b.Loop() {
