@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,6 +29,18 @@ func TestReluGradGolden(t *testing.T) {
 			check(t, c.Name, c.Outputs[0], got)
 		})
 	}
+}
+
+// The fused kernels decide positivity from the bit pattern; check the edge
+// values: -0, +Inf, NaN, -Inf and the smallest subnormal.
+func TestReluGradSpecialOutputs(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	out := []float64{math.Copysign(0, -1), inf, nan, -inf, math.SmallestNonzeroFloat64, 0}
+	g := []float64{1, 2, 3, 4, 5, 6}
+	assert.Equal(t, []float64{0, 2, 0, 0, 5, 0}, tensor.ReluGrad(tensor.FromSlice(g, 6), tensor.FromSlice(out, 6)).Float64s())
+	out32 := []float32{float32(math.Copysign(0, -1)), float32(inf), float32(nan), float32(-inf), math.SmallestNonzeroFloat32, 0}
+	g32 := []float32{1, 2, 3, 4, 5, 6}
+	assert.Equal(t, []float32{0, 2, 0, 0, 5, 0}, tensor.ReluGrad(tensor.FromSlice(g32, 6), tensor.FromSlice(out32, 6)).Float32s())
 }
 
 func TestReluGradMixedAndMisuse(t *testing.T) {
