@@ -291,8 +291,14 @@ func packB(dst []float32, transB bool, b []float32, ldb, pc, jc, kb, nb, nr int)
 			}
 			continue
 		}
-		// op(B)[p][j] = b[j*ldb+p]: walk each row of B (a column of op(B)).
-		for col := range cols {
+		// op(B)[p][j] = b[j*ldb+p]: walk each row of B (a column of op(B)),
+		// four at a time so each step of k writes four adjacent values.
+		base := (jc+jr)*ldb + pc
+		full := cols &^ 3
+		for col := 0; col < full; col += 4 {
+			interleave4(panel[col:], nr, b[base+col*ldb:], ldb, kb)
+		}
+		for col := full; col < cols; col++ {
 			src := b[(jc+jr+col)*ldb+pc:][:kb]
 			for p, v := range src {
 				panel[p*nr+col] = v
@@ -333,5 +339,19 @@ func packRows12(dst, a []float32, lda, kb int, alpha float32) {
 		d[0], d[1], d[2], d[3] = alpha*r0[p], alpha*r1[p], alpha*r2[p], alpha*r3[p]
 		d[4], d[5], d[6], d[7] = alpha*r4[p], alpha*r5[p], alpha*r6[p], alpha*r7[p]
 		d[8], d[9], d[10], d[11] = alpha*r8[p], alpha*r9[p], alpha*r10[p], alpha*r11[p]
+	}
+}
+
+// interleave4 copies the first kb elements of 4 rows of a (rows lda apart,
+// starting at a[0]) into dst so that step p of k puts the four values at
+// dst[p*w : p*w+4].
+func interleave4(dst []float32, w int, a []float32, lda, kb int) {
+	r0 := a[0*lda:][:kb]
+	r1 := a[1*lda:][:kb]
+	r2 := a[2*lda:][:kb]
+	r3 := a[3*lda:][:kb]
+	for p := range r0 {
+		d := dst[p*w : p*w+4 : p*w+4]
+		d[0], d[1], d[2], d[3] = r0[p], r1[p], r2[p], r3[p]
 	}
 }
