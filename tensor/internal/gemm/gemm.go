@@ -250,6 +250,11 @@ func packA(dst []float32, transA bool, a []float32, lda, ic, pc, mb, kb, mr int,
 				src := a[(pc+p)*lda+ic+ir:][:rows]
 				d := panel[p*mr : p*mr+rows]
 				if alpha == 1 {
+					if rows == 12 {
+						// A fixed-size array copy avoids a memmove call.
+						*(*[12]float32)(d) = [12]float32(src)
+						continue
+					}
 					copy(d, src)
 					continue
 				}
