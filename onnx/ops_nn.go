@@ -216,6 +216,12 @@ func lift2(v []int, def int) [2]int {
 }
 
 func opConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	return conv(n, in, false)
+}
+
+// conv runs a Conv node, followed by a ReLU when relu is set (the fused
+// Conv+Relu of optimize.go).
+func conv(n *node, in []*tensor.Tensor, relu bool) ([]*tensor.Tensor, error) {
 	x, err := n.need(in, 0)
 	if err != nil {
 		return nil, err
@@ -241,6 +247,9 @@ func opConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if err != nil {
 			return nil, err
 		}
+		if relu {
+			y = y.Relu()
+		}
 		return one(y)
 	}
 	x4, lifted, err := n.lift(x)
@@ -260,7 +269,12 @@ func opConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		Stride: lift2(p.stride, 1), Padding: lift2(pad, 0), Dilation: lift2(p.dilation, 1),
 		Groups: int(n.attrInt("group", 1)),
 	}
-	y := tensor.Conv2d(x4, w4, b, opt)
+	var y *tensor.Tensor
+	if relu {
+		y = tensor.Conv2dRelu(x4, w4, b, opt)
+	} else {
+		y = tensor.Conv2d(x4, w4, b, opt)
+	}
 	if lifted {
 		y = y.Squeeze(2)
 	}

@@ -28,6 +28,11 @@ type SessionOptions struct {
 	// positive value sets it for every session. Zero leaves the setting as
 	// it is (by default runtime.GOMAXPROCS).
 	IntraOpThreads int
+	// DisableOptimizations skips the load-time graph rewrites of
+	// optimize.go (BatchNormalization folded into the preceding Conv,
+	// Conv+Relu fused, Identity and inference Dropout removed), which change
+	// results only by float rounding.
+	DisableOptimizations bool
 }
 
 // UnsupportedError lists every operator of a model that Ember cannot run,
@@ -167,6 +172,11 @@ func (c *compiler) compile(g *graphProto, depth int, consts map[string]*tensor.T
 			continue
 		}
 		p.nodes = append(p.nodes, n)
+	}
+	if !c.opts.DisableOptimizations {
+		if err := p.optimize(g.outputs); err != nil {
+			return nil, nil, err
+		}
 	}
 	for i, n := range p.nodes {
 		for _, name := range n.inputs {

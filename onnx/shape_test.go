@@ -206,7 +206,8 @@ func TestMemoryPlanReleases(t *testing.T) {
 	})
 	m, err := Read(bytes.NewReader(b))
 	require.NoError(t, err)
-	s, err := m.NewSession(SessionOptions{})
+	// Optimizations would remove the Dropout this test plans around.
+	s, err := m.NewSession(SessionOptions{DisableOptimizations: true})
 	require.NoError(t, err)
 	// x dies at Dropout, whose unread mask dies at once; d dies at Add; r
 	// is a graph output and is never released.

@@ -1,0 +1,130 @@
+package onnx
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// vals returns n deterministic floats in [lo, lo+span).
+func vals(n int, seed, lo, span float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		f := math.Mod(math.Sin(float64(i)*12.9898+seed)*43758.5453, 1)
+		v[i] = float32(lo + span*math.Abs(f))
+	}
+	return v
+}
+
+// bnInits returns the four BatchNormalization initializers of c channels
+// named prefix_{scale,bias,mean,var}.
+func bnInits(prefix string, c int64, seed float64) [][]byte {
+	return [][]byte{
+		mkFloatTensor(prefix+"_scale", []int64{c}, vals(int(c), seed, 0.5, 1.5)...),
+		mkFloatTensor(prefix+"_bias", []int64{c}, vals(int(c), seed+1, -1, 2)...),
+		mkFloatTensor(prefix+"_mean", []int64{c}, vals(int(c), seed+2, -0.5, 1)...),
+		mkFloatTensor(prefix+"_var", []int64{c}, vals(int(c), seed+3, 0.2, 2)...),
+	}
+}
+
+// TestOptimizeConvBNRelu runs small Conv+BN+Relu graphs with and without
+// the load-time optimizations and checks that the outputs agree to float
+// rounding and that exactly the expected nodes were rewritten away.
+func TestOptimizeConvBNRelu(t *testing.T) {
+	pads := mkAttrInts("pads", 1, 1, 1, 1)
+	eps := mkAttrFloat("epsilon", 1e-3)
+	convInits := [][]byte{
+		mkFloatTensor("W", []int64{4, 3, 3, 3}, vals(108, 1, -1, 2)...),
+		mkFloatTensor("B", []int64{4}, vals(4, 2, -1, 2)...),
+		mkFloatTensor("W2", []int64{4, 2, 1, 1}, vals(8, 3, -1, 2)...),
+	}
+	inits := append(append(convInits, bnInits("bn1", 4, 10)...), bnInits("bn2", 4, 20)...)
+	bn1 := []string{"c", "bn1_scale", "bn1_bias", "bn1_mean", "bn1_var"}
+	cases := []struct {
+		name    string
+		nodes   [][]byte
+		outputs []string
+		// want is the node count of the optimized plan; the unoptimized
+		// one keeps every node.
+		want int
+	}{
+		{
+			// Identity, Conv+BN+Relu, Dropout, grouped bias-less Conv+BN.
+			name: "chain",
+			nodes: [][]byte{
+				mkNode("Identity", []string{"x"}, []string{"id"}),
+				mkNode("Conv", []string{"id", "W", "B"}, []string{"c"}, pads),
+				mkNode("BatchNormalization", bn1, []string{"bn"}, eps),
+				mkNode("Relu", []string{"bn"}, []string{"r"}),
+				mkNode("Dropout", []string{"r"}, []string{"d"}),
+				mkNode("Conv", []string{"d", "W2"}, []string{"c2"}, mkAttrInt("group", 2)),
+				mkNode("BatchNormalization", []string{"c2", "bn2_scale", "bn2_bias", "bn2_mean", "bn2_var"}, []string{"y"}),
+			},
+			outputs: []string{"y"},
+			want:    2,
+		},
+		{
+			// The Conv output is also a graph output: nothing is folded.
+			name: "conv-output-observed",
+			nodes: [][]byte{
+				mkNode("Conv", []string{"x", "W", "B"}, []string{"c"}, pads),
+				mkNode("BatchNormalization", bn1, []string{"bn"}, eps),
+				mkNode("Relu", []string{"bn"}, []string{"y"}),
+			},
+			outputs: []string{"y", "c"},
+			want:    3,
+		},
+		{
+			// The BN output feeds Relu and another node: BN folds, Relu
+			// stays separate.
+			name: "bn-output-shared",
+			nodes: [][]byte{
+				mkNode("Conv", []string{"x", "W", "B"}, []string{"c"}, pads),
+				mkNode("BatchNormalization", bn1, []string{"bn"}, eps),
+				mkNode("Relu", []string{"bn"}, []string{"r"}),
+				mkNode("Add", []string{"r", "bn"}, []string{"y"}),
+			},
+			outputs: []string{"y"},
+			want:    3,
+		},
+	}
+	x := tensor.FromSlice(vals(108, 5, -2, 4), 1, 3, 6, 6)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			outs := make([][]byte, len(tc.outputs))
+			for i, o := range tc.outputs {
+				outs[i] = mkValueInfo(o, dtFloat, 1, 4, 6, 6)
+			}
+			b := mkModel(15, graphParts{nodes: tc.nodes, inits: inits, inputs: [][]byte{mkValueInfo("x", dtFloat, 1, 3, 6, 6)}, outputs: outs})
+			m, err := Read(bytes.NewReader(b))
+			require.NoError(t, err)
+			plain, err := m.NewSession(SessionOptions{DisableOptimizations: true})
+			require.NoError(t, err)
+			opt, err := m.NewSession(SessionOptions{})
+			require.NoError(t, err)
+			require.Len(t, plain.plan.nodes, len(tc.nodes))
+			require.Len(t, opt.plan.nodes, tc.want)
+			want, err := plain.Run(context.Background(), map[string]*tensor.Tensor{"x": x})
+			require.NoError(t, err)
+			got, err := opt.Run(context.Background(), map[string]*tensor.Tensor{"x": x})
+			require.NoError(t, err)
+			for _, o := range tc.outputs {
+				require.Equal(t, want[o].Shape(), got[o].Shape(), o)
+				wv, gv := want[o].Float32s(), got[o].Float32s()
+				nonzero := 0
+				for i := range wv {
+					require.InDelta(t, wv[i], gv[i], 1e-5*(1+math.Abs(float64(wv[i]))), "%s[%d]", o, i)
+					if wv[i] != 0 {
+						nonzero++
+					}
+				}
+				require.Positive(t, nonzero, "%s should not be all zero", o)
+			}
+		})
+	}
+}
