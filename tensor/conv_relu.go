@@ -1,12 +1,15 @@
 package tensor
 
-import "github.com/emberml/ember/tensor/internal/cpu"
+import (
+	"github.com/emberml/ember/tensor/internal/cpu"
+	"github.com/emberml/ember/tensor/internal/vec"
+)
 
 // Conv2dRelu returns max(Conv2d(x, w, b, opt), 0): the convolution followed
 // by a ReLU, with the same shapes and rules as Conv2d. On the CPU float32
-// convolutions (and depthwise ones of either float type) clamp the output
-// in the pass that adds the bias, so no second walk over the output is
-// needed; elsewhere it is Conv2d followed by Relu. It is a forward-only
+// convolutions (and depthwise ones of either float type) clamp their fresh
+// output in place, so no second output tensor is allocated; elsewhere it is
+// Conv2d followed by Relu. It is a forward-only
 // inference helper: autograd does not record it.
 func Conv2dRelu(x, w, b *Tensor, opt Conv2dOptions) *Tensor {
 	return unbatched(x, 4, func(x *Tensor) *Tensor {
@@ -21,8 +24,9 @@ func Conv2dRelu(x, w, b *Tensor, opt Conv2dOptions) *Tensor {
 	})
 }
 
-// cpuConvReluForward is cpuConvForward with the ReLU fused into the CPU
-// kernels, or nil when they do not apply.
+// cpuConvReluForward is cpuConvForward followed by a ReLU in place on the
+// fresh output (inside the depthwise kernel's pass, as a vectorized sweep
+// after the GEMM ones), or nil when the CPU kernels do not apply.
 func cpuConvReluForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
 	o := w.shape[0]
 	if convEmpty(g, o) {
@@ -40,7 +44,10 @@ func cpuConvReluForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
 		if depthwise(g, groups) {
 			cpu.DepthwiseForward(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, true)
 		} else {
-			cpu.ConvForwardF32(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, groups, threads, true)
+			// The vectorized ReLU over the finished output beats the
+			// kernel's branchy scalar clamp.
+			cpu.ConvForwardF32(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, groups, threads, false)
+			vec.Relu(dst, dst)
 		}
 		return y
 	case Float64:
