@@ -318,6 +318,28 @@ func newNormStats(view, axes []int, eps float64) normStats {
 	return normStats{view: view, axes: axes, stat: stat, eps: eps}
 }
 
+// channelGrads is the recorded backward of the per-channel norms (batch and
+// group norm): input, weight and bias gradients, each only where needed.
+func (s normStats) channelGrads(g, x, weight *Var, bshape []int, mean, variance *tensor.Tensor, batchStats, nx, nw, nb bool) []*Var {
+	gw := g
+	if weight != nil {
+		gw = g.Mul(weight.Reshape(bshape...))
+	}
+	m, r := s.meanRstd(x, mean, variance, batchStats)
+	xhat, dx := s.grads(x, gw, m, r, batchStats)
+	res := make([]*Var, 3)
+	if nx {
+		res[0] = dx
+	}
+	if nw {
+		res[1] = biasGrad(g.Mul(xhat))
+	}
+	if nb {
+		res[2] = biasGrad(g)
+	}
+	return res
+}
+
 // meanRstd returns the mean and 1/sqrt(var+eps) as Vars of the stat shape.
 // Batch statistics are recomputed from x in Var operations when x is
 // differentiable here (a recorded backward, so that second derivatives see
@@ -400,23 +422,7 @@ func BatchNorm(x, weight, bias *Var, runningMean, runningVar *tensor.Tensor, tra
 			dx, dw, db := tensor.BatchNormBackward(g.value, x.value, mean, variance, value(in[1]), batchStats, eps)
 			return pick3(nx, nw, nb, dx, dw, db)
 		}
-		gw := g
-		if in[1] != nil {
-			gw = g.Mul(in[1].Reshape(bshape...))
-		}
-		m, r := st.meanRstd(x, mean, variance, batchStats)
-		xhat, dx := st.grads(x, gw, m, r, batchStats)
-		res := make([]*Var, 3)
-		if nx {
-			res[0] = dx
-		}
-		if nw {
-			res[1] = biasGrad(g.Mul(xhat))
-		}
-		if nb {
-			res[2] = biasGrad(g)
-		}
-		return res
+		return st.channelGrads(g, x, in[1], bshape, mean, variance, batchStats, nx, nw, nb)
 	})
 }
 
@@ -492,23 +498,7 @@ func GroupNorm(x *Var, groups int, weight, bias *Var, eps float64) *Var {
 			dx, dw, db := tensor.GroupNormBackward(g.value, x.value, mean, variance, groups, value(in[1]), eps)
 			return pick3(nx, nw, nb, dx, dw, db)
 		}
-		gw := g
-		if in[1] != nil {
-			gw = g.Mul(in[1].Reshape(bshape...))
-		}
-		m, r := st.meanRstd(x, mean, variance, true)
-		xhat, dx := st.grads(x, gw, m, r, true)
-		res := make([]*Var, 3)
-		if nx {
-			res[0] = dx
-		}
-		if nw {
-			res[1] = biasGrad(g.Mul(xhat))
-		}
-		if nb {
-			res[2] = biasGrad(g)
-		}
-		return res
+		return st.channelGrads(g, x, in[1], bshape, mean, variance, true, nx, nw, nb)
 	})
 }
 
