@@ -1,0 +1,6 @@
+//go:build cuda
+
+package cuda
+
+// indexKernels lists the kernels this file launches.
+var indexKernels = []string{}

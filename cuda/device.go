@@ -1,0 +1,6 @@
+//go:build cuda
+
+package cuda
+
+// coreKernels lists the kernels device.go launches.
+var coreKernels = []string{}
