@@ -94,6 +94,15 @@ func FullLike(t *Tensor, v float64) *Tensor {
 	return out
 }
 
+// scalarOn returns a 0-d tensor of dtype dt on backend b holding v.
+func scalarOn(b Backend, v float64, dt DType) *Tensor {
+	out := empty(b, dt, nil)
+	if v != 0 {
+		b.Fill(out.st.buf, v)
+	}
+	return out
+}
+
 // scalarLike returns a 0-d tensor of t's dtype and device holding v.
 func scalarLike(t *Tensor, v float64) *Tensor {
 	out := empty(t.st.backend, t.dtype, nil)

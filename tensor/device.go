@@ -235,7 +235,10 @@ func BackendFor(d Device) (Backend, error) {
 		}
 		registryMu.RUnlock()
 		sort.Strings(kinds)
-		return nil, fmt.Errorf("tensor: no backend for device %q in this build (have %v; CUDA needs -tags cuda)", d, kinds)
+		if d.Kind() == "cuda" {
+			return nil, fmt.Errorf("tensor: no backend for device %q in this build (compiled-in kinds: %v): build with -tags cuda and import github.com/emberml/ember/cuda", d, kinds)
+		}
+		return nil, fmt.Errorf("tensor: no backend for device %q in this build (compiled-in kinds: %v)", d, kinds)
 	}
 	b, err := f(d.Index())
 	if err != nil {

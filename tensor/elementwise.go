@@ -143,7 +143,7 @@ func (t *Tensor) scalarOperand(s float64) *Tensor {
 	case dt == Bool:
 		dt = Int64 // bool + 1 is int64 in PyTorch
 	}
-	return ScalarOf(s, dt)
+	return scalarOn(t.st.backend, s, dt)
 }
 
 // LogicalNot returns !t as Bool.
@@ -151,11 +151,55 @@ func (t *Tensor) LogicalNot() *Tensor {
 	return t.To(Bool).unary("LogicalNot", UnaryOp{Kind: OpLogicalNot})
 }
 
+// oneDevice returns the operands of op on one device. As in PyTorch, a 0-d
+// CPU tensor may meet tensors of another device: it is recreated there (its
+// value read on the host, the device buffer filled, no host-to-device copy).
+// Any other mix of devices panics with a message naming both.
+func oneDevice(op string, ts ...*Tensor) []*Tensor {
+	var home *Tensor
+	for _, t := range ts {
+		if t.Device() != CPU || t.Dim() != 0 {
+			home = t
+			break
+		}
+	}
+	if home == nil {
+		home = ts[0]
+	}
+	d := home.Device()
+	out := ts
+	for i, t := range ts {
+		if t.Device() == d {
+			continue
+		}
+		if t.Device() != CPU || t.Dim() != 0 {
+			panic(fmt.Sprintf("tensor.%s: operands on different devices (%s and %s); move one with ToDevice", op, d, t.Device()))
+		}
+		if &out[0] == &ts[0] {
+			out = append([]*Tensor(nil), ts...)
+		}
+		out[i] = scalarOn(home.st.backend, t.Item(), t.dtype)
+	}
+	return out
+}
+
+// onDeviceFor returns t on dst's device for op: a 0-d CPU tensor is
+// recreated there by a fill, anything else is copied with ToDevice.
+func (t *Tensor) onDeviceFor(op string, dst *Tensor) *Tensor {
+	if t.Device() == CPU && t.Dim() == 0 {
+		return scalarOn(dst.st.backend, t.Item(), t.dtype)
+	}
+	moved, err := t.ToDevice(dst.Device())
+	if err != nil {
+		panic(fmt.Sprintf("tensor.%s: copying the source from %s to %s: %v", op, t.Device(), dst.Device(), err))
+	}
+	return moved
+}
+
 // binary runs a broadcasting binary kernel with PyTorch's type promotion.
 func binary(name string, op BinaryOp, a, b *Tensor) *Tensor {
-	if a.Device() != b.Device() {
-		panic(fmt.Sprintf("tensor.%s: operands on different devices (%s and %s); move one with ToDevice", name, a.Device(), b.Device()))
-	}
+	ops := oneDevice(name, a, b)
+	a, b = ops[0], ops[1]
 	dt := computeDType(PromoteTypes(a.dtype, b.dtype))
 	if op == OpDiv && !dt.IsFloat() {
 		dt = Float32 // true division, as torch.div
@@ -245,6 +289,8 @@ func (t *Tensor) LogicalXor(u *Tensor) *Tensor { return binary("LogicalXor", OpL
 // Where returns a where cond is true and b elsewhere, all three broadcast
 // together; a and b are promoted to a common dtype.
 func Where(cond, a, b *Tensor) *Tensor {
+	ops := oneDevice("Where", cond, a, b)
+	cond, a, b = ops[0], ops[1], ops[2]
 	if cond.dtype != Bool {
 		cond = cond.To(Bool)
 	}
@@ -258,7 +304,10 @@ func Where(cond, a, b *Tensor) *Tensor {
 }
 
 // CopyFrom writes src (broadcast to t's shape and converted to t's dtype)
-// into t's elements in place, through t's view, and returns t.
+// into t's elements in place, through t's view, and returns t. src may live
+// on another device, as with PyTorch's copy_: it is copied to t's device
+// first (through the host), which is how CPU weights are loaded into a
+// model on an accelerator.
 // t must not be a broadcast view (stride 0 on an axis longer than 1): its
 // elements would share memory, as PyTorch refuses too.
 func (t *Tensor) CopyFrom(src *Tensor) *Tensor {
@@ -271,7 +320,7 @@ func (t *Tensor) CopyFrom(src *Tensor) *Tensor {
 		}
 	}
 	if src.Device() != t.Device() {
-		panic(fmt.Sprintf("tensor.CopyFrom: source on %s, destination on %s", src.Device(), t.Device()))
+		src = src.onDeviceFor("CopyFrom", t)
 	}
 	src = src.To(t.dtype)
 	if src.st == t.st { // reading and writing the same storage

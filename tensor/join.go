@@ -24,6 +24,9 @@ func Concat(ts []*Tensor, axis int) *Tensor {
 				panic(fmt.Sprintf("tensor.Concat: tensor %d has shape %v, tensor 0 has %v: axis %d differs (only axis %d may)", i, t.shape, first.shape, d, a))
 			}
 		}
+		if t.Device() != first.Device() {
+			panic(fmt.Sprintf("tensor.Concat: tensor %d is on %s, tensor 0 on %s; move one with ToDevice", i, t.Device(), first.Device()))
+		}
 		dt = PromoteTypes(dt, t.dtype)
 		total += t.shape[a]
 	}
