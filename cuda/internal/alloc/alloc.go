@@ -195,6 +195,7 @@ type span struct {
 func (s *span) whole() bool { return s.prev == nil && s.next == nil }
 
 // poolKey names a free list: the cached blocks of one pool of one stream.
+// A stream's lists are kept once created, even when empty.
 type poolKey struct {
 	stream uint64
 	large  bool
@@ -266,6 +267,7 @@ type Allocator struct {
 	mu       sync.Mutex
 	pools    map[poolKey]*freeList
 	segments map[uint64]*segment // by base address
+	spare    []*span             // unused span structs, to spare the GC
 	stats    Stats
 }
 
@@ -372,9 +374,6 @@ func (a *Allocator) fromCache(key poolKey, size int) *Block {
 		}
 	}
 	fl.remove(sp)
-	if len(*fl) == 0 {
-		delete(a.pools, key)
-	}
 	a.stats.CacheHits++
 	return a.handOut(sp, size)
 }
@@ -396,7 +395,8 @@ func (a *Allocator) grow(key poolKey, segSize int) (*span, error) {
 		panic(fmt.Sprintf("alloc: device returned address 0x%x, which is already allocated", addr))
 	}
 	seg := &segment{base: addr, size: segSize, stream: key.stream, large: key.large}
-	seg.head = &span{addr: addr, size: segSize, seg: seg}
+	seg.head = a.newSpan()
+	*seg.head = span{addr: addr, size: segSize, seg: seg}
 	a.segments[addr] = seg
 	a.stats.DeviceMallocs++
 	a.stats.Segments++
@@ -409,7 +409,8 @@ func (a *Allocator) grow(key poolKey, segSize int) (*span, error) {
 // and returns its Block. sp is in no free list. a.mu is held.
 func (a *Allocator) handOut(sp *span, size int) *Block {
 	if rest := sp.size - size; a.shouldSplit(sp, rest) {
-		tail := &span{addr: sp.addr + uint64(size), size: rest, seg: sp.seg, prev: sp, next: sp.next}
+		tail := a.newSpan()
+		*tail = span{addr: sp.addr + uint64(size), size: rest, seg: sp.seg, prev: sp, next: sp.next}
 		if sp.next != nil {
 			sp.next.prev = tail
 		}
@@ -433,6 +434,29 @@ func (a *Allocator) shouldSplit(sp *span, rest int) bool {
 		return rest > SmallSize
 	}
 	return rest >= MinBlockSize
+}
+
+// maxSpare bounds the recycled span structs kept.
+const maxSpare = 256
+
+// newSpan returns a span struct, recycled if one is spare. a.mu is held.
+func (a *Allocator) newSpan() *span {
+	if n := len(a.spare); n > 0 {
+		sp := a.spare[n-1]
+		a.spare[n-1] = nil
+		a.spare = a.spare[:n-1]
+		return sp
+	}
+	return new(span)
+}
+
+// recycle keeps sp, which is linked from nowhere any more, for newSpan.
+// a.mu is held.
+func (a *Allocator) recycle(sp *span) {
+	if len(a.spare) < maxSpare {
+		*sp = span{}
+		a.spare = append(a.spare, sp)
+	}
 }
 
 // pool returns the free list of seg's pool and stream, creating it.
@@ -474,6 +498,7 @@ func (a *Allocator) Free(b *Block) {
 		if sp.next != nil {
 			sp.next.prev = p
 		}
+		a.recycle(sp)
 		sp = p
 	}
 	if n := sp.next; n != nil && !n.allocated {
@@ -483,6 +508,7 @@ func (a *Allocator) Free(b *Block) {
 		if n.next != nil {
 			n.next.prev = sp
 		}
+		a.recycle(n)
 	}
 	fl.insert(sp)
 }
@@ -538,11 +564,8 @@ func (a *Allocator) release(need int64) (int64, error) {
 			continue
 		}
 		key := poolKey{stream: seg.stream, large: seg.large}
-		fl := a.pools[key]
-		fl.remove(sp)
-		if len(*fl) == 0 {
-			delete(a.pools, key)
-		}
+		a.pools[key].remove(sp)
+		a.recycle(sp)
 		delete(a.segments, seg.base)
 		a.stats.DeviceFrees++
 		a.stats.Segments--
