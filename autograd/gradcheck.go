@@ -31,7 +31,9 @@ func (o GradCheckOptions) withDefaults() GradCheckOptions {
 // GradCheck compares the gradients autograd computes for f with central
 // finite differences in float64, over the whole Jacobian. Floating inputs
 // are converted to Float64 and differentiated; other inputs are passed
-// through unchanged. It returns nil when every entry agrees.
+// through unchanged. It returns nil when every entry agrees. Inputs on
+// another device are differentiated there: the perturbed copies and the
+// output seeds are built on the host and moved to the inputs' device.
 func GradCheck(f func(in []*Var) *Var, inputs ...*tensor.Tensor) error {
 	return GradCheckWith(GradCheckOptions{}, f, inputs...)
 }
@@ -86,7 +88,7 @@ func GradCheckWith(opt GradCheckOptions, f func(in []*Var) *Var, inputs ...*tens
 		for j := range nOut {
 			oh := make([]float64, nOut)
 			oh[j] = 1
-			gs, err := Grad([]*Var{out}, targets, []*tensor.Tensor{tensor.FromSlice(oh).Reshape(out.Shape()...)}, Options{RetainGraph: true})
+			gs, err := Grad([]*Var{out}, targets, []*tensor.Tensor{tensor.FromSlice(oh).Reshape(out.Shape()...).ToDeviceOf(out.value)}, Options{RetainGraph: true})
 			if err != nil {
 				return err
 			}
@@ -110,7 +112,7 @@ func GradCheckWith(opt GradCheckOptions, f func(in []*Var) *Var, inputs ...*tens
 				p := append([]float64(nil), base...)
 				p[e] += delta
 				ts := append([]*tensor.Tensor(nil), xs...)
-				ts[i] = tensor.FromSlice(p).Reshape(shape...)
+				ts[i] = tensor.FromSlice(p).Reshape(shape...).ToDeviceOf(xs[i])
 				return f(vars(ts, false)).value.Float64s()
 			}
 			hi, lo := eval(opt.Eps), eval(-opt.Eps)
@@ -153,7 +155,7 @@ func GradGradCheck(f func(in []*Var) *Var, inputs ...*tensor.Tensor) error {
 				}
 			}
 		}
-		w := tensor.Linspace(0.5, 1.5, out.value.Numel(), tensor.Float64).Reshape(out.Shape()...)
+		w := tensor.Linspace(0.5, 1.5, out.value.Numel(), tensor.Float64).Reshape(out.Shape()...).ToDeviceOf(out.value)
 		gs, err := Grad([]*Var{out}, targets, []*tensor.Tensor{w}, Options{CreateGraph: true})
 		if err != nil {
 			panic(err)

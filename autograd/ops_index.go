@@ -17,15 +17,7 @@ import (
 // zerosOn returns zeros of the given shape with like's dtype on like's
 // device.
 func zerosOn(like *tensor.Tensor, shape []int) *tensor.Tensor {
-	z := tensor.Zeros(shape, like.DType())
-	if like.Device() == tensor.CPU {
-		return z
-	}
-	z, err := z.ToDevice(like.Device())
-	if err != nil {
-		panic(fmt.Sprintf("autograd: zeros on %s: %v", like.Device(), err))
-	}
-	return z
+	return tensor.ZerosOn(like.Device(), shape, like.DType())
 }
 
 // indexOn returns the CPU index tensor idx on like's device.

@@ -209,7 +209,7 @@ func MaxUnpool2d(x *Var, indices *tensor.Tensor, outH, outW int) *Var {
 			panic(fmt.Sprintf("autograd.MaxUnpool2d: indices span [%g, %g], outside the output plane of %dx%d", lo, hi, outH, outW))
 		}
 	}
-	zeros := New(tensor.Zeros([]int{n, c, outH * outW}, x.DType()))
+	zeros := New(zerosOn(x.value, []int{n, c, outH * outW}))
 	out := zeros.Scatter(2, flat, x.Reshape(n, c, s[2]*s[3])).Reshape(n, c, outH, outW)
 	return annotate(out, "MaxUnpool2d", map[string]any{"indices": indices, "outH": outH, "outW": outW}, x)
 }

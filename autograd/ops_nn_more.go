@@ -157,7 +157,7 @@ func UpsampleNearest2d(x *Var, outH, outW int, scaleH, scaleW float64) *Var {
 	}
 	checkUpsample("UpsampleNearest2d", x, outH, outW)
 	h, w := spatial(x.Shape())
-	return x.IndexSelect(2, nearestIndex(h, outH, scaleH)).IndexSelect(3, nearestIndex(w, outW, scaleW))
+	return x.IndexSelect(2, nearestIndex(h, outH, scaleH).ToDeviceOf(x.value)).IndexSelect(3, nearestIndex(w, outW, scaleW).ToDeviceOf(x.value))
 }
 
 func checkUpsample(op string, x *Var, outH, outW int) {
@@ -228,10 +228,12 @@ func linearAxis(x *Var, axis, in, out int, alignCorners bool, scale float64) *Va
 		shape[i] = 1
 	}
 	shape[axis] = out
-	wHi := New(tensor.FromSlice(l1, shape...).To(x.DType()))
-	wLo := New(tensor.FromSlice(l1, shape...).Neg().AddScalar(1).To(x.DType()))
-	a := x.IndexSelect(axis, tensor.FromSlice(i0))
-	b := x.IndexSelect(axis, tensor.FromSlice(i1))
+	// The interpolation tables are built on the host and copied to x's
+	// device once each.
+	wHi := New(tensor.FromSlice(l1, shape...).To(x.DType()).ToDeviceOf(x.value))
+	wLo := New(tensor.FromSlice(l1, shape...).Neg().AddScalar(1).To(x.DType()).ToDeviceOf(x.value))
+	a := x.IndexSelect(axis, tensor.FromSlice(i0).ToDeviceOf(x.value))
+	b := x.IndexSelect(axis, tensor.FromSlice(i1).ToDeviceOf(x.value))
 	return a.Mul(wLo).Add(b.Mul(wHi))
 }
 

@@ -118,7 +118,7 @@ func prodOthers(x *Var, axes []int) *Var {
 	last := len(lane)
 	l := xp.Reshape(append(slices.Clone(lane), n)...)
 	onesShape := append(slices.Clone(lane), 1)
-	ones := New(tensor.Ones(onesShape, x.DType()))
+	ones := New(tensor.OnesOn(x.value.Device(), onesShape, x.DType()))
 	// prefix[i] = x[0]·…·x[i-1], suffix[i] = x[i+1]·…·x[n-1].
 	prefix := Concat([]*Var{ones, l.Narrow(last, 0, n-1).CumProd(last)}, last)
 	suffix := Concat([]*Var{l.Flip(last).Narrow(last, 0, n-1).CumProd(last), ones}, last)
@@ -260,13 +260,13 @@ func cumprodGradZeros(g, x *Var, axis int) *Var {
 			mshape[k] = 1
 		}
 		mshape[a] = n
-		m := tensor.FromSlice(oneAt, mshape...).Expand(shape...)
+		m := tensor.FromSlice(oneAt, mshape...).ToDeviceOf(x.value).Expand(shape...)
 		c := x.Where0(m).value.CumProd(a)
 		after := make([]bool, n)
 		for j := i; j < n; j++ {
 			after[j] = true
 		}
-		am := tensor.FromSlice(after, mshape...).To(c.DType())
+		am := tensor.FromSlice(after, mshape...).To(c.DType()).ToDeviceOf(c)
 		parts = append(parts, g.Mul(New(c.Mul(am))).Sum([]int{a}, true))
 	}
 	return Concat(parts, a)

@@ -2,8 +2,6 @@ package autograd
 
 import (
 	"fmt"
-
-	"github.com/emberml/ember/tensor"
 )
 
 // Unbind returns every slice of v along axis, removing the axis, as
@@ -39,14 +37,14 @@ func (v *Var) Unbind(axis int) []*Var {
 	// one-element zero expanded to v's shape, added only once); the hub's
 	// backward then stacks the collected gradients in one pass.
 	grads := make([]*Var, n)
-	sink := New(tensor.Zeros([]int{1}, v.DType()).Expand(shape...))
+	sink := New(zerosOn(v.value, []int{1}).Expand(shape...))
 	sink.gradSink = true
 	hub := record("UnbindStack", v.value, []*Var{v}, nil, func(_ *Var, _ []*Var, _ *Var) []*Var {
 		pieceShape := append(shape[:axis:axis], shape[axis+1:]...)
 		gs := make([]*Var, n)
 		for i, g := range grads {
 			if g == nil {
-				g = New(tensor.Zeros(pieceShape, v.DType()))
+				g = New(zerosOn(v.value, pieceShape))
 			}
 			gs[i] = g
 		}

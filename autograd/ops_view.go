@@ -106,7 +106,7 @@ func sliceGrad(g *Var, inShape []int, view func(*tensor.Tensor) *tensor.Tensor, 
 }
 
 func sliceInto(g *tensor.Tensor, inShape []int, view func(*tensor.Tensor) *tensor.Tensor) *tensor.Tensor {
-	z := tensor.Zeros(inShape, g.DType())
+	z := zerosOn(g, inShape)
 	view(z).CopyFrom(g)
 	return z
 }

@@ -79,6 +79,53 @@ func Full(shape []int, v float64, dt ...DType) *Tensor {
 	return t
 }
 
+// ZerosOn returns a zero-filled tensor of dtype dt on device d, allocated
+// there directly (nothing is copied from the host). It panics if d's backend
+// cannot be opened (see BackendFor); the device of an existing tensor
+// always can, so ZerosOn(x.Device(), ...) is how an op makes a buffer that
+// follows its input.
+func ZerosOn(d Device, shape []int, dt DType) *Tensor {
+	return empty(mustBackend("ZerosOn", d), dt, shape)
+}
+
+// OnesOn returns a tensor of ones of dtype dt on device d (see ZerosOn).
+func OnesOn(d Device, shape []int, dt DType) *Tensor { return FullOn(d, shape, 1, dt) }
+
+// FullOn returns a tensor of dtype dt filled with v on device d, filled
+// there (see ZerosOn).
+func FullOn(d Device, shape []int, v float64, dt DType) *Tensor {
+	t := ZerosOn(d, shape, dt)
+	if v != 0 {
+		t.st.backend.Fill(t.st.buf, v)
+	}
+	return t
+}
+
+// mustBackend opens d's backend for op or panics naming the device.
+func mustBackend(op string, d Device) Backend {
+	b, err := BackendFor(d)
+	if err != nil {
+		panic(fmt.Sprintf("tensor.%s: %v", op, err))
+	}
+	return b
+}
+
+// ToDeviceOf returns t on u's device: t itself if it is already there, else
+// a copy (through the host, see ToDevice). It is for small helper tensors
+// built on the host (index lists, masks, random draws) that must meet u in
+// an op; it panics only if u's backend has gone away, which a backend
+// never does.
+func (t *Tensor) ToDeviceOf(u *Tensor) *Tensor {
+	if t.Device() == u.Device() {
+		return t
+	}
+	moved, err := t.ToDevice(u.Device())
+	if err != nil {
+		panic(fmt.Sprintf("tensor.ToDeviceOf: %v", err))
+	}
+	return moved
+}
+
 // ZerosLike returns zeros with t's shape, dtype and device.
 func ZerosLike(t *Tensor) *Tensor { return empty(t.st.backend, t.dtype, t.shape) }
 
