@@ -300,8 +300,9 @@ func segmentSize(size int) int {
 	return (size + LargeSegmentRound - 1) / LargeSegmentRound * LargeSegmentRound
 }
 
-// maxRequest keeps segment rounding from overflowing int.
-const maxRequest = math.MaxInt - LargeSegmentRound
+// maxRequest is the largest request accepted; it keeps the rounding to
+// blocks and segments from overflowing int.
+const maxRequest = math.MaxInt - 2*LargeSegmentRound
 
 // Alloc returns a block of at least bytes bytes of device memory for use
 // on stream. The memory is uninitialised. Errors: a negative size, a

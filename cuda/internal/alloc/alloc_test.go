@@ -3,6 +3,7 @@ package alloc
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -75,10 +76,20 @@ func TestAllocSizes(t *testing.T) {
 }
 
 func TestInvalidSize(t *testing.T) {
-	a := New(newFakeDevice(0), Options{})
-	_, err := a.Alloc(-1, 0)
-	require.ErrorContains(t, err, "invalid allocation size -1")
-	assert.NotErrorIs(t, err, ErrOutOfMemory)
+	a := New(newFakeDevice(4*mib), Options{})
+	for _, n := range []int{-1, math.MinInt, math.MaxInt, maxRequest + 1} {
+		_, err := a.Alloc(n, 0)
+		require.ErrorContains(t, err, fmt.Sprintf("invalid allocation size %d", n))
+		assert.NotErrorIs(t, err, ErrOutOfMemory)
+	}
+	// The largest accepted request rounds without overflow and fails
+	// for lack of memory.
+	_, err := a.Alloc(maxRequest, 0)
+	require.ErrorIs(t, err, ErrOutOfMemory)
+	var oom *OutOfMemoryError
+	require.ErrorAs(t, err, &oom)
+	assert.GreaterOrEqual(t, oom.Rounded, maxRequest)
+	assert.GreaterOrEqual(t, oom.Segment, oom.Rounded)
 }
 
 // TestReuse checks that freed blocks come back from the cache without a
