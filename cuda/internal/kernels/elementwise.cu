@@ -620,6 +620,64 @@ __device__ void scan_lanes(T *dst, const T *src, long long outer, long long n, l
   }
 }
 
+// scan_rows: Scan with inner == 1 and long rows, one block per row. The
+// row is processed in tiles of blockDim.x*8 elements: each thread scans 8
+// consecutive elements, the thread totals are scanned with warp shuffles
+// and a shared-memory pass over the warp totals, and a running carry joins
+// the tiles. Integer results equal the sequential scan; float sums and
+// products are grouped differently, so they may differ in rounding.
+template <typename T>
+__device__ void scan_rows(T *dst, const T *src, long long outer, long long n, int prod) {
+  const int K = 8;
+  __shared__ T wtot[32];
+  int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, nw = blockDim.x >> 5;
+  int op = prod ? kMul : kAdd;
+  T ident = prod ? (T)1 : (T)0;
+  for (long long r = blockIdx.x; r < outer; r += gridDim.x) {
+    const T *s = src + r * n;
+    T *d = dst + r * n;
+    T carry = ident;
+    for (long long base = 0; base < n; base += (long long)blockDim.x * K) {
+      long long i0 = base + (long long)tid * K;
+      T v[K];
+      T acc = ident;
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        T x = i0 + k < n ? s[i0 + k] : ident;
+        acc = bin_num(op, acc, x);
+        v[k] = acc;
+      }
+      T t = acc;  // inclusive scan of the thread totals within the warp
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        T y = __shfl_up_sync(0xffffffffu, t, o);
+        if (lane >= o) t = bin_num(op, y, t);
+      }
+      if (lane == 31) wtot[w] = t;
+      __syncthreads();
+      if (w == 0) {
+        T x = lane < nw ? wtot[lane] : ident;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          T y = __shfl_up_sync(0xffffffffu, x, o);
+          if (lane >= o) x = bin_num(op, y, x);
+        }
+        if (lane < nw) wtot[lane] = x;
+      }
+      __syncthreads();
+      T prev = __shfl_up_sync(0xffffffffu, t, 1);
+      if (lane == 0) prev = ident;
+      T pre = bin_num(op, carry, w > 0 ? bin_num(op, wtot[w - 1], prev) : prev);
+#pragma unroll
+      for (int k = 0; k < K; ++k) {
+        if (i0 + k < n) d[i0 + k] = bin_num(op, pre, v[k]);
+      }
+      carry = bin_num(op, carry, wtot[nw - 1]);
+      __syncthreads();  // wtot is rewritten by the next tile
+    }
+  }
+}
+
 }  // namespace ew
 
 using namespace ew;
@@ -711,7 +769,8 @@ extern "C" __global__ void binary_b8(u8 *dst, const u8 *a, Strided la, const u8 
 
 // reduce_<t>(dst, src, outer, n, op, block), argreduce_rows_<t>(dst, src,
 // outer, n, max), argreduce_lanes_<t>(dst, src, outer, n, inner, max),
-// scan_<t>(dst, src, outer, n, inner, prod).
+// scan_<t>(dst, src, outer, n, inner, prod), scan_rows_<t>(dst, src, outer,
+// n, prod) for inner == 1.
 #define ROWS(N, T)                                                                                             \
   extern "C" __global__ void reduce_##N(T *dst, const T *src, long long outer, long long n, int op, int block) { \
     reduce<T>(dst, src, outer, n, op, block);                                                                  \
@@ -727,6 +786,9 @@ extern "C" __global__ void binary_b8(u8 *dst, const u8 *a, Strided la, const u8 
   extern "C" __global__ void scan_##N(T *dst, const T *src, long long outer, long long n, long long inner,      \
                                       int prod) {                                                              \
     scan_lanes<T>(dst, src, outer, n, inner, prod);                                                            \
+  }                                                                                                            \
+  extern "C" __global__ void scan_rows_##N(T *dst, const T *src, long long outer, long long n, int prod) {      \
+    scan_rows<T>(dst, src, outer, n, prod);                                                                    \
   }
 ROWS(f32, float)
 ROWS(f64, double)
