@@ -132,10 +132,11 @@ func (m *BatchNorm) Forward(x *autograd.Var) *autograd.Var {
 	momentum := m.Momentum
 	training := m.IsTraining()
 	if training && m.NumBatchesTracked != nil {
-		n := m.NumBatchesTracked.Int64s()[0] + 1
-		m.NumBatchesTracked.Fill(float64(n))
+		// Counted on the counter's device; only the cumulative average
+		// needs the count on the host.
+		m.NumBatchesTracked.AddScalarInPlace(1)
 		if m.CumulativeAverage {
-			momentum = 1 / float64(n)
+			momentum = 1 / m.NumBatchesTracked.Item()
 		}
 	}
 	return autograd.BatchNorm(x, m.Weight, m.Bias, m.RunningMean, m.RunningVar, training || m.RunningMean == nil, momentum, m.Eps)

@@ -166,20 +166,25 @@ func (l *CrossEntropyLoss) classTargets(logp *autograd.Var, target *tensor.Tenso
 		panic(fmt.Sprintf("nn.CrossEntropyLoss: class targets must be Int64 or Int32, got %s", target.DType()))
 	}
 	target = target.To(tensor.Int64)
-	for _, t := range target.Int64s() {
-		if t != l.ignoreIndex && (t < 0 || t >= int64(c)) {
-			panic(fmt.Sprintf("nn.CrossEntropyLoss: target %d is out of bounds for %d classes", t, c))
+	valid := target.Ne(tensor.ScalarOf(float64(l.ignoreIndex), tensor.Int64))
+	// The bounds are checked on the target's device; only the verdict (and,
+	// on failure, the targets) comes to the host.
+	outside := valid.LogicalAnd(target.Lt(tensor.ScalarOf(0, tensor.Int64)).LogicalOr(target.Ge(tensor.ScalarOf(float64(c), tensor.Int64))))
+	if target.Numel() > 0 && outside.To(tensor.Int64).Sum(nil, false).Item() != 0 {
+		for _, t := range target.Int64s() {
+			if t != l.ignoreIndex && (t < 0 || t >= int64(c)) {
+				panic(fmt.Sprintf("nn.CrossEntropyLoss: target %d is out of bounds for %d classes", t, c))
+			}
 		}
 	}
 	dt := logp.DType()
-	valid := target.Ne(tensor.ScalarOf(float64(l.ignoreIndex), tensor.Int64))
 	safe := tensor.Where(valid, target, tensor.ZerosLike(target)).Unsqueeze(1)
 	cs := make([]int, len(xs))
 	for i := range cs {
 		cs[i] = 1
 	}
 	cs[1] = c
-	classes := tensor.Arange(0, float64(c), 1, tensor.Int64).Reshape(cs...)
+	classes := classIndices(c, target).Reshape(cs...)
 	// onehot[n, k, ...] is true where k is sample n's (non-ignored) target.
 	onehot := safe.Eq(classes).LogicalAnd(valid.Unsqueeze(1))
 	zero := autograd.New(tensor.ScalarOf(0, dt))
@@ -259,4 +264,13 @@ func (l *MSELoss) Forward(input, target *autograd.Var) *autograd.Var {
 		return sq
 	}
 	panic(fmt.Sprintf("nn.MSELoss: unknown reduction %d", int(l.Reduction)))
+}
+
+// classIndices returns the Int64 vector 0, 1, ..., c-1 on like's device,
+// computed there (a running sum of ones) rather than copied from the host.
+func classIndices(c int, like *tensor.Tensor) *tensor.Tensor {
+	if like.Device() == tensor.CPU {
+		return tensor.Arange(0, float64(c), 1, tensor.Int64)
+	}
+	return tensor.OnesOn(like.Device(), []int{c}, tensor.Int64).CumSum(0).SubScalar(1)
 }

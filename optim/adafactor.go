@@ -158,8 +158,8 @@ func (a *Adafactor) Step() error {
 				a.state[p] = st
 			}
 			if factored && st["exp_avg_sq_row"] == nil {
-				st["exp_avg_sq_row"] = tensor.Zeros(a.stateShape("exp_avg_sq_row", shape), w.DType())
-				st["exp_avg_sq_col"] = tensor.Zeros(a.stateShape("exp_avg_sq_col", shape), w.DType())
+				st["exp_avg_sq_row"] = tensor.ZerosOn(w.Device(), a.stateShape("exp_avg_sq_row", shape), w.DType())
+				st["exp_avg_sq_col"] = tensor.ZerosOn(w.Device(), a.stateShape("exp_avg_sq_col", shape), w.DType())
 			}
 			if !factored && st["exp_avg_sq"] == nil {
 				st["exp_avg_sq"] = tensor.ZerosLike(w)

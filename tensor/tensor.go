@@ -162,6 +162,30 @@ func (t *Tensor) ToDevice(d Device) (*Tensor, error) {
 	return newTensor(dst, dst.FromHost(t.dtype, host), t.shape), nil
 }
 
+// MoveStorageTo moves t's storage to device d in place: t and every other
+// view of the same storage now live on d, with the same shape, strides and
+// contents (copied through the host), and their version is bumped. It is
+// how a model moves to a device without replacing its tensors, so that
+// every reference to them (parameters held by optimizers, buffers held by
+// layers) follows. Nothing may use the storage concurrently. It does
+// nothing if t is already on d.
+func (t *Tensor) MoveStorageTo(d Device) error {
+	if t.Device() == d {
+		return nil
+	}
+	dst, err := BackendFor(d)
+	if err != nil {
+		return err
+	}
+	st := t.st
+	n := st.buf.Len()
+	host := st.backend.ToHost(st.buf, Layout{Shape: []int{n}, Strides: []int{1}})
+	st.buf = dst.FromHost(st.buf.DType(), host)
+	st.backend = dst
+	st.version.Add(1)
+	return nil
+}
+
 // normAxis maps a possibly negative axis into [0, n).
 func normAxis(op string, axis, n int) int {
 	a := axis
