@@ -41,6 +41,12 @@ import (
 // that exceeds the timeout, or fails, aborts the communicator
 // (ncclCommAbort), so a dead peer gives an error naming the operation
 // rather than a hang, and the group is unusable afterwards.
+//
+// Send and Recv complete only once NCCL has moved the data, so a cycle in
+// which every rank first sends and then receives (a ring of SendAsync then
+// Recv) waits until the timeout: order such exchanges (even ranks send
+// first, odd ranks receive first) or use SendRecv, which runs a send and a
+// receive as one NCCL group.
 type NCCLGroup struct {
 	rank, size int
 	dev        tensor.Device
@@ -1069,6 +1075,7 @@ func (g *NCCLGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 			p := ptr(c)
 			return g.lib.call(g.lib.allReduce, p, p, uintptr(n), dt, ncclRedOp(op, g.lib.hasAvg()), comm, stream)
 		})
+		runtime.KeepAlive(c)
 		if err != nil {
 			return err
 		}
@@ -1103,6 +1110,7 @@ func (g *NCCLGroup) BroadcastAsync(t *tensor.Tensor, root int) Work {
 			p := ptr(c)
 			return g.lib.call(g.lib.broadcast, p, p, uintptr(n), dt, uintptr(root), comm, stream)
 		})
+		runtime.KeepAlive(c)
 		if err != nil {
 			return err
 		}
@@ -1138,6 +1146,7 @@ func (g *NCCLGroup) ReduceAsync(t *tensor.Tensor, root int, op ReduceOp) Work {
 			p := ptr(c)
 			return g.lib.call(g.lib.reduce, p, p, uintptr(n), dt, ncclRedOp(op, g.lib.hasAvg()), uintptr(root), comm, stream)
 		})
+		runtime.KeepAlive(c)
 		if err != nil || g.rank != root {
 			return err
 		}
@@ -1173,6 +1182,7 @@ func (g *NCCLGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Wor
 		err := g.launch("AllGather", seq, deadline, func(comm, stream uintptr) int32 {
 			return g.lib.call(g.lib.allGather, ptr(c), ptr(all), uintptr(n), dt, comm, stream)
 		})
+		runtime.KeepAlive(c) // NCCL read it until launch returned
 		if err != nil {
 			return err
 		}
@@ -1211,6 +1221,7 @@ func (g *NCCLGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor,
 		err := g.launch("ReduceScatter", seq, deadline, func(comm, stream uintptr) int32 {
 			return g.lib.call(g.lib.reduceScatter, ptr(send), ptr(c), uintptr(n), dt, ncclRedOp(op, g.lib.hasAvg()), comm, stream)
 		})
+		runtime.KeepAlive(send) // NCCL read it until launch returned
 		if err != nil {
 			return err
 		}
@@ -1232,6 +1243,7 @@ type p2p struct {
 
 // runP2P launches transfers as one NCCL group.
 func (g *NCCLGroup) runP2P(op string, seq uint64, deadline time.Time, xs []p2p) error {
+	defer runtime.KeepAlive(xs) // the device memory stays allocated until NCCL is done
 	return g.launch(op, seq, deadline, func(comm, stream uintptr) int32 {
 		l := g.lib
 		if r := l.call(l.groupStart); r != ncclSuccess {
@@ -1382,6 +1394,48 @@ func (g *NCCLGroup) SendAsync(t *tensor.Tensor, dst int) Work {
 			return nil
 		}
 		return g.runP2P("Send", seq, deadline, []p2p{{send: true, t: t.Contiguous(), peer: dst}})
+	})
+}
+
+// SendRecv sends send to rank dst and receives into recv from rank src as
+// one NCCL group, so that ranks exchanging in a cycle (each sending to the
+// next and receiving from the previous) do not wait for each other. send
+// and recv must not share storage.
+func (g *NCCLGroup) SendRecv(send *tensor.Tensor, dst int, recv *tensor.Tensor, src int) error {
+	return wait(g.SendRecvAsync(send, dst, recv, src))
+}
+
+// SendRecvAsync is SendRecv without waiting.
+func (g *NCCLGroup) SendRecvAsync(send *tensor.Tensor, dst int, recv *tensor.Tensor, src int) Work {
+	checkNCCLDType("SendRecv", send)
+	checkNCCLDType("SendRecv", recv)
+	g.checkRank("SendRecv", "destination", dst)
+	g.checkRank("SendRecv", "source", src)
+	if dst == g.rank || src == g.rank {
+		panic(fmt.Sprintf("distributed.SendRecv: rank %d cannot send to or receive from itself (dst %d, src %d)", g.rank, dst, src))
+	}
+	if err := g.onDevice("SendRecv", send, recv); err != nil {
+		return g.failed(err)
+	}
+	return g.submit(func(seq uint64, deadline time.Time) error {
+		var xs []p2p
+		if send.Numel() > 0 {
+			xs = append(xs, p2p{send: true, t: send.Contiguous(), peer: dst})
+		}
+		c := recv.Contiguous()
+		if recv.Numel() > 0 {
+			xs = append(xs, p2p{t: c, peer: src})
+		}
+		if len(xs) == 0 {
+			return nil
+		}
+		if err := g.runP2P("SendRecv", seq, deadline, xs); err != nil {
+			return err
+		}
+		if recv.Numel() > 0 {
+			writeBack(recv, c)
+		}
+		return nil
 	})
 }
 
