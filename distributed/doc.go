@@ -50,4 +50,17 @@
 // connections. SaveCheckpoint and LoadCheckpoint write and restore a model
 // with its optimizer state atomically, so that a job killed mid-write can
 // resume from the last complete checkpoint.
+//
+// Built with the tag cuda, NewNCCLGroup (or NewNCCLGroupFromEnv, same
+// environment) gives a ProcessGroup over NVIDIA's NCCL for tensors on the
+// GPU cuda:LOCAL_RANK, one process per GPU:
+//
+//	go build -tags cuda ./cmd/train   # no cgo: libnccl.so.2 is opened at run time
+//
+// libnccl.so.2 (NCCL 2.23 or newer) is looked for in LD_LIBRARY_PATH, in
+// the lib folder of NVIDIA's nccl pip wheel and by the system loader. The
+// ranks meet over the TCP rendezvous above, authenticated with
+// EMBER_DIST_TOKEN, where rank 0 hands out NCCL's unique id. Operations
+// that exceed the timeout abort the NCCL communicator and return an
+// *NCCLError naming the operation.
 package distributed
