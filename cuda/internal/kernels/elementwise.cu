@@ -19,10 +19,25 @@ typedef unsigned long long u64;
 
 // ---- index helpers -------------------------------------------------------
 
-// at returns the element offset of linear index i of view v; contiguous
-// views skip the division chain.
-__device__ __forceinline__ long long at(const Strided &v, long long i, bool contig) {
-  return contig ? v.offset + i : strided_offset(v, i);
+// offset32 is strided_offset for views of fewer than 2^31 elements, whose
+// index arithmetic fits 32-bit division (much cheaper than 64-bit).
+__device__ __forceinline__ long long offset32(const Strided &v, unsigned i) {
+  long long off = v.offset;
+  for (int d = v.rank - 1; d >= 0; --d) {
+    unsigned s = (unsigned)v.shape[d];
+    unsigned q = i / s;
+    off += (long long)(i - q * s) * v.strides[d];
+    i = q;
+  }
+  return off;
+}
+
+// at returns the element offset of linear index i of view v, which has n
+// elements; contiguous views skip the division chain.
+__device__ __forceinline__ long long at(const Strided &v, long long i, bool contig, long long n) {
+  if (contig) return v.offset + i;
+  if (n < 0x80000000LL) return offset32(v, (unsigned)i);
+  return strided_offset(v, i);
 }
 
 // ---- conversions (tensor.castCopy) --------------------------------------
@@ -156,19 +171,19 @@ __device__ __forceinline__ typename D::S convert(typename Sr::S v) {
 
 template <typename D, typename Sr>
 __device__ void copy_convert(typename D::S *dst, const typename Sr::S *src, Strided l, long long n, int contig) {
-  EMBER_FOR(i, n) { dst[i] = convert<D, Sr>(src[at(l, i, contig)]); }
+  EMBER_FOR(i, n) { dst[i] = convert<D, Sr>(src[at(l, i, contig, n)]); }
 }
 
 // ---- bit moves: gather, strided store, fill ------------------------------
 
 template <typename T>
 __device__ void gather(T *dst, const T *src, Strided l, long long n, int contig) {
-  EMBER_FOR(i, n) { dst[i] = src[at(l, i, contig)]; }
+  EMBER_FOR(i, n) { dst[i] = src[at(l, i, contig, n)]; }
 }
 
 template <typename T>
 __device__ void assign(T *dst, Strided dl, const T *src, Strided sl, long long n, int contig) {
-  EMBER_FOR(i, n) { dst[at(dl, i, contig & 1)] = src[at(sl, i, contig & 2)]; }
+  EMBER_FOR(i, n) { dst[at(dl, i, contig & 1, n)] = src[at(sl, i, contig & 2, n)]; }
 }
 
 template <typename T>
@@ -713,7 +728,7 @@ COPY_FROM(bf16, BF16)
   extern "C" __global__ void where_##N(T *dst, const u8 *cond, Strided lc, const T *a, Strided la, const T *b,  \
                                        Strided lb, long long n) {                                              \
     EMBER_FOR(i, n) {                                                                                          \
-      dst[i] = cond[strided_offset(lc, i)] ? a[strided_offset(la, i)] : b[strided_offset(lb, i)];              \
+      dst[i] = cond[at(lc, i, false, n)] ? a[at(la, i, false, n)] : b[at(lb, i, false, n)];              \
     }                                                                                                          \
   }
 BITS(u8, u8)
@@ -726,23 +741,23 @@ BITS(u64, u64)
 // backend_elementwise.go).
 extern "C" __global__ void unary_f32(float *dst, const float *src, Strided l, long long n, int contig, int kind,
                                      double a, double b, long long ia, long long ib) {
-  EMBER_FOR(i, n) { dst[i] = unary_f32_op(kind, src[at(l, i, contig)], a, b); }
+  EMBER_FOR(i, n) { dst[i] = unary_f32_op(kind, src[at(l, i, contig, n)], a, b); }
 }
 extern "C" __global__ void unary_f64(double *dst, const double *src, Strided l, long long n, int contig, int kind,
                                      double a, double b, long long ia, long long ib) {
-  EMBER_FOR(i, n) { dst[i] = unary_f64_op(kind, src[at(l, i, contig)], a, b); }
+  EMBER_FOR(i, n) { dst[i] = unary_f64_op(kind, src[at(l, i, contig, n)], a, b); }
 }
 extern "C" __global__ void unary_i64(long long *dst, const long long *src, Strided l, long long n, int contig,
                                      int kind, double a, double b, long long ia, long long ib) {
-  EMBER_FOR(i, n) { dst[i] = unary_int_op<long long>(kind, src[at(l, i, contig)], ia, ib); }
+  EMBER_FOR(i, n) { dst[i] = unary_int_op<long long>(kind, src[at(l, i, contig, n)], ia, ib); }
 }
 extern "C" __global__ void unary_i32(int *dst, const int *src, Strided l, long long n, int contig, int kind,
                                      double a, double b, long long ia, long long ib) {
-  EMBER_FOR(i, n) { dst[i] = unary_int_op<int>(kind, src[at(l, i, contig)], (int)ia, (int)ib); }
+  EMBER_FOR(i, n) { dst[i] = unary_int_op<int>(kind, src[at(l, i, contig, n)], (int)ia, (int)ib); }
 }
 extern "C" __global__ void unary_b8(u8 *dst, const u8 *src, Strided l, long long n, int contig, int kind, double a,
                                     double b, long long ia, long long ib) {
-  EMBER_FOR(i, n) { dst[i] = src[at(l, i, contig)] ? 0 : 1; }  // LogicalNot, the only bool unary
+  EMBER_FOR(i, n) { dst[i] = src[at(l, i, contig, n)] ? 0 : 1; }  // LogicalNot, the only bool unary
 }
 
 // binary_<t>(dst, a, la, b, lb, n, contig, op): arithmetic into the operand
@@ -751,11 +766,11 @@ extern "C" __global__ void unary_b8(u8 *dst, const u8 *src, Strided l, long long
 #define BINARY(N, T)                                                                                        \
   extern "C" __global__ void binary_##N(T *dst, const T *a, Strided la, const T *b, Strided lb, long long n, \
                                         int contig, int op) {                                               \
-    EMBER_FOR(i, n) { dst[i] = bin_num<T>(op, a[at(la, i, contig & 1)], b[at(lb, i, contig & 2)]); }         \
+    EMBER_FOR(i, n) { dst[i] = bin_num<T>(op, a[at(la, i, contig & 1, n)], b[at(lb, i, contig & 2, n)]); }         \
   }                                                                                                         \
   extern "C" __global__ void compare_##N(u8 *dst, const T *a, Strided la, const T *b, Strided lb, long long n, \
                                          int contig, int op) {                                              \
-    EMBER_FOR(i, n) { dst[i] = cmp<T>(op, a[at(la, i, contig & 1)], b[at(lb, i, contig & 2)]); }             \
+    EMBER_FOR(i, n) { dst[i] = cmp<T>(op, a[at(la, i, contig & 1, n)], b[at(lb, i, contig & 2, n)]); }             \
   }
 BINARY(f32, float)
 BINARY(f64, double)
@@ -764,7 +779,7 @@ BINARY(i32, int)
 
 extern "C" __global__ void binary_b8(u8 *dst, const u8 *a, Strided la, const u8 *b, Strided lb, long long n,
                                      int contig, int op) {
-  EMBER_FOR(i, n) { dst[i] = bool_op(op, a[at(la, i, contig & 1)] != 0, b[at(lb, i, contig & 2)] != 0); }
+  EMBER_FOR(i, n) { dst[i] = bool_op(op, a[at(la, i, contig & 1, n)] != 0, b[at(lb, i, contig & 2, n)] != 0); }
 }
 
 // reduce_<t>(dst, src, outer, n, op, block), argreduce_rows_<t>(dst, src,
