@@ -400,7 +400,7 @@ func cString(p uintptr) string {
 // device's primary context (the one the cuda backend allocates in), and a
 // stream of its own to run NCCL's kernels on and poll.
 type cuDriver struct {
-	init, deviceGet, primaryRetain, primaryRelease, ctxSetCurrent, ctxSynchronize,
+	init, deviceGet, primaryRetain, primaryRelease, ctxSetCurrent,
 	streamCreate, streamQuery, streamDestroy, getErrorName uintptr
 }
 
@@ -431,7 +431,7 @@ func loadDriver() (*cuDriver, error) {
 		}{
 			{"cuInit", &d.init}, {"cuDeviceGet", &d.deviceGet},
 			{"cuDevicePrimaryCtxRetain", &d.primaryRetain}, {"cuDevicePrimaryCtxRelease_v2", &d.primaryRelease},
-			{"cuCtxSetCurrent", &d.ctxSetCurrent}, {"cuCtxSynchronize", &d.ctxSynchronize},
+			{"cuCtxSetCurrent", &d.ctxSetCurrent},
 			{"cuStreamCreate", &d.streamCreate}, {"cuStreamQuery", &d.streamQuery},
 			{"cuStreamDestroy_v2", &d.streamDestroy}, {"cuGetErrorName", &d.getErrorName},
 		} {
@@ -502,8 +502,7 @@ func NewNCCLGroup(ctx context.Context, cfg Config) (*NCCLGroup, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	dev := tensor.CUDA(cfg.LocalRank)
-	if _, err := tensor.BackendFor(dev); err != nil {
+	if _, err := cuda.Device(cfg.LocalRank); err != nil {
 		if errors.Is(err, cuda.ErrNoDevice) {
 			return nil, fmt.Errorf("distributed: NewNCCLGroup: rank %d: %w", cfg.Rank, err)
 		}
@@ -965,13 +964,15 @@ func scratch(like *tensor.Tensor, n int) *tensor.Tensor {
 // waits for the stream, polling NCCL's error state, until deadline.
 func (g *NCCLGroup) launch(op string, seq uint64, deadline time.Time, enqueue func(comm, stream uintptr) int32) error {
 	d, l := g.drv, g.lib
-	// Other code on this thread (the backend's copies) may have changed
-	// the current context.
+	// The inputs are ready once the backend's stream has run the kernels
+	// queued before this operation.
+	if err := cuda.Synchronize(g.ordinal); err != nil {
+		return &NCCLError{Op: op, Seq: seq, Msg: "waiting for the device's pending work: " + err.Error()}
+	}
+	// Other code on this thread (the backend) may have changed the
+	// current context.
 	if r := d.call(d.ctxSetCurrent, g.cuCtx); r != cudaSuccess {
 		return &NCCLError{Op: op, Seq: seq, Msg: "cuCtxSetCurrent: " + d.errorName(r)}
-	}
-	if r := d.call(d.ctxSynchronize); r != cudaSuccess {
-		return &NCCLError{Op: op, Seq: seq, Msg: "waiting for the device's pending work: " + d.errorName(r)}
 	}
 	g.commMu.Lock()
 	comm := g.comm

@@ -101,6 +101,33 @@ func TestOpenNCCLReportsEveryAttempt(t *testing.T) {
 	assert.Contains(t, msg, "LD_LIBRARY_PATH")
 }
 
+func TestOpenNCCLWithTheSystemLoader(t *testing.T) {
+	lib, err := openNCCL(ncclSearchFromEnv(), dlopen)
+	if err == nil {
+		t.Logf("NCCL %s at %s", ncclVersionString(lib.version), lib.path)
+		assert.NotZero(t, lib.allReduce)
+		assert.Greater(t, lib.version, 2000)
+		return
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "not found") {
+		assert.Contains(t, msg, "tried ")
+		assert.Contains(t, msg, "libnccl.so.2 (") // the bare soname is the last attempt
+		return
+	}
+	// Found but unusable: too old, or missing symbols.
+	assert.Contains(t, msg, "NCCL")
+}
+
+func TestLoadDriverWithoutGPU(t *testing.T) {
+	d, err := loadDriver()
+	if err == nil {
+		assert.NotZero(t, d.streamQuery)
+		return
+	}
+	assert.ErrorIs(t, err, cuda.ErrNoDevice)
+}
+
 func TestNCCLCodes(t *testing.T) {
 	dtypes := []struct {
 		dt   tensor.DType
