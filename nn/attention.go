@@ -52,7 +52,7 @@ func ScaledDotProductAttention(q, k, v *autograd.Var, opt AttentionOptions) *aut
 	var mask *tensor.Tensor
 	switch {
 	case opt.IsCausal:
-		mask = additiveMask(causalMask(l, s), false, q.DType())
+		mask = additiveMask(causalMask(l, s).ToDeviceOf(q.Value()), false, q.DType())
 	case opt.AttnMask != nil:
 		mask = additiveMask(opt.AttnMask, true, q.DType())
 	}

@@ -185,14 +185,17 @@ func (e *EmbeddingBag) bag(ids, offsets, perSampleWeights *tensor.Tensor) *autog
 		}
 	}
 	dt := e.Weight.DType()
+	// The bag bookkeeping is done on the host; its index tensors are copied
+	// to the weight's device, where the work happens.
+	wv := e.Weight.Value()
 	if len(keep) == 0 {
-		return autograd.New(tensor.Zeros([]int{nb, e.EmbeddingDim}, dt))
+		return autograd.New(tensor.ZerosOn(wv.Device(), []int{nb, e.EmbeddingDim}, dt))
 	}
 	if e.MaxNorm > 0 {
 		e.renorm(flat)
 	}
-	pos := tensor.FromSlice(keep, len(keep))
-	rows := autograd.Embedding(tensor.FromSlice(flat, len(flat)).IndexSelect(0, pos), e.Weight)
+	pos := tensor.FromSlice(keep, len(keep)).ToDeviceOf(wv)
+	rows := autograd.Embedding(tensor.FromSlice(flat, len(flat)).ToDeviceOf(wv).IndexSelect(0, pos), e.Weight)
 	if perSampleWeights != nil {
 		w := perSampleWeights.To(dt).Reshape(-1).IndexSelect(0, pos)
 		rows = rows.Mul(autograd.New(w.Unsqueeze(1)))
@@ -202,7 +205,7 @@ func (e *EmbeddingBag) bag(ids, offsets, perSampleWeights *tensor.Tensor) *autog
 		at := 0
 		for b, n := range counts {
 			if n == 0 {
-				out[b] = autograd.New(tensor.Zeros([]int{e.EmbeddingDim}, dt))
+				out[b] = autograd.New(tensor.ZerosOn(wv.Device(), []int{e.EmbeddingDim}, dt))
 				continue
 			}
 			out[b] = rows.Narrow(0, at, n).Max([]int{0}, false)
@@ -210,7 +213,7 @@ func (e *EmbeddingBag) bag(ids, offsets, perSampleWeights *tensor.Tensor) *autog
 		}
 		return autograd.Stack(out, 0)
 	}
-	sum := autograd.New(tensor.Zeros([]int{nb, e.EmbeddingDim}, dt)).IndexAdd(0, tensor.FromSlice(bagOf, len(bagOf)), rows)
+	sum := autograd.New(tensor.ZerosOn(wv.Device(), []int{nb, e.EmbeddingDim}, dt)).IndexAdd(0, tensor.FromSlice(bagOf, len(bagOf)).ToDeviceOf(wv), rows)
 	if e.Mode == "sum" {
 		return sum
 	}
@@ -218,7 +221,7 @@ func (e *EmbeddingBag) bag(ids, offsets, perSampleWeights *tensor.Tensor) *autog
 	for b, n := range counts {
 		div[b] = float64(max(n, 1))
 	}
-	return sum.Div(autograd.New(tensor.FromSlice(div, nb, 1).To(dt)))
+	return sum.Div(autograd.New(tensor.FromSlice(div, nb, 1).To(dt).ToDeviceOf(wv)))
 }
 
 // renorm scales the rows named in ids whose norm exceeds MaxNorm to norm

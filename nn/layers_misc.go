@@ -89,7 +89,7 @@ func (e *Embedding) Lookup(ids *tensor.Tensor) *autograd.Var {
 			mask[i] = 1
 		}
 		mask[e.PaddingIdx] = 0
-		m := tensor.FromSlice(mask, e.NumEmbeddings, 1).To(w.DType())
+		m := tensor.FromSlice(mask, e.NumEmbeddings, 1).To(w.DType()).ToDeviceOf(w.Value())
 		w = w.Mul(autograd.New(m)).Add(autograd.New(w.Value().Mul(m.Neg().AddScalar(1))))
 	}
 	return autograd.Embedding(ids, w)

@@ -107,9 +107,12 @@ func (l *CTCLoss) Forward(logProbs *autograd.Var, targets, inputLengths, targetL
 			}
 		}
 	}
+	// The dynamic programme runs on the host; its losses and gradient go
+	// back to the log-probabilities' device.
 	dt := logProbs.DType()
-	gt := tensor.FromSlice(grad, tMax, n, c).To(dt)
-	per := autograd.Custom("CTCLoss", tensor.FromSlice(losses, n).To(dt), []*autograd.Var{logProbs}, nil,
+	lv := logProbs.Value()
+	gt := tensor.FromSlice(grad, tMax, n, c).To(dt).ToDeviceOf(lv)
+	per := autograd.Custom("CTCLoss", tensor.FromSlice(losses, n).To(dt).ToDeviceOf(lv), []*autograd.Var{logProbs}, nil,
 		func(g *autograd.Var, _ []*autograd.Var, _ *autograd.Var) []*autograd.Var {
 			return []*autograd.Var{g.Reshape(1, n, 1).Mul(autograd.New(gt))}
 		})
@@ -126,7 +129,7 @@ func (l *CTCLoss) Forward(logProbs *autograd.Var, targets, inputLengths, targetL
 		for i, v := range tl {
 			den[i] = float64(max(v, 1))
 		}
-		return per.Div(autograd.New(tensor.FromSlice(den, n).To(dt))).Mean(nil, false)
+		return per.Div(autograd.New(tensor.FromSlice(den, n).To(dt).ToDeviceOf(lv))).Mean(nil, false)
 	}
 	panic(fmt.Sprintf("nn.%s: unknown reduction %d", op, int(l.Reduction)))
 }

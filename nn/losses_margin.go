@@ -151,7 +151,7 @@ func (l *MultiLabelMarginLoss) Forward(input *autograd.Var, target *tensor.Tenso
 			}
 		}
 	}
-	wt := autograd.New(tensor.FromSlice(w, n, c, c).To(x.DType()))
+	wt := autograd.New(tensor.FromSlice(w, n, c, c).To(x.DType()).ToDeviceOf(x.Value()))
 	// z[n, j, i] = 1 - x[n, j] + x[n, i]
 	z := x.Unsqueeze(1).Sub(x.Unsqueeze(2)).AddScalar(1).Relu()
 	per := z.Mul(wt).Sum([]int{1, 2}, false).DivScalar(float64(c))
@@ -229,7 +229,7 @@ func (l *MultiMarginLoss) Forward(input *autograd.Var, target *tensor.Tensor) *a
 	if l.P == 2 {
 		z = z.Square()
 	}
-	classes := tensor.Arange(0, float64(c), 1, tensor.Int64).Reshape(1, c)
+	classes := classIndices(c, x.Value()).Reshape(1, c)
 	z = autograd.Where(idx.Eq(classes), constVar(0, dt), z)
 	if l.Weight != nil {
 		if l.Weight.Dim() != 1 || l.Weight.Numel() != c || !l.Weight.DType().IsFloat() {

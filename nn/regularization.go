@@ -97,7 +97,7 @@ func MaxNorm(t *tensor.Tensor, maxNorm float64) *tensor.Tensor {
 		shape[i] = 1
 	}
 	shape[0] = len(scale)
-	return t.CopyFrom(t.Mul(tensor.FromSlice(scale, shape...).To(t.DType())))
+	return t.CopyFrom(t.Mul(tensor.FromSlice(scale, shape...).To(t.DType()).ToDeviceOf(t)))
 }
 
 // paramHost is implemented by modules embedding Base.

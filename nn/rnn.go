@@ -138,7 +138,7 @@ func (c *cell) prepare(op string, x, h *autograd.Var) (*autograd.Var, *autograd.
 	}
 	n := x.Shape()[0]
 	if h == nil {
-		return x, autograd.New(tensor.Zeros([]int{n, c.HiddenSize}, x.DType())), unbatched
+		return x, autograd.New(tensor.ZerosOn(x.Value().Device(), []int{n, c.HiddenSize}, x.DType())), unbatched
 	}
 	want := []int{n, c.HiddenSize}
 	if unbatched {

@@ -96,10 +96,10 @@ func (r *recurrent) stateShape(n int, unbatched bool) []int {
 }
 
 // state returns the given initial state in [layers·dirs, N, hidden] form,
-// or zeros when s is nil.
-func (r *recurrent) state(op, what string, s *autograd.Var, n int, unbatched bool, dt tensor.DType) *autograd.Var {
+// or zeros of like's dtype on like's device when s is nil.
+func (r *recurrent) state(op, what string, s *autograd.Var, n int, unbatched bool, like *tensor.Tensor) *autograd.Var {
 	if s == nil {
-		return autograd.New(tensor.Zeros(r.stateShape(n, false), dt))
+		return autograd.New(tensor.ZerosOn(like.Device(), r.stateShape(n, false), like.DType()))
 	}
 	if want := r.stateShape(n, unbatched); !sameInts(s.Shape(), want) {
 		panic(fmt.Sprintf("nn.%s: %s shape %v must be %v", op, what, s.Shape(), want))
@@ -131,10 +131,10 @@ func (r *recurrent) run(op string, x, h0, c0 *autograd.Var, lengths []int) (out,
 	if steps == 0 {
 		panic(fmt.Sprintf("nn.%s: input shape %v has no time steps", op, s))
 	}
-	invalid := stepMasks(op, lengths, steps, n)
-	h0 = r.state(op, "h0", h0, n, unbatched, x.DType())
+	invalid := stepMasks(op, lengths, steps, n, x.Value())
+	h0 = r.state(op, "h0", h0, n, unbatched, x.Value())
 	if r.mode == modeLSTM {
-		c0 = r.state(op, "c0", c0, n, unbatched, x.DType())
+		c0 = r.state(op, "c0", c0, n, unbatched, x.Value())
 	}
 	var hs, cs []*autograd.Var
 	layerIn := x
@@ -235,7 +235,7 @@ func (r *recurrent) annotate(out, hn, cn, x, h0, c0 *autograd.Var, lengths []int
 
 // stepMasks returns, per time step, the [N, 1] mask of the sequences
 // already past their length, or nil when lengths is nil.
-func stepMasks(op string, lengths []int, steps, n int) []*tensor.Tensor {
+func stepMasks(op string, lengths []int, steps, n int, like *tensor.Tensor) []*tensor.Tensor {
 	if lengths == nil {
 		return nil
 	}
@@ -253,7 +253,7 @@ func stepMasks(op string, lengths []int, steps, n int) []*tensor.Tensor {
 		for i, l := range lengths {
 			m[i] = t >= l
 		}
-		masks[t] = tensor.FromSlice(m, n, 1)
+		masks[t] = tensor.FromSlice(m, n, 1).ToDeviceOf(like)
 	}
 	return masks
 }

@@ -35,7 +35,7 @@ func (r *RReLU) Forward(x *autograd.Var) *autograd.Var {
 	if !r.IsTraining() {
 		return autograd.LeakyReLU(x, (r.Lower+r.Upper)/2)
 	}
-	slopes := r.gen.Uniform(x.Shape(), r.Lower, r.Upper, x.DType())
+	slopes := r.gen.Uniform(x.Shape(), r.Lower, r.Upper, x.DType()).ToDeviceOf(x.Value()) // drawn on the host
 	positive := x.Value().Ge(tensor.Zeros(nil, x.DType()))
 	scale := tensor.Where(positive, tensor.Ones(nil, x.DType()), slopes)
 	return x.Mul(autograd.New(scale))

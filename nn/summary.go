@@ -32,15 +32,15 @@ type summaryRow struct {
 // counted once. The forward pass runs in evaluation mode (the training flag
 // is restored after) and sees only sub-modules applied through Call
 // (Sequential does); a module the pass does not reach shows "--" as its
-// output shape. The input has the dtype of the model's first parameter
+// output shape. The input has the dtype and device of the model's first parameter
 // (Float32 without parameters); for models that take token ids or several
 // inputs, use SummaryOf.
 func Summary(model Module, inputShape ...int) string {
-	dt := tensor.Float32
+	dt, dev := tensor.Float32, tensor.CPU
 	if params := model.Parameters(); len(params) > 0 {
-		dt = params[0].DType()
+		dt, dev = params[0].DType(), params[0].Value().Device()
 	}
-	return summarize(model, []*tensor.Tensor{tensor.Zeros(inputShape, dt)})
+	return summarize(model, []*tensor.Tensor{tensor.ZerosOn(dev, inputShape, dt)})
 }
 
 // SummaryOf is Summary with the forward pass run on the given example
