@@ -94,8 +94,17 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 		total += p.Value().Numel()
 	}
 	layout := []int64{int64(len(d.params)), int64(total), int64(len(model.NamedBuffers()))}
-	hi := tensor.FromSlice(layout)
-	lo := tensor.FromSlice(layout).Neg()
+	// The check travels on the parameters' device: a GPU process group
+	// (NCCL) takes device tensors only.
+	dev := tensor.CPU
+	if len(d.params) > 0 {
+		dev = d.params[0].Value().Device()
+	}
+	hi, err := tensor.FromSlice(layout).ToDevice(dev)
+	if err != nil {
+		return nil, err
+	}
+	lo := hi.Neg()
 	if err := pg.AllReduce(hi, Max); err != nil {
 		return nil, err
 	}
@@ -149,7 +158,8 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 			n += len(d.params) // the used flags ride in the last bucket
 		}
 		d.left[k] = d.need[k]
-		d.flats[k] = tensor.Zeros([]int{n}, d.params[bucket[0]].Value().DType())
+		first := d.params[bucket[0]].Value()
+		d.flats[k] = tensor.ZerosOn(first.Device(), []int{n}, first.DType())
 	}
 	if !opts.SyncAfterBackward {
 		for i, p := range d.params {
