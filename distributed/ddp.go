@@ -233,19 +233,28 @@ func (d *DDP) startBucket(k int) {
 		off += n
 	}
 	if k == len(d.buckets)-1 {
+		flags := make([]float64, len(d.params))
 		for i, p := range d.params {
-			used := 0.0
 			if d.ready[i] || p.Grad() != nil {
-				used = 1
-			}
-			switch f := dst.(type) {
-			case []float32:
-				f[off+i] = float32(used)
-			case []float64:
-				f[off+i] = used
+				flags[i] = 1
 			}
 		}
-		tensor.MarkWritten(flat)
+		switch f := dst.(type) {
+		case []float32:
+			for i, v := range flags {
+				f[off+i] = float32(v)
+			}
+			tensor.MarkWritten(flat)
+		case []float64:
+			copy(f[off:], flags)
+			tensor.MarkWritten(flat)
+		default: // device memory: one small upload
+			src, err := tensor.FromSlice(flags).To(flat.DType()).ToDevice(flat.Device())
+			if err != nil {
+				panic(fmt.Sprintf("distributed.DataParallel: %v", err)) // flat lives there, so its backend is open
+			}
+			flat.Narrow(0, off, len(flags)).CopyFrom(src)
+		}
 	}
 	d.works = append(d.works, d.pg.AllReduceAsync(flat, Avg))
 }
