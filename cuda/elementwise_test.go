@@ -164,15 +164,18 @@ func TestElementwiseRejects(t *testing.T) {
 // sliced, broadcast) and special values (NaN, ±Inf, -0, subnormals, huge
 // and rounding-boundary values, extreme integers). Results must be
 // bit-identical (NaN matches any NaN), except:
-//   - float32 Exp, Log, Tanh, Sigmoid: 4 ulps (CUDA's expf/logf/tanhf are
-//     within 2 ulps, the CPU's vectorized float32 functions within 1-2);
+//   - float32 Exp, Log 4 ulps, Tanh 5, Sigmoid 6 (CUDA's expf, logf and
+//     tanhf are within 2 ulps of exact, the CPU's float32 functions within
+//     1-2, and Sigmoid adds a division);
 //   - float32 Log1p, Expm1, Sin, Cos, Erf, PowScalar and Pow (computed in
 //     float64 and rounded once on both sides): 1 ulp;
-//   - float64 transcendental functions: 2 ulps (Sigmoid 4; PowScalar 16 and
-//     Pow 32 for general exponents: Go's math.Pow rounds once per squaring);
+//   - float64 transcendental functions: 4 ulps (CUDA's are within 1-2 ulps,
+//     Go's math within 1-2); PowScalar 16 and Pow 32 ulps for general
+//     exponents (Go's math.Pow rounds once per squaring);
 //   - float sums (Reduce, and Scan along rows of 1024 or more): within 8 eps
-//     of the sum of magnitudes, float products 4·n·eps relative (the GPU
-//     groups them differently);
+//     of the sum of magnitudes, float products 4·n·eps relative plus a
+//     floor a little above the smallest normal (the GPU groups them
+//     differently, so long products underflow through subnormals apart);
 //   - float Max/Min reductions compare -0 and +0 as equal (which zero a tie
 //     keeps depends on the CPU's vector code).
 
@@ -216,17 +219,16 @@ var ewShapes = [][3]int{{1, 1, 1}, {3, 5, 7}, {67, 3, 2}, {2, 67, 9}, {13, 1, 67
 
 var ewAllDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int64, tensor.Int32, tensor.Bool, tensor.Float16, tensor.BFloat16}
 
-// ewSpecials are the special float values mixed into inputs. Values out of
-// the int64 and int32 ranges convert to MinInt on amd64 on both backends;
-// elsewhere Go's conversion differs, so they are left out there.
+// ewSpecials are the special float values mixed into inputs.
 func ewSpecials() []float64 {
-	s := []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 0, 1, -1, 0.5, 1.5, 2.5, -2.5, -0.5,
+	return []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 0, 1, -1, 0.5, 1.5, 2.5, -2.5, -0.5,
 		65504, 65519.99, 65520, 6e-8, 1e-45, 1e-40, 16777217, 0.1, 2147483647.5, -2147483648.9, 9007199254740993,
-		3.3895313892515355e38, 1e-300, 5e-324}
-	if runtime.GOARCH == "amd64" {
-		s = append(s, 3e9, -3e9, 1e20, -1e20, math.MaxFloat32, 1e300, math.MaxFloat64)
-	}
-	return s
+		3.3895313892515355e38, 1e-300, 5e-324, 3e9, -3e9, 1e20, -1e20, math.MaxFloat32, 1e300, math.MaxFloat64}
+}
+
+// ewIsFloat reports whether dt is a floating-point dtype.
+func ewIsFloat(dt tensor.DType) bool {
+	return dt == tensor.Float32 || dt == tensor.Float64 || dt == tensor.Float16 || dt == tensor.BFloat16
 }
 
 // ewHost returns n random host values of dt; with specials, every fifth
@@ -448,6 +450,12 @@ func TestCUDACopy(t *testing.T) {
 			for _, sdt := range ewAllDTypes {
 				src := ewHost(rng, sdt, v.need, true)
 				for _, ddt := range ewAllDTypes {
+					// Go converts NaN, ±Inf and out-of-range floats to
+					// integers in an implementation-defined way; the GPU
+					// follows amd64 (MinInt), so other hosts skip those pairs.
+					if runtime.GOARCH != "amd64" && ewIsFloat(sdt) && (ddt == tensor.Int64 || ddt == tensor.Int32) {
+						continue
+					}
 					what := fmt.Sprintf("Copy %v→%v %v %s", sdt, ddt, sh, v.name)
 					c, g := ewRun(gpu, cpu, []any{src}, []tensor.DType{sdt}, ddt, n, nil,
 						func(be tensor.Backend, out tensor.Buffer, in []tensor.Buffer) { be.Copy(out, in[0], v.l) })
@@ -506,16 +514,16 @@ func ewUnaryCases() []ewUnaryCase {
 		{u(tensor.OpNeg), 0, 0, true},
 		{u(tensor.OpAbs), 0, 0, true},
 		{u(tensor.OpSign), 0, 0, true},
-		{u(tensor.OpExp), 4, 2, false},
-		{u(tensor.OpLog), 4, 2, false},
-		{u(tensor.OpLog1p), 1, 2, false},
-		{u(tensor.OpExpm1), 1, 2, false},
+		{u(tensor.OpExp), 4, 4, false},
+		{u(tensor.OpLog), 4, 4, false},
+		{u(tensor.OpLog1p), 1, 4, false},
+		{u(tensor.OpExpm1), 1, 4, false},
 		{u(tensor.OpSqrt), 0, 0, false},
 		{u(tensor.OpRsqrt), 0, 0, false},
-		{u(tensor.OpSin), 1, 2, false},
-		{u(tensor.OpCos), 1, 2, false},
-		{u(tensor.OpTanh), 4, 2, false},
-		{u(tensor.OpSigmoid), 4, 4, false},
+		{u(tensor.OpSin), 1, 4, false},
+		{u(tensor.OpCos), 1, 4, false},
+		{u(tensor.OpTanh), 5, 4, false},
+		{u(tensor.OpSigmoid), 6, 4, false},
 		{u(tensor.OpRelu), 0, 0, true},
 		{u(tensor.OpFloor), 0, 0, true},
 		{u(tensor.OpCeil), 0, 0, true},
@@ -527,7 +535,7 @@ func ewUnaryCases() []ewUnaryCase {
 		{tensor.UnaryOp{Kind: tensor.OpAffine, A: 3, B: -7}, 0, 0, true},
 		{u(tensor.OpRecip), 0, 0, false},
 		{u(tensor.OpSquare), 0, 0, true},
-		{u(tensor.OpErf), 1, 2, false},
+		{u(tensor.OpErf), 1, 4, false},
 	}
 	for _, e := range []float64{2, 3, 0.5, -0.5, -1, -2} {
 		cases = append(cases, ewUnaryCase{tensor.UnaryOp{Kind: tensor.OpPowScalar, A: e}, 0, 0, e == math.Trunc(e)})
@@ -703,6 +711,15 @@ func ewReduceData(rng *rand.Rand, dt tensor.DType, op tensor.ReduceOp, size int)
 	return h
 }
 
+// ewTiny is the absolute tolerance floor of float products: 64 times the
+// smallest normal of dt.
+func ewTiny(dt tensor.DType) float64 {
+	if dt == tensor.Float32 {
+		return 0x1p-120
+	}
+	return 0x1p-1016
+}
+
 // ewRowScale returns per-row tolerance scales for float sums and products.
 func ewRowScale(dt tensor.DType, op tensor.ReduceOp, h, c any, outer, n int) ewTol {
 	var eps float64
@@ -725,7 +742,7 @@ func ewRowScale(dt tensor.DType, op tensor.ReduceOp, h, c any, outer, n int) ewT
 			scale[r] *= 8 * eps
 		case tensor.ReduceProd:
 			v, _ := ewFloat(dt, c, r)
-			scale[r] = 4 * float64(n) * eps * math.Abs(v)
+			scale[r] = 4*float64(n)*eps*math.Abs(v) + ewTiny(dt)
 		}
 	}
 	tol := ewTol{rel: 1, scale: scale, zeroEqual: true}
@@ -817,7 +834,7 @@ func ewScanTol(dt tensor.DType, prod bool, src, c any, n int) ewTol {
 		run += math.Abs(v)
 		if prod {
 			cv, _ := ewFloat(dt, c, i)
-			scale[i] = 4 * float64(k+1) * eps * math.Abs(cv)
+			scale[i] = 4*float64(k+1)*eps*math.Abs(cv) + ewTiny(dt)
 		} else {
 			scale[i] = 8 * eps * run
 		}
