@@ -124,10 +124,18 @@ func newBackend(index int) (_ *Backend, err error) {
 	b := &Backend{index: index, drv: drv, dev: dev}
 	var undo []func()
 	defer func() {
-		if err != nil {
-			for i := len(undo) - 1; i >= 0; i-- {
-				undo[i]()
+		if err == nil {
+			return
+		}
+		// Undo in reverse order, with the context current for the calls
+		// that need it.
+		if b.ctx != 0 {
+			if unbind, e := drv.Bind(b.ctx); e == nil {
+				defer unbind()
 			}
+		}
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
 		}
 	}()
 	if b.ctx, err = drv.PrimaryCtxRetain(dev); err != nil {
