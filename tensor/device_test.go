@@ -128,6 +128,10 @@ func deviceCases() []deviceCase {
 				x.MaskedFill(mv(mask), -1), x.MaskedSelect(mv(mask)), x.MaskedScatter(mv(mask), mv(b)), vals, ind, tv, ti,
 				x.ArgSort(0, false), tensor.OneHot(mv(idx), 5))
 		}},
+		{"random draws and 0-d sort", 0, func(mv func(*tensor.Tensor) *tensor.Tensor) []*tensor.Tensor {
+			v, i := mv(tensor.Scalar(3)).TopK(1, 0, true)
+			return many(v, i, tensor.NewGenerator(9).Bernoulli(mv(pos).MulScalar(0.4)))
+		}},
 		{"convolution", 1e-5, func(mv func(*tensor.Tensor) *tensor.Tensor) []*tensor.Tensor {
 			x, x64 := mv(img), mv(img64)
 			opt := tensor.Conv2dOptions{Padding: [2]int{1, 1}}

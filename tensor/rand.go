@@ -8,7 +8,10 @@ import (
 )
 
 // Generator is a seeded source of random tensors. The same seed gives the
-// same sequence of tensors. A Generator may be shared between goroutines
+// same sequence of tensors, on every device: values are drawn on the host
+// and returned as CPU tensors, which a caller moves to its device with one
+// ToDevice (or ToDeviceOf) copy; ops that draw for a device input (Dropout,
+// Bernoulli) make that copy themselves. A Generator may be shared between goroutines
 // (it locks), but one per goroutine keeps results reproducible.
 type Generator struct {
 	mu  sync.Mutex
@@ -90,7 +93,7 @@ func (g *Generator) RandInt(shape []int, lo, hi int64) *Tensor {
 }
 
 // Bernoulli returns 0/1 values (dtype of p) that are 1 with probability p,
-// elementwise.
+// elementwise, on p's device (p is read and the values drawn on the host).
 func (g *Generator) Bernoulli(p *Tensor) *Tensor {
 	probs := p.Float64s()
 	g.mu.Lock()
@@ -110,7 +113,7 @@ func (g *Generator) Bernoulli(p *Tensor) *Tensor {
 	if !dt.IsFloat() {
 		dt = Float32
 	}
-	return FromSlice(probs, p.shape...).To(dt)
+	return FromSlice(probs, p.shape...).To(dt).ToDeviceOf(p)
 }
 
 // Permutation returns a random permutation of 0..n-1 as Int64.

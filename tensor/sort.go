@@ -48,7 +48,7 @@ func (t *Tensor) topK(op string, k, a int, desc bool) (values, indices *Tensor) 
 		if k < 0 || k > 1 {
 			panic(fmt.Sprintf("tensor.%s: k=%d out of range for a 0-d tensor", op, k))
 		}
-		return t.Reshape(1).Narrow(0, 0, k).Reshape(), FromSlice([]int64{0}).Narrow(0, 0, k).Reshape()
+		return t.Reshape(1).Narrow(0, 0, k).Reshape(), onDeviceOf(t, FromSlice([]int64{0})).Narrow(0, 0, k).Reshape()
 	}
 	n := t.shape[a]
 	if k < 0 || k > n {
