@@ -167,8 +167,9 @@ func (t *Tensor) ToDevice(d Device) (*Tensor, error) {
 // contents (copied through the host), and their version is bumped. It is
 // how a model moves to a device without replacing its tensors, so that
 // every reference to them (parameters held by optimizers, buffers held by
-// layers) follows. Nothing may use the storage concurrently. It does
-// nothing if t is already on d.
+// layers) follows. Nothing may use the storage concurrently, and slices
+// obtained earlier from HostData keep pointing at the old host memory. It
+// does nothing if t is already on d.
 func (t *Tensor) MoveStorageTo(d Device) error {
 	if t.Device() == d {
 		return nil
