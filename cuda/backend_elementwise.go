@@ -54,7 +54,8 @@ func ewKernelNames() []string {
 	}
 	for _, t := range ewNumericTags {
 		names = append(names, "unary_"+t, "binary_"+t, "compare_"+t,
-			"reduce_"+t, "argreduce_rows_"+t, "argreduce_lanes_"+t, "scan_"+t, "scan_rows_"+t)
+			"reduce_"+t, "reduce_part_"+t, "reduce_final_"+t,
+			"argreduce_rows_"+t, "argreduce_part_"+t, "argreduce_final_"+t, "argreduce_lanes_"+t, "scan_"+t, "scan_rows_"+t)
 	}
 	return append(names, "unary_b8", "binary_b8")
 }
@@ -313,7 +314,22 @@ const (
 	ewBlockRowAt = 512     // rows this long get a block each, shorter a warp
 	ewArgRowAt   = 64      // ArgReduce rows this long (inner == 1) get a block each
 	ewScanRowAt  = 1024    // Scan rows this long (inner == 1) get a block each
+	// Fewer than ewSplitRows rows of at least ewSplitAt elements are
+	// reduced in two passes over chunks of ewChunk elements, so that more
+	// than a few multiprocessors work on them.
+	ewSplitRows = 256
+	ewSplitAt   = 1 << 16
+	ewChunk     = 1 << 14
 )
+
+// ewSplit returns the number of chunks a two-pass reduction splits each of
+// outer rows of n elements into, or 0 for a one-pass reduction.
+func ewSplit(outer, n int) int {
+	if outer >= ewSplitRows || n < ewSplitAt {
+		return 0
+	}
+	return (n + ewChunk - 1) / ewChunk
+}
 
 // ewGrid returns a 1-d grid of blocks (at most ewMaxGrid) and 256-thread
 // blocks.
@@ -332,6 +348,15 @@ func (b *Backend) Reduce(op tensor.ReduceOp, dst, src tensor.Buffer, outer, n in
 		panic(fmt.Sprintf("tensor: unknown reduction %d", op))
 	}
 	if outer == 0 || (n == 0 && (op == tensor.ReduceMax || op == tensor.ReduceMin)) {
+		return
+	}
+	if chunks := ewSplit(outer, n); chunks > 0 {
+		part, release := b.scratch(8 * outer * chunks)
+		defer release()
+		grid, block := ewGrid(outer * chunks)
+		b.launchGrid("reduce_part_"+tag, grid, block, 0, part, b.ptr(src, 0), int64(outer), int64(n), int32(op), int64(chunks), int64(ewChunk))
+		grid, block = ewGrid(outer)
+		b.launchGrid("reduce_final_"+tag, grid, block, 0, b.ptr(dst, 0), part, int64(outer), int64(chunks), int32(op))
 		return
 	}
 	var blockMode int32
@@ -353,6 +378,17 @@ func (b *Backend) ArgReduce(isMax bool, dst, src tensor.Buffer, outer, n, inner 
 	}
 	if n == 0 {
 		panic("tensor: argmax/argmin over an empty axis")
+	}
+	if chunks := ewSplit(outer, n); inner == 1 && chunks > 0 {
+		pv, releaseV := b.scratch(8 * outer * chunks)
+		defer releaseV()
+		pi, releaseI := b.scratch(8 * outer * chunks)
+		defer releaseI()
+		grid, block := ewGrid(outer * chunks)
+		b.launchGrid("argreduce_part_"+tag, grid, block, 0, pv, pi, b.ptr(src, 0), int64(outer), int64(n), int64(chunks), int64(ewChunk), isMax)
+		grid, block = ewGrid(outer)
+		b.launchGrid("argreduce_final_"+tag, grid, block, 0, b.ptr(dst, 0), pv, pi, int64(outer), int64(chunks), isMax)
+		return
 	}
 	if inner == 1 && n >= ewArgRowAt {
 		grid, block := ewGrid(outer)

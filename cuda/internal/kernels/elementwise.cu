@@ -493,9 +493,9 @@ __device__ __forceinline__ Ext<T> warp_ext(bool max, Ext<T> e) {
 
 // row_extremum finds the extremum of src[0:n] with a group of lanes: the
 // whole block when block is true (result valid in thread 0), else one warp
-// (result valid in lane 0).
+// (result valid in lane 0). Element k has index idx[k], or k if idx is null.
 template <typename T>
-__device__ Ext<T> row_extremum(bool max, const T *src, long long n, bool block) {
+__device__ Ext<T> row_extremum(bool max, const T *src, long long n, bool block, const long long *idx = nullptr) {
   int lane = threadIdx.x & 31;
   long long start = block ? threadIdx.x : lane;
   long long step = block ? blockDim.x : 32;
@@ -505,7 +505,7 @@ __device__ Ext<T> row_extremum(bool max, const T *src, long long n, bool block) 
   for (long long k = start; k < n; k += step) {
     Ext<T> x;
     x.v = src[k];
-    x.i = k;
+    x.i = idx ? idx[k] : k;
     e = ext_combine(max, e, x);
   }
   e = warp_ext(max, e);
@@ -586,6 +586,82 @@ __device__ void reduce(T *dst, const T *src, long long outer, long long n, int o
       }
     }
     if (leader) dst[r] = out;
+  }
+}
+
+// Two-pass row reductions for few long rows: pass one reduces chunks of
+// chunk elements (block b handles (row, chunk) pairs b, b+gridDim.x, ...)
+// into partials, in the accumulator type for sums (double for float32)
+// and the element type otherwise; pass two reduces each row's chunks
+// partials in chunk order, so ties and NaN keep the first-element rule.
+template <typename T>
+__device__ void reduce_part(void *part, const T *src, long long outer, long long n, int op, long long chunks,
+                            long long chunk) {
+  typedef typename SumAcc<T>::A A;
+  for (long long j = blockIdx.x; j < outer * chunks; j += gridDim.x) {
+    long long r = j / chunks, c = j - r * chunks;
+    const T *seg = src + r * n + c * chunk;
+    long long len = min(chunk, n - c * chunk);
+    if (op == 0) {
+      A v = row_fold<T, A>(0, seg, len, true, (A)0);
+      if (threadIdx.x == 0) ((A *)part)[j] = v;
+    } else {
+      T v;
+      if (op == 1) {
+        v = row_fold<T, T>(1, seg, len, true, (T)1);
+      } else if (((T)0.5) != 0) {
+        v = row_extremum<T>(op == 2, seg, len, true).v;
+      } else {
+        v = row_fold<T, T>(op, seg, len, true, seg[0]);
+      }
+      if (threadIdx.x == 0) ((T *)part)[j] = v;
+    }
+  }
+}
+
+template <typename T>
+__device__ void reduce_final(T *dst, const void *part, long long outer, long long chunks, int op) {
+  typedef typename SumAcc<T>::A A;
+  for (long long r = blockIdx.x; r < outer; r += gridDim.x) {
+    T out;
+    if (op == 0) {
+      out = (T)row_fold<A, A>(0, (const A *)part + r * chunks, chunks, true, (A)0);
+    } else {
+      const T *p = (const T *)part + r * chunks;
+      if (op == 1) {
+        out = row_fold<T, T>(1, p, chunks, true, (T)1);
+      } else if (((T)0.5) != 0) {
+        out = row_extremum<T>(op == 2, p, chunks, true).v;
+      } else {
+        out = row_fold<T, T>(op, p, chunks, true, p[0]);
+      }
+    }
+    if (threadIdx.x == 0) dst[r] = out;
+  }
+}
+
+// argreduce_part and argreduce_final: ArgReduce (inner == 1) of few long
+// rows in two passes; partials are (value, global index) pairs.
+template <typename T>
+__device__ void argreduce_part(T *pv, long long *pi, const T *src, long long outer, long long n, long long chunks,
+                               long long chunk, int max) {
+  for (long long j = blockIdx.x; j < outer * chunks; j += gridDim.x) {
+    long long r = j / chunks, c = j - r * chunks;
+    long long len = min(chunk, n - c * chunk);
+    Ext<T> e = row_extremum<T>(max != 0, src + r * n + c * chunk, len, true);
+    if (threadIdx.x == 0) {
+      pv[j] = e.v;
+      pi[j] = e.i + c * chunk;
+    }
+  }
+}
+
+template <typename T>
+__device__ void argreduce_final(long long *dst, const T *pv, const long long *pi, long long outer, long long chunks,
+                                int max) {
+  for (long long r = blockIdx.x; r < outer; r += gridDim.x) {
+    Ext<T> e = row_extremum<T>(max != 0, pv + r * chunks, chunks, true, pi + r * chunks);
+    if (threadIdx.x == 0) dst[r] = e.i;
   }
 }
 
@@ -782,13 +858,32 @@ extern "C" __global__ void binary_b8(u8 *dst, const u8 *a, Strided la, const u8 
   EMBER_FOR(i, n) { dst[i] = bool_op(op, a[at(la, i, contig & 1, n)] != 0, b[at(lb, i, contig & 2, n)] != 0); }
 }
 
-// reduce_<t>(dst, src, outer, n, op, block), argreduce_rows_<t>(dst, src,
-// outer, n, max), argreduce_lanes_<t>(dst, src, outer, n, inner, max),
+// reduce_<t>(dst, src, outer, n, op, block), reduce_part_<t>(part, src,
+// outer, n, op, chunks, chunk) then reduce_final_<t>(dst, part, outer,
+// chunks, op), argreduce_rows_<t>(dst, src, outer, n, max),
+// argreduce_part_<t>(pv, pi, src, outer, n, chunks, chunk, max) then
+// argreduce_final_<t>(dst, pv, pi, outer, chunks, max), argreduce_lanes_<t>(dst, src, outer, n, inner, max),
 // scan_<t>(dst, src, outer, n, inner, prod), scan_rows_<t>(dst, src, outer,
 // n, prod) for inner == 1.
 #define ROWS(N, T)                                                                                             \
   extern "C" __global__ void reduce_##N(T *dst, const T *src, long long outer, long long n, int op, int block) { \
     reduce<T>(dst, src, outer, n, op, block);                                                                  \
+  }                                                                                                            \
+  extern "C" __global__ void reduce_part_##N(void *part, const T *src, long long outer, long long n, int op,      \
+                                             long long chunks, long long chunk) {                              \
+    reduce_part<T>(part, src, outer, n, op, chunks, chunk);                                                    \
+  }                                                                                                            \
+  extern "C" __global__ void reduce_final_##N(T *dst, const void *part, long long outer, long long chunks,       \
+                                              int op) {                                                        \
+    reduce_final<T>(dst, part, outer, chunks, op);                                                             \
+  }                                                                                                            \
+  extern "C" __global__ void argreduce_part_##N(T *pv, long long *pi, const T *src, long long outer,             \
+                                                long long n, long long chunks, long long chunk, int max) {     \
+    argreduce_part<T>(pv, pi, src, outer, n, chunks, chunk, max);                                              \
+  }                                                                                                            \
+  extern "C" __global__ void argreduce_final_##N(long long *dst, const T *pv, const long long *pi,               \
+                                                 long long outer, long long chunks, int max) {                 \
+    argreduce_final<T>(dst, pv, pi, outer, chunks, max);                                                       \
   }                                                                                                            \
   extern "C" __global__ void argreduce_rows_##N(long long *dst, const T *src, long long outer, long long n,      \
                                                 int max) {                                                     \
