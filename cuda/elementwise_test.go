@@ -889,3 +889,92 @@ func TestCUDAScan(t *testing.T) {
 		}
 	}
 }
+
+// ---- benchmarks (GPU only): bytes moved per op, for bandwidth figures ----
+
+// ewBench runs op b.N times on device 0 with SetBytes(bytes) and waits for
+// the device before stopping the timer.
+func ewBench(b *testing.B, bytes int64, setup func(be tensor.Backend) func()) {
+	be, err := tensor.BackendFor(tensor.CUDA(0))
+	if err != nil {
+		b.Skipf("no CUDA device: %v", err)
+	}
+	op := setup(be)
+	op() // load the module outside the timing
+	require.NoError(b, Synchronize(0))
+	b.SetBytes(bytes)
+	b.ResetTimer()
+	for range b.N {
+		op()
+	}
+	require.NoError(b, Synchronize(0))
+}
+
+const ewBenchN = 1 << 24
+
+func BenchmarkCUDABinaryAddF32(b *testing.B) {
+	ewBench(b, 12*ewBenchN, func(be tensor.Backend) func() {
+		x, y, z := be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Float32, ewBenchN)
+		l := ewFlat(ewBenchN)
+		return func() { be.Binary(tensor.OpAdd, z, x, l, y, l) }
+	})
+}
+
+func BenchmarkCUDABinaryBroadcastRowF32(b *testing.B) {
+	ewBench(b, 8*ewBenchN, func(be tensor.Backend) func() {
+		x, y, z := be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Float32, 4096), be.Alloc(tensor.Float32, ewBenchN)
+		la := tensor.Layout{Shape: []int{ewBenchN / 4096, 4096}, Strides: []int{4096, 1}}
+		lb := tensor.Layout{Shape: []int{ewBenchN / 4096, 4096}, Strides: []int{0, 1}}
+		return func() { be.Binary(tensor.OpMul, z, x, la, y, lb) }
+	})
+}
+
+func BenchmarkCUDAUnaryExpF32(b *testing.B) {
+	ewBench(b, 8*ewBenchN, func(be tensor.Backend) func() {
+		x, y := be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Float32, ewBenchN)
+		return func() { be.Unary(tensor.UnaryOp{Kind: tensor.OpExp}, y, x, ewFlat(ewBenchN)) }
+	})
+}
+
+func BenchmarkCUDACopyTransposeF32(b *testing.B) {
+	ewBench(b, 8*ewBenchN, func(be tensor.Backend) func() {
+		x, y := be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Float32, ewBenchN)
+		l := tensor.Layout{Shape: []int{4096, ewBenchN / 4096}, Strides: []int{1, 4096}}
+		return func() { be.Copy(y, x, l) }
+	})
+}
+
+func BenchmarkCUDACopyF32ToF16(b *testing.B) {
+	ewBench(b, 6*ewBenchN, func(be tensor.Backend) func() {
+		x, y := be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Float16, ewBenchN)
+		return func() { be.Copy(y, x, ewFlat(ewBenchN)) }
+	})
+}
+
+func BenchmarkCUDAReduceSumAllF32(b *testing.B) {
+	ewBench(b, 4*ewBenchN, func(be tensor.Backend) func() {
+		x, y := be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Float32, 1)
+		return func() { be.Reduce(tensor.ReduceSum, y, x, 1, ewBenchN) }
+	})
+}
+
+func BenchmarkCUDAReduceSumRowsF32(b *testing.B) {
+	ewBench(b, 4*ewBenchN, func(be tensor.Backend) func() {
+		x, y := be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Float32, 4096)
+		return func() { be.Reduce(tensor.ReduceSum, y, x, 4096, ewBenchN/4096) }
+	})
+}
+
+func BenchmarkCUDAArgMaxRowsF32(b *testing.B) {
+	ewBench(b, 4*ewBenchN, func(be tensor.Backend) func() {
+		x, y := be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Int64, 4096)
+		return func() { be.ArgReduce(true, y, x, 4096, ewBenchN/4096, 1) }
+	})
+}
+
+func BenchmarkCUDAScanRowsF32(b *testing.B) {
+	ewBench(b, 8*ewBenchN, func(be tensor.Backend) func() {
+		x, y := be.Alloc(tensor.Float32, ewBenchN), be.Alloc(tensor.Float32, ewBenchN)
+		return func() { be.Scan(false, y, x, 64, ewBenchN/64, 1) }
+	})
+}
