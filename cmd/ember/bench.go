@@ -29,6 +29,8 @@ type benchOptions struct {
 	sizes    []int  // square GEMM sizes
 	tiny     bool   // shrink batches and sizes (tests only: not comparable to PyTorch)
 	cpuProf  string // write a CPU profile of the timed steps here
+	dev      benchDevice
+	tf32     bool // let float32 matrix products on a GPU use TF32
 }
 
 // benchResult is one measured line of "ember bench". The first six fields
@@ -44,13 +46,23 @@ type benchResult struct {
 	Steps       int     `json:"steps"`
 	N           int     `json:"n,omitempty"`
 	GFLOPS      float64 `json:"gflops,omitempty"`
+	// The keys below appear only on a GPU (-device cuda): the device, the
+	// peak of its allocated memory during the workload in MB, whether TF32
+	// was allowed, and gemm's rate in TFLOP/s.
+	Device    string   `json:"device,omitempty"`
+	PeakGPUMB *float64 `json:"peak_gpu_mb,omitempty"`
+	TF32      bool     `json:"tf32,omitempty"`
+	TFLOPS    float64  `json:"tflops,omitempty"`
 }
+
+// gpuSizes are the gemm sizes on a GPU when -sizes is not given.
+const gpuSizes = "1024,2048,4096,8192"
 
 func runBench(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ember bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o benchOptions
-	var sizes string
+	var sizes, device string
 	fs.StringVar(&o.workload, "workload", "all",
 		"workloads to run, comma-separated: "+strings.Join(workloadNames(), ", ")+
 			"; a prefix such as resnet18 selects all its batch sizes; all runs every workload")
@@ -59,11 +71,15 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.warmup, "warmup", 0, "untimed warm-up steps; 0 uses the workload's default")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per line: workload, threads, batch, median_ms, samples_per_s, peak_rss_mb")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile (go tool pprof) of the run to this file")
-	fs.StringVar(&sizes, "sizes", "256,512,1024,2048", "square matrix sizes of the gemm workload, comma-separated")
+	fs.StringVar(&sizes, "sizes", "256,512,1024,2048", "square matrix sizes of the gemm workload, comma-separated (on a GPU: "+gpuSizes+")")
+	fs.StringVar(&device, "device", "cpu", "where to run: cpu, cuda (device 0) or cuda:N (needs a binary built with -tags cuda); "+
+		"-workload all then runs "+strings.Join(defaultWorkloadNames(true), ", "))
+	fs.BoolVar(&o.tf32, "tf32", false, "let float32 matrix products on the GPU use TF32 tensor cores (default: full FP32)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: ember bench [-workload all|NAME[,NAME...]] [-threads N] [-steps N] [-warmup N] [-json]")
+		fmt.Fprintln(stderr, "usage: ember bench [-workload all|NAME[,NAME...]] [-device cpu|cuda[:N]] [-threads N] [-steps N] [-warmup N] [-json]")
 		fmt.Fprintln(stderr, "Runs training or inference steps on synthetic data with fixed seeds and prints the")
-		fmt.Fprintln(stderr, "median ms/step, samples/s and the process's peak RSS (VmHWM, reset per workload).")
+		fmt.Fprintln(stderr, "median ms/step, samples/s and the process's peak RSS (VmHWM, reset per workload);")
+		fmt.Fprintln(stderr, "on a GPU also the peak of its allocated memory.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -77,6 +93,17 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var err error
+	if o.dev, err = parseBenchDevice(device); err != nil {
+		fmt.Fprintf(stderr, "ember bench: -device: %v\n", err)
+		return 2
+	}
+	if o.tf32 && !o.dev.gpu() {
+		fmt.Fprintln(stderr, "ember bench: -tf32 needs -device cuda")
+		return 2
+	}
+	if o.dev.gpu() && !flagSet(fs, "sizes") {
+		sizes = gpuSizes
+	}
 	if o.sizes, err = parseSizes(sizes); err != nil {
 		fmt.Fprintf(stderr, "ember bench: -sizes: %v\n", err)
 		return 2
@@ -91,10 +118,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	o.threads = runtime.GOMAXPROCS(0)
 
-	specs, err := selectWorkloads(o.workload)
+	specs, err := selectWorkloads(o.workload, o.dev.gpu())
 	if err != nil {
 		fmt.Fprintf(stderr, "ember bench: %v\n", err)
 		return 2
+	}
+	if err := o.dev.open(o.tf32); err != nil {
+		fmt.Fprintf(stderr, "ember bench: -device %s: %v\n", o.dev.dev, err)
+		return 1
 	}
 	if o.cpuProf != "" {
 		f, err := os.Create(o.cpuProf)
@@ -124,6 +155,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	return status
 }
 
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 func parseSizes(s string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(s, ",") {
@@ -137,31 +175,56 @@ func parseSizes(s string) ([]int, error) {
 }
 
 // selectWorkloads resolves the -workload value to workload definitions in
-// the canonical order.
-func selectWorkloads(sel string) ([]workload, error) {
-	ws := workloads()
+// the canonical order. "all" and prefixes ("resnet50") select among the
+// device's default workloads (gpu: those a GPU runs by default); an exact
+// name selects any workload on any device.
+func selectWorkloads(sel string, gpu bool) ([]workload, error) {
+	all := workloads()
+	var ws []workload
+	for _, w := range all {
+		if (gpu && w.gpu) || (!gpu && !w.gpuOnly) {
+			ws = append(ws, w)
+		}
+	}
 	if sel == "all" {
 		return ws, nil
 	}
 	var out []workload
+	add := func(w workload) {
+		if !slices.ContainsFunc(out, func(x workload) bool { return x.name == w.name }) {
+			out = append(out, w)
+		}
+	}
 	for name := range strings.SplitSeq(sel, ",") {
 		name = strings.TrimSpace(name)
-		found := false
-		for _, w := range ws {
-			if w.name == name || strings.HasPrefix(w.name, name+"_") {
-				found = true
-				if !slices.ContainsFunc(out, func(x workload) bool { return x.name == w.name }) {
-					out = append(out, w)
+		if i := slices.IndexFunc(all, func(w workload) bool { return w.name == name }); i >= 0 {
+			add(all[i])
+			continue
+		}
+		// A prefix selects its members among the device's defaults, or
+		// among all workloads if it has none there.
+		var matched []workload
+		for _, set := range [][]workload{ws, all} {
+			for _, w := range set {
+				if strings.HasPrefix(w.name, name+"_") {
+					matched = append(matched, w)
 				}
 			}
+			if len(matched) > 0 {
+				break
+			}
 		}
-		if !found {
+		if len(matched) == 0 {
 			return nil, fmt.Errorf("unknown workload %q (have %s)", name, strings.Join(workloadNames(), ", "))
+		}
+		for _, w := range matched {
+			add(w)
 		}
 	}
 	return out, nil
 }
 
+// workloadNames returns the name of every workload.
 func workloadNames() []string {
 	var names []string
 	for _, w := range workloads() {
@@ -170,8 +233,24 @@ func workloadNames() []string {
 	return names
 }
 
-// runWorkload builds one workload, resets the peak-RSS mark, warms up and
-// times its steps.
+// defaultWorkloadNames returns the names "-workload all" runs on the CPU
+// (gpu false) or on a GPU.
+func defaultWorkloadNames(gpu bool) []string {
+	ws, err := selectWorkloads("all", gpu)
+	if err != nil {
+		panic(err) // "all" always resolves
+	}
+	var names []string
+	for _, w := range ws {
+		names = append(names, w.name)
+	}
+	return names
+}
+
+// runWorkload builds one workload, resets the peak-RSS mark (and on a GPU
+// the peak of device memory), moves the model and data to the device, warms
+// up and times its steps. On a GPU each timed step ends with a device
+// synchronization, so its time covers the queued kernels.
 func runWorkload(w workload, o benchOptions) ([]benchResult, error) {
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -179,8 +258,15 @@ func runWorkload(w workload, o benchOptions) ([]benchResult, error) {
 	if w.name == "gemm" {
 		return runGEMM(o)
 	}
+	base, err := o.dev.resetPeak()
+	if err != nil {
+		return nil, err
+	}
 	run, err := w.build(o.tiny)
 	if err != nil {
+		return nil, err
+	}
+	if err := o.dev.move(run); err != nil {
 		return nil, err
 	}
 	step, batch := run.step, run.batch
@@ -196,16 +282,22 @@ func runWorkload(w workload, o benchOptions) ([]benchResult, error) {
 			return nil, err
 		}
 	}
+	if err := o.dev.sync(); err != nil {
+		return nil, err
+	}
 	times := make([]float64, 0, steps)
 	for range steps {
 		t0 := time.Now()
 		if err := step(); err != nil {
 			return nil, err
 		}
+		if err := o.dev.sync(); err != nil {
+			return nil, err
+		}
 		times = append(times, time.Since(t0).Seconds())
 	}
 	med := median(times)
-	return []benchResult{{
+	r := benchResult{
 		Workload:    w.name,
 		Threads:     o.threads,
 		Batch:       batch,
@@ -213,7 +305,12 @@ func runWorkload(w workload, o benchOptions) ([]benchResult, error) {
 		SamplesPerS: round3(float64(batch) / med),
 		PeakRSSMB:   peakRSSMB(),
 		Steps:       steps,
-	}}, nil
+		TF32:        o.tf32,
+	}
+	if err := o.dev.annotate(&r, base); err != nil {
+		return nil, err
+	}
+	return []benchResult{r}, nil
 }
 
 func printResult(w io.Writer, r benchResult, asJSON bool) {
@@ -225,13 +322,26 @@ func printResult(w io.Writer, r benchResult, asJSON bool) {
 		fmt.Fprintln(w, string(b))
 		return
 	}
+	gpu := ""
+	if r.PeakGPUMB != nil {
+		tf32 := ""
+		if r.TF32 {
+			tf32 = " (TF32)"
+		}
+		gpu = fmt.Sprintf("  %s%s peak %6.0f MB", r.Device, tf32, *r.PeakGPUMB)
+	}
 	if r.N > 0 {
-		fmt.Fprintf(w, "%-14s threads=%d n=%-5d median %9.3f ms  %8.1f GFLOP/s  peak RSS %6.0f MB\n",
-			r.Workload, r.Threads, r.N, r.MedianMS, r.GFLOPS, r.PeakRSSMB)
+		if r.TFLOPS > 0 {
+			fmt.Fprintf(w, "%-14s threads=%d n=%-5d median %9.3f ms  %8.2f TFLOP/s  peak RSS %6.0f MB%s\n",
+				r.Workload, r.Threads, r.N, r.MedianMS, r.TFLOPS, r.PeakRSSMB, gpu)
+			return
+		}
+		fmt.Fprintf(w, "%-14s threads=%d n=%-5d median %9.3f ms  %8.1f GFLOP/s  peak RSS %6.0f MB%s\n",
+			r.Workload, r.Threads, r.N, r.MedianMS, r.GFLOPS, r.PeakRSSMB, gpu)
 		return
 	}
-	fmt.Fprintf(w, "%-14s threads=%d batch=%-3d median %9.2f ms/step  %10.1f samples/s  peak RSS %6.0f MB\n",
-		r.Workload, r.Threads, r.Batch, r.MedianMS, r.SamplesPerS, r.PeakRSSMB)
+	fmt.Fprintf(w, "%-14s threads=%d batch=%-3d median %9.2f ms/step  %10.1f samples/s  peak RSS %6.0f MB%s\n",
+		r.Workload, r.Threads, r.Batch, r.MedianMS, r.SamplesPerS, r.PeakRSSMB, gpu)
 }
 
 func median(xs []float64) float64 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/nn"
+	"github.com/emberml/ember/optim"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -137,19 +138,20 @@ func (m *resnet) Forward(x *autograd.Var) *autograd.Var {
 // buildResNet returns the inference workload of resnet<depth> on a batch
 // of random 224×224 images, in evaluation mode and without a tape (the
 // parameters do not require gradients), as torch.inference_mode. tiny
-// runs a network 8× narrower on 32×32 images.
+// runs a network 8× narrower on 32×32 images, at most 16 of them.
 func buildResNet(depth, batch int) func(tiny bool) (*benchRun, error) {
 	return func(tiny bool) (*benchRun, error) {
 		size, base := 224, 64
 		if tiny {
-			size, base = 32, 8
+			size, base, batch = 32, 8, min(batch, 16)
 		}
 		m := newResNet(tensor.NewGenerator(0), depth, base)
 		m.Train(false)
 		for _, p := range m.Parameters() {
 			p.SetRequiresGrad(false)
 		}
-		x := autograd.New(tensor.NewGenerator(0).Randn([]int{batch, 3, size, size}))
+		xt := tensor.NewGenerator(0).Randn([]int{batch, 3, size, size})
+		x := autograd.New(xt)
 		var out *tensor.Tensor
 		return &benchRun{
 			batch: batch,
@@ -160,7 +162,29 @@ func buildResNet(depth, batch int) func(tiny bool) (*benchRun, error) {
 				}
 				return nil
 			},
-			loss: func() float64 { return 0 },
+			loss:  func() float64 { return 0 },
+			model: m,
+			data:  []*tensor.Tensor{xt},
 		}, nil
+	}
+}
+
+// buildResNetTrain returns the training workload of resnet<depth>, as a
+// torchvision resnet50(weights=None) training step: training mode (batch
+// norm on batch statistics), a batch of random 224×224 images with labels
+// among 1000 classes, cross-entropy, SGD (lr 0.01, momentum 0.9). tiny runs
+// a network 8× narrower on 4 images of 32×32.
+func buildResNetTrain(depth, batch int) func(tiny bool) (*benchRun, error) {
+	return func(tiny bool) (*benchRun, error) {
+		size, base := 224, 64
+		if tiny {
+			size, base, batch = 32, 8, min(batch, 4)
+		}
+		m := newResNet(tensor.NewGenerator(0), depth, base)
+		dg := tensor.NewGenerator(0)
+		x := dg.Randn([]int{batch, 3, size, size})
+		y := dg.RandInt([]int{batch}, 0, 1000)
+		opt := optim.NewSGD(m.Parameters(), optim.SGDOptions{LR: 0.01, Momentum: 0.9})
+		return trainStep(m, opt, x, y), nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/emberml/ember/cuda"
 	"github.com/emberml/ember/tensor"
 
 	"github.com/stretchr/testify/assert"
@@ -80,6 +81,9 @@ func TestBenchJSONLines(t *testing.T) {
 			assert.Contains(t, m, k, line)
 		}
 		assert.Equal(t, "gemm", m["workload"])
+		for _, k := range []string{"device", "peak_gpu_mb", "tf32", "tflops"} {
+			assert.NotContains(t, m, k, "a CPU line has only the CPU keys")
+		}
 		assert.InDelta(t, 1, m["threads"], 0)
 		assert.InDelta(t, []float64{4, 9}[i], m["n"], 0)
 	}
@@ -94,6 +98,8 @@ func TestBenchBadArguments(t *testing.T) {
 	}{
 		{"unknown workload", []string{"bench", "-workload", "vgg"}, 2, `unknown workload "vgg"`},
 		{"bad sizes", []string{"bench", "-sizes", "0"}, 2, "-sizes"},
+		{"bad device", []string{"bench", "-device", "gpu"}, 2, `-device: unknown device "gpu"`},
+		{"tf32 on the cpu", []string{"bench", "-tf32"}, 2, "-tf32 needs -device cuda"},
 		{"unknown command", []string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 	}
 	for _, tc := range tests {
@@ -107,21 +113,149 @@ func TestBenchBadArguments(t *testing.T) {
 }
 
 func TestSelectWorkloads(t *testing.T) {
-	ws, err := selectWorkloads("cnn,mlp,cnn,resnet18")
-	require.NoError(t, err)
-	require.Len(t, ws, 4)
-	for i, want := range []string{"cnn", "mlp", "resnet18_b1", "resnet18_b16"} {
-		assert.Equal(t, want, ws[i].name)
+	tests := []struct {
+		sel  string
+		gpu  bool
+		want []string
+	}{
+		{"cnn,mlp,cnn,resnet18", false, []string{"cnn", "mlp", "resnet18_b1", "resnet18_b16"}},
+		{"resnet50", false, []string{"resnet50_b1", "resnet50_b16"}},
+		{"resnet50", true, []string{"resnet50_b64", "resnet50_train_b64"}},
+		{"resnet18", true, []string{"resnet18_b1", "resnet18_b16"}},
+		{"resnet50_b64,gru", false, []string{"resnet50_b64", "gru"}},
+		{"all", false, []string{"gemm", "mlp", "cnn", "resnet18_b1", "resnet18_b16", "resnet50_b1", "resnet50_b16", "gru", "transformer"}},
+		{"all", true, []string{"gemm", "mlp", "cnn", "resnet50_b64", "resnet50_train_b64"}},
 	}
-	all, err := selectWorkloads("all")
-	require.NoError(t, err)
-	assert.Equal(t, workloadNames(), func() []string {
-		var s []string
-		for _, w := range all {
-			s = append(s, w.name)
+	for _, tc := range tests {
+		ws, err := selectWorkloads(tc.sel, tc.gpu)
+		require.NoError(t, err, tc.sel)
+		var got []string
+		for _, w := range ws {
+			got = append(got, w.name)
 		}
-		return s
-	}())
+		assert.Equal(t, tc.want, got, "%s gpu=%v", tc.sel, tc.gpu)
+	}
+	assert.Equal(t, []string{"gemm", "mlp", "cnn", "resnet50_b64", "resnet50_train_b64"}, defaultWorkloadNames(true))
+	assert.Len(t, workloadNames(), 11)
+	_, err := selectWorkloads("resnet", true)
+	assert.ErrorContains(t, err, `unknown workload "resnet"`)
+}
+
+func TestParseBenchDevice(t *testing.T) {
+	tests := []struct {
+		in      string
+		dev     tensor.Device
+		index   int
+		wantErr bool
+	}{
+		{"cpu", tensor.CPU, -1, false},
+		{"cuda", tensor.CUDA(0), 0, false},
+		{"cuda:0", tensor.CUDA(0), 0, false},
+		{"cuda:3", tensor.CUDA(3), 3, false},
+		{"cuda:", "", 0, true},
+		{"cuda:-1", "", 0, true},
+		{"cuda:01", "", 0, true},
+		{"cuda:x", "", 0, true},
+		{"gpu", "", 0, true},
+		{"CPU", "", 0, true},
+	}
+	for _, tc := range tests {
+		d, err := parseBenchDevice(tc.in)
+		if tc.wantErr {
+			assert.ErrorContains(t, err, "want cpu, cuda or cuda:N", tc.in)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.dev, d.dev, tc.in)
+		assert.Equal(t, tc.index, d.index, tc.in)
+		assert.Equal(t, tc.index >= 0, d.gpu(), tc.in)
+	}
+}
+
+// TestBenchNoDevice runs "ember bench -device cuda" where no CUDA device
+// can be used (a build without -tags cuda, or a machine without a GPU):
+// exit status 1 and the package cuda error naming the missing device.
+func TestBenchNoDevice(t *testing.T) {
+	if _, err := cuda.Device(0); err == nil {
+		t.Skip("a CUDA device is present")
+	}
+	for _, i := range []int{0, 1} {
+		err := benchDevice{dev: tensor.CUDA(i), index: i}.open(false)
+		require.ErrorIs(t, err, cuda.ErrNoDevice)
+		assert.Contains(t, err.Error(), cuda.ErrNoDevice.Error())
+	}
+	for _, dev := range []string{"cuda", "cuda:1"} {
+		var out, errb bytes.Buffer
+		rc := dispatch([]string{"bench", "-device", dev, "-workload", "mlp", "-json"}, &out, &errb)
+		assert.Equal(t, 1, rc, dev)
+		assert.Contains(t, errb.String(), "ember bench: -device cuda:", dev)
+		assert.Contains(t, errb.String(), cuda.ErrNoDevice.Error(), dev)
+		assert.Empty(t, out.String(), dev)
+	}
+	var out, errb bytes.Buffer
+	rc := dispatch([]string{"bench", "-device", "cuda", "-tf32", "-workload", "gemm"}, &out, &errb)
+	assert.Equal(t, 1, rc)
+	assert.Contains(t, errb.String(), cuda.ErrNoDevice.Error())
+}
+
+// TestWorkloadsOnCUDA runs the GPU workloads, tiny, on CUDA device 0 and
+// checks them against the CPU: the same losses for the deterministic
+// training steps, finite and falling losses for the CNN (whose dropout
+// draws may differ), the JSON keys of a GPU result. It skips without a
+// device.
+func TestWorkloadsOnCUDA(t *testing.T) {
+	if _, err := cuda.Device(0); err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	gpu, err := parseBenchDevice("cuda:0")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name  string
+		build func(bool) (*benchRun, error)
+		exact bool // losses must match the CPU's
+	}{
+		{"mlp", buildMLP, true},
+		{"resnet50_train_b64", buildResNetTrain(50, 64), true},
+		{"cnn", buildCNN, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			losses := func(dev benchDevice) []float64 {
+				run, err := tc.build(true)
+				require.NoError(t, err)
+				require.NoError(t, dev.move(run))
+				var ls []float64
+				for range 3 {
+					require.NoError(t, run.step())
+					ls = append(ls, run.loss())
+				}
+				require.NoError(t, dev.sync())
+				return ls
+			}
+			want, got := losses(cpuDevice), losses(gpu)
+			for i, l := range got {
+				require.False(t, math.IsNaN(l) || math.IsInf(l, 0), "step %d loss %v", i, l)
+				if tc.exact {
+					assert.InDelta(t, want[i], l, 2e-3*max(1, math.Abs(want[i])), "step %d", i)
+				}
+			}
+			assert.Less(t, got[2], got[0])
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		rc := dispatch([]string{"bench", "-device", "cuda", "-workload", "gemm,resnet50_b64", "-sizes", "64",
+			"-steps", "2", "-warmup", "1", "-json"}, &out, &errb)
+		require.Equal(t, 0, rc, errb.String())
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		require.Len(t, lines, 2)
+		for _, line := range lines {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &m), line)
+			assert.Equal(t, "cuda:0", m["device"], line)
+			assert.Positive(t, m["peak_gpu_mb"], line)
+			assert.Positive(t, m["samples_per_s"], line)
+		}
+	})
 }
 
 func TestParseVmHWM(t *testing.T) {

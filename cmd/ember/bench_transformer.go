@@ -65,8 +65,9 @@ func buildTransformer(tiny bool) (*benchRun, error) {
 	}
 	m := newEncoderLayer(tensor.NewGenerator(0), d, heads, ff)
 	m.Train(true)
-	x := autograd.New(tensor.NewGenerator(0).Randn([]int{batch, seq, d}))
-	last := math.NaN()
+	xt := tensor.NewGenerator(0).Randn([]int{batch, seq, d})
+	x := autograd.New(xt)
+	var last *tensor.Tensor // read by loss(), so a GPU step does not wait for a copy
 	return &benchRun{
 		batch: batch,
 		step: func() error {
@@ -75,9 +76,16 @@ func buildTransformer(tiny bool) (*benchRun, error) {
 			if err := loss.Backward(); err != nil {
 				return fmt.Errorf("backward: %w", err)
 			}
-			last = loss.Item()
+			last = loss.Value()
 			return nil
 		},
-		loss: func() float64 { return last },
+		loss: func() float64 {
+			if last == nil {
+				return math.NaN()
+			}
+			return last.Item()
+		},
+		model: m,
+		data:  []*tensor.Tensor{xt},
 	}, nil
 }

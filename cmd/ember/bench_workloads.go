@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"time"
 
 	"github.com/emberml/ember/autograd"
@@ -17,6 +18,9 @@ import (
 type workload struct {
 	name          string
 	steps, warmup int
+	// gpu marks the workloads "-workload all" runs on a GPU; gpuOnly those
+	// it runs only there (the CPU's "all" leaves them out).
+	gpu, gpuOnly bool
 	// build constructs the model, optimizer and data. tiny shrinks the batch
 	// (and the GRU's sequence and vocabulary) for tests.
 	build func(tiny bool) (*benchRun, error)
@@ -29,18 +33,24 @@ type benchRun struct {
 	// loss returns the loss of the latest training step (NaN before the
 	// first, or for inference workloads).
 	loss func() float64
+	// model and data are what "-device" moves to the device before the
+	// first step (in place: step keeps using the same tensors).
+	model nn.Module
+	data  []*tensor.Tensor
 }
 
 // workloads returns every workload in the order "-workload all" runs them.
 func workloads() []workload {
 	return []workload{
-		{name: "gemm"},
-		{name: "mlp", steps: 200, warmup: 20, build: buildMLP},
-		{name: "cnn", steps: 30, warmup: 5, build: buildCNN},
+		{name: "gemm", gpu: true},
+		{name: "mlp", steps: 200, warmup: 20, build: buildMLP, gpu: true},
+		{name: "cnn", steps: 30, warmup: 5, build: buildCNN, gpu: true},
 		{name: "resnet18_b1", build: buildResNet(18, 1), steps: 40, warmup: 3},
 		{name: "resnet18_b16", build: buildResNet(18, 16), steps: 8, warmup: 3},
 		{name: "resnet50_b1", build: buildResNet(50, 1), steps: 20, warmup: 3},
 		{name: "resnet50_b16", build: buildResNet(50, 16), steps: 5, warmup: 3},
+		{name: "resnet50_b64", build: buildResNet(50, 64), steps: 20, warmup: 5, gpu: true, gpuOnly: true},
+		{name: "resnet50_train_b64", build: buildResNetTrain(50, 64), steps: 20, warmup: 5, gpu: true, gpuOnly: true},
 		{name: "gru", steps: 30, warmup: 5, build: buildGRU},
 		{name: "transformer", steps: 50, warmup: 5, build: buildTransformer},
 	}
@@ -52,7 +62,9 @@ func trainStep(m nn.Module, opt optim.Optimizer, x, y *tensor.Tensor) *benchRun 
 	m.Train(true)
 	lossf := nn.NewCrossEntropyLoss()
 	in := autograd.New(x)
-	last := math.NaN()
+	// The loss stays where it was computed until loss() reads it, so a step
+	// on a GPU does not wait for a copy to the host.
+	var last *tensor.Tensor
 	return &benchRun{
 		batch: x.Shape()[0],
 		step: func() error {
@@ -61,10 +73,17 @@ func trainStep(m nn.Module, opt optim.Optimizer, x, y *tensor.Tensor) *benchRun 
 			if err := loss.Backward(); err != nil {
 				return fmt.Errorf("backward: %w", err)
 			}
-			last = loss.Item()
+			last = loss.Value()
 			return opt.Step()
 		},
-		loss: func() float64 { return last },
+		loss: func() float64 {
+			if last == nil {
+				return math.NaN()
+			}
+			return last.Item()
+		},
+		model: m,
+		data:  []*tensor.Tensor{x, y},
 	}
 }
 
@@ -153,6 +172,8 @@ func buildCNN(tiny bool) (*benchRun, error) {
 // runGEMM times square float32 products a·b with tensor.MatMul for each
 // size: two warm-up products, then o.steps samples (default 15), each the
 // mean over enough products to last about 50 ms, as bench/torch_workloads.py.
+// On a GPU the operands live on the device, each sample ends with a device
+// synchronization, and the rate is reported in TFLOP/s too.
 func runGEMM(o benchOptions) ([]benchResult, error) {
 	samples := 15
 	if o.steps > 0 {
@@ -165,14 +186,41 @@ func runGEMM(o benchOptions) ([]benchResult, error) {
 	var out []benchResult
 	for _, n := range o.sizes {
 		resetPeakRSS()
+		if o.dev.gpu() {
+			runtime.GC()
+		}
+		base, err := o.dev.resetPeak()
+		if err != nil {
+			return nil, err
+		}
 		g := tensor.NewGenerator(0)
 		a := g.Randn([]int{n, n})
 		b := g.Randn([]int{n, n})
+		if o.dev.gpu() {
+			for _, t := range []*tensor.Tensor{a, b} {
+				if err := t.MoveStorageTo(o.dev.dev); err != nil {
+					return nil, err
+				}
+			}
+		}
 		t0 := time.Now()
 		for range warmup {
 			a.MatMul(b)
 		}
 		per := time.Since(t0).Seconds() / float64(warmup)
+		if o.dev.gpu() {
+			// The warm-up products were only queued (and the first one
+			// set cuBLAS up): time one product on its own.
+			if err := o.dev.sync(); err != nil {
+				return nil, err
+			}
+			t0 = time.Now()
+			a.MatMul(b)
+			if err := o.dev.sync(); err != nil {
+				return nil, err
+			}
+			per = time.Since(t0).Seconds()
+		}
 		inner := max(1, int(0.05/max(per, 1e-6)))
 		if o.tiny {
 			inner = 1
@@ -183,10 +231,21 @@ func runGEMM(o benchOptions) ([]benchResult, error) {
 			for range inner {
 				a.MatMul(b)
 			}
+			if err := o.dev.sync(); err != nil {
+				return nil, err
+			}
 			times = append(times, time.Since(t0).Seconds()/float64(inner))
+			if o.dev.gpu() {
+				// Device memory of the dropped products returns to the
+				// allocator when the collector finds them: collect
+				// between samples, untimed, so the next sample does not
+				// run out of memory.
+				runtime.GC()
+			}
 		}
 		med := median(times)
-		out = append(out, benchResult{
+		flops := 2 * float64(n) * float64(n) * float64(n) / med
+		r := benchResult{
 			Workload:    "gemm",
 			Threads:     o.threads,
 			Batch:       1,
@@ -195,8 +254,16 @@ func runGEMM(o benchOptions) ([]benchResult, error) {
 			PeakRSSMB:   peakRSSMB(),
 			Steps:       samples,
 			N:           n,
-			GFLOPS:      round3(2 * float64(n) * float64(n) * float64(n) / med / 1e9),
-		})
+			GFLOPS:      round3(flops / 1e9),
+			TF32:        o.tf32,
+		}
+		if o.dev.gpu() {
+			r.TFLOPS = round3(flops / 1e12)
+		}
+		if err := o.dev.annotate(&r, base); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }
