@@ -111,16 +111,7 @@ func TestTrainOnEmulatedDevice(t *testing.T) {
 					th, fh := be.Transfers()
 					toHost, fromHost = append(toHost, th), append(fromHost, fh)
 				})
-				require.Len(t, gotSD, len(wantSD))
-				for k, w := range wantSD {
-					g := gotSD[k]
-					require.NotNil(t, g, k)
-					wv, gv := w.Float64s(), g.Float64s()
-					for e := range wv {
-						require.LessOrEqual(t, math.Abs(wv[e]-gv[e]), dm.tol*(1+math.Abs(wv[e])), fmt.Sprintf("%s[%d]: %v on %s, %v on the CPU", k, e, gv[e], d, wv[e]))
-					}
-				}
-				assert.InDeltaSlice(t, wantLoss, gotLoss, 1e-5)
+				requireSameTraining(t, d, wantSD, gotSD, wantLoss, gotLoss, dm.tol)
 				// Per step the host sees the loss and the class-target bounds
 				// verdict (two scalars) and sends a dropout mask; nothing
 				// else crosses.
@@ -131,6 +122,22 @@ func TestTrainOnEmulatedDevice(t *testing.T) {
 			})
 		}
 	}
+}
+
+// requireSameTraining compares the final state dicts and the losses of two
+// training runs, to the relative tolerance tol (0: bitwise).
+func requireSameTraining(t *testing.T, d tensor.Device, wantSD, gotSD map[string]*tensor.Tensor, wantLoss, gotLoss []float64, tol float64) {
+	t.Helper()
+	require.Len(t, gotSD, len(wantSD))
+	for k, w := range wantSD {
+		g := gotSD[k]
+		require.NotNil(t, g, k)
+		wv, gv := w.Float64s(), g.Float64s()
+		for e := range wv {
+			require.LessOrEqual(t, math.Abs(wv[e]-gv[e]), tol*(1+math.Abs(wv[e])), fmt.Sprintf("%s[%d]: %v on %s, %v on the CPU", k, e, gv[e], d, wv[e]))
+		}
+	}
+	assert.InDeltaSlice(t, wantLoss, gotLoss, max(tol, 1e-5))
 }
 
 // TestOptimizerStateOnParamDevice checks that optimizer state is created
