@@ -495,7 +495,9 @@ func TestScatterMatchesCPU(t *testing.T) {
 					require.NoError(t, gpu.Scatter(dst.gpu, dl, c.axis, idx.gpu, il, src.gpu, sl, accumulate))
 					want, got := ktHost(cpu, dst.cpu), ktHost(gpu, dst.gpu)
 					if accumulate && (dt == tensor.Float32 || dt == tensor.Float64) {
-						ktClose(t, want, got, ktTol(dt), name) // atomic adds round in any order
+						// Atomic adds round in any order; a target may take
+						// hundreds of additions.
+						ktClose(t, want, got, 50*ktTol(dt), name)
 						return
 					}
 					ktEqual(t, want, got, name)
