@@ -513,13 +513,7 @@ func Dropout(x *Var, p float64, training bool, gen *tensor.Generator) *Var {
 	if !training || p == 0 {
 		return x
 	}
-	mask := tensor.DropoutMask(gen, x.Shape(), p, x.DType())
-	if d := x.value.Device(); d != tensor.CPU {
-		var err error
-		if mask, err = mask.ToDevice(d); err != nil {
-			panic(fmt.Sprintf("autograd.Dropout: %v", err))
-		}
-	}
+	mask := tensor.DropoutMaskOn(x.value.Device(), gen, x.Shape(), p, x.DType())
 	return recordAttrs("Dropout", map[string]any{"p": p}, x.value.Mul(mask), []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(New(mask))}
 	})

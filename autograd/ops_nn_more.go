@@ -283,8 +283,8 @@ func Dropout2d(x *Var, p float64, training bool, gen *tensor.Generator) *Var {
 		ms[i] = 1
 	}
 	copy(ms, s[:len(s)-2])
-	mask := tensor.DropoutMask(gen, ms, p, x.DType())
-	return x.Mul(New(onDevice("Dropout2d", mask, x.value)))
+	mask := tensor.DropoutMaskOn(x.value.Device(), gen, ms, p, x.DType())
+	return x.Mul(New(mask))
 }
 
 // onDevice moves the CPU helper t to like's device.
@@ -320,8 +320,7 @@ func AlphaDropout(x *Var, p float64, training bool, gen *tensor.Generator) *Var 
 	}
 	const al = alphaDropoutAlpha
 	a := 1 / math.Sqrt((al*al*p+1)*(1-p))
-	keep := tensor.DropoutMask(gen, x.Shape(), p, x.DType()).MulScalar(1 - p) // 0/1
-	keep = onDevice("AlphaDropout", keep, x.value)
+	keep := tensor.DropoutMaskOn(x.value.Device(), gen, x.Shape(), p, x.DType()).MulScalar(1 - p) // 0/1
 	shift := keep.AddScalar(-1).MulScalar(al * a).AddScalar(al * a * p)
 	return x.Mul(New(keep.MulScalar(a))).Add(New(shift))
 }

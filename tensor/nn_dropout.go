@@ -57,17 +57,41 @@ func Dropout(x *Tensor, p float64, training bool, gen *Generator) *Tensor {
 	if !training || p == 0 {
 		return x
 	}
-	return x.Mul(maskOnDevice(DropoutMask(gen, x.shape, p, x.dtype), x))
+	return x.Mul(DropoutMaskOn(x.Device(), gen, x.shape, p, x.dtype))
 }
 
-// maskOnDevice moves a CPU mask to x's device.
-func maskOnDevice(m, x *Tensor) *Tensor {
-	if x.Device() == CPU {
-		return m
+// DropoutMaskOn is DropoutMask made on device d. A device whose backend
+// implements RandomKernels draws the mask there from one seed taken from
+// gen; any other device gets the host mask copied over.
+func DropoutMaskOn(d Device, gen *Generator, shape []int, p float64, dt DType) *Tensor {
+	b := mustBackend("DropoutMaskOn", d)
+	rk, ok := b.(RandomKernels)
+	if !ok {
+		m := DropoutMask(gen, shape, p, dt)
+		if d == CPU {
+			return m
+		}
+		out, err := m.ToDevice(d)
+		if err != nil {
+			panic(fmt.Sprintf("tensor.DropoutMaskOn: %v", err))
+		}
+		return out
 	}
-	d, err := m.ToDevice(x.Device())
-	if err != nil {
-		panic(fmt.Sprintf("tensor.Dropout: %v", err))
+	if !(p >= 0 && p <= 1) {
+		panic(fmt.Sprintf("tensor.DropoutMaskOn: probability %v out of [0, 1]", p))
 	}
-	return d
+	if gen == nil {
+		panic("tensor.DropoutMaskOn: nil Generator; dropout needs a seeded source of randomness")
+	}
+	if dt != Float32 && dt != Float64 {
+		panic(fmt.Sprintf("tensor.DropoutMaskOn: dtype %s; want float32 or float64", dt))
+	}
+	out := empty(b, dt, shape)
+	keep := 1 - p
+	scale := 0.0
+	if keep > 0 {
+		scale = 1 / keep
+	}
+	rk.DropoutMask(out.st.buf, keep, scale, gen.Uint64())
+	return out
 }
