@@ -17,7 +17,7 @@ var coreKernels = []string{kMatMulI64, kMatMulI32}
 // allKernels lists every kernel the Go side launches; a test checks that
 // each is an entry of the embedded PTX.
 func allKernels() []string {
-	return slices.Concat(coreKernels, elementwiseKernels, indexKernels, nnKernels, fusedKernels)
+	return slices.Concat(coreKernels, elementwiseKernels, indexKernels, nnKernels, fusedKernels, randomKernels)
 }
 
 // entryRE matches a kernel entry of a PTX module: ".visible .entry name(".
