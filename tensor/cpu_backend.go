@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/blas/blas64"
 
 	"github.com/emberml/ember/tensor/internal/cpu"
+	"github.com/emberml/ember/tensor/internal/vec"
 )
 
 // cpuBuffer is host memory: data is a []float32, []float64, []int64, []int32,
@@ -351,7 +352,7 @@ func unaryF32(op UnaryOp) func(float32) float32 {
 	case OpExp:
 		return cpu.Expf
 	case OpLog:
-		return math32.Log
+		return vec.Logf
 	case OpSqrt:
 		return math32.Sqrt
 	case OpRsqrt:

@@ -220,12 +220,24 @@ func (im *impl) sigmoid(dst, a []float32) {
 	}
 }
 
-// Log sets dst[i] to the natural logarithm of a[i].
+// Log sets dst[i] to the natural logarithm of a[i], subnormal inputs
+// included.
 func Log(dst, a []float32) {
 	check2("Log", dst, a)
 	for i, v := range a {
-		dst[i] = math32.Log(v)
+		dst[i] = Logf(v)
 	}
+}
+
+// Logf is the float32 natural logarithm. math32.Log reads the exponent
+// field directly and so is wrong for subnormal inputs (about -88 for
+// 1e-45 instead of -103.28); those are scaled into the normal range first.
+func Logf(v float32) float32 {
+	const minNormal = 0x1p-126
+	if v > 0 && v < minNormal {
+		return math32.Log(v*0x1p24) - 24*math32.Ln2
+	}
+	return math32.Log(v)
 }
 
 // Tanh sets dst[i] to the hyperbolic tangent of a[i], within TanhMaxULP

@@ -404,3 +404,21 @@ func f64(s []float32) []float64 {
 	}
 	return out
 }
+
+func TestLogSubnormal(t *testing.T) {
+	in := []float32{1e-45, 1e-40, 0x1p-127, 0x1p-126, 1e-38, 0, -1e-45}
+	d := make([]float32, len(in))
+	Log(d, in)
+	for i, v := range in {
+		want := math.Log(float64(v))
+		if v <= 0 {
+			if v == 0 {
+				assert.True(t, math.IsInf(float64(d[i]), -1), "log(0)")
+			} else {
+				assert.True(t, math.IsNaN(float64(d[i])), "log(<0)")
+			}
+			continue
+		}
+		assert.InDelta(t, want, float64(d[i]), 1e-5*math.Abs(want), "log(%g)", v)
+	}
+}
