@@ -41,44 +41,60 @@ static int ember_init(int *provided, int *already) {
 }
 
 static int ember_thread_funneled(void) { return MPI_THREAD_FUNNELED; }
+static MPI_Comm ember_world(void) { return MPI_COMM_WORLD; }
 static int ember_rank(int *r) { return MPI_Comm_rank(MPI_COMM_WORLD, r); }
 static int ember_size(int *s) { return MPI_Comm_size(MPI_COMM_WORLD, s); }
 static int ember_finalize(void) { return MPI_Finalize(); }
 static void ember_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
 
-static int ember_allreduce(void *buf, int n, int d, int o) {
-	return MPI_Allreduce(MPI_IN_PLACE, buf, n, ember_dtype(d), ember_op(o), MPI_COMM_WORLD);
+static int ember_allreduce(MPI_Comm comm, void *buf, int n, int d, int o) {
+	return MPI_Allreduce(MPI_IN_PLACE, buf, n, ember_dtype(d), ember_op(o), comm);
 }
-static int ember_bcast(void *buf, int n, int d, int root) {
-	return MPI_Bcast(buf, n, ember_dtype(d), root, MPI_COMM_WORLD);
+static int ember_bcast(MPI_Comm comm, void *buf, int n, int d, int root) {
+	return MPI_Bcast(buf, n, ember_dtype(d), root, comm);
 }
-static int ember_reduce(void *buf, int n, int d, int o, int root, int isRoot) {
-	if (isRoot) return MPI_Reduce(MPI_IN_PLACE, buf, n, ember_dtype(d), ember_op(o), root, MPI_COMM_WORLD);
-	return MPI_Reduce(buf, NULL, n, ember_dtype(d), ember_op(o), root, MPI_COMM_WORLD);
+static int ember_reduce(MPI_Comm comm, void *buf, int n, int d, int o, int root, int isRoot) {
+	if (isRoot) return MPI_Reduce(MPI_IN_PLACE, buf, n, ember_dtype(d), ember_op(o), root, comm);
+	return MPI_Reduce(buf, NULL, n, ember_dtype(d), ember_op(o), root, comm);
 }
-static int ember_allgather(void *in, void *out, int n, int d) {
-	return MPI_Allgather(in, n, ember_dtype(d), out, n, ember_dtype(d), MPI_COMM_WORLD);
+static int ember_allgather(MPI_Comm comm, void *in, void *out, int n, int d) {
+	return MPI_Allgather(in, n, ember_dtype(d), out, n, ember_dtype(d), comm);
 }
-static int ember_reduce_scatter(void *in, void *out, int n, int d, int o) {
-	return MPI_Reduce_scatter_block(in, out, n, ember_dtype(d), ember_op(o), MPI_COMM_WORLD);
+static int ember_reduce_scatter(MPI_Comm comm, void *in, void *out, int n, int d, int o) {
+	return MPI_Reduce_scatter_block(in, out, n, ember_dtype(d), ember_op(o), comm);
 }
-static int ember_gather(void *in, void *out, int n, int d, int root) {
-	return MPI_Gather(in, n, ember_dtype(d), out, n, ember_dtype(d), root, MPI_COMM_WORLD);
+static int ember_gather(MPI_Comm comm, void *in, void *out, int n, int d, int root) {
+	return MPI_Gather(in, n, ember_dtype(d), out, n, ember_dtype(d), root, comm);
 }
-static int ember_scatter(void *in, void *out, int n, int d, int root) {
-	return MPI_Scatter(in, n, ember_dtype(d), out, n, ember_dtype(d), root, MPI_COMM_WORLD);
+static int ember_scatter(MPI_Comm comm, void *in, void *out, int n, int d, int root) {
+	return MPI_Scatter(in, n, ember_dtype(d), out, n, ember_dtype(d), root, comm);
 }
-static int ember_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD); }
-static int ember_send(void *buf, int n, int d, int dst, int tag) {
-	return MPI_Send(buf, n, ember_dtype(d), dst, tag, MPI_COMM_WORLD);
+static int ember_barrier(MPI_Comm comm) { return MPI_Barrier(comm); }
+static int ember_send(MPI_Comm comm, void *buf, int n, int d, int dst, int tag) {
+	return MPI_Send(buf, n, ember_dtype(d), dst, tag, comm);
 }
-static int ember_isend(void *buf, int n, int d, int dst, int tag, MPI_Request *req) {
-	return MPI_Isend(buf, n, ember_dtype(d), dst, tag, MPI_COMM_WORLD, req);
+static int ember_isend(MPI_Comm comm, void *buf, int n, int d, int dst, int tag, MPI_Request *req) {
+	return MPI_Isend(buf, n, ember_dtype(d), dst, tag, comm, req);
 }
 static int ember_test(MPI_Request *req, int *flag) { return MPI_Test(req, flag, MPI_STATUS_IGNORE); }
-static int ember_recv(void *buf, int n, int d, int src, int tag) {
-	return MPI_Recv(buf, n, ember_dtype(d), src, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+static int ember_recv(MPI_Comm comm, void *buf, int n, int d, int src, int tag) {
+	return MPI_Recv(buf, n, ember_dtype(d), src, tag, comm, MPI_STATUS_IGNORE);
 }
+// ember_comm_create makes the communicator of parent's ranks ranks[0..n)
+// (collective over those ranks only), with errors returned.
+static int ember_comm_create(MPI_Comm parent, int *ranks, int n, int tag, MPI_Comm *out) {
+	MPI_Group pg, sg;
+	int rc = MPI_Comm_group(parent, &pg);
+	if (rc != MPI_SUCCESS) return rc;
+	rc = MPI_Group_incl(pg, n, ranks, &sg);
+	MPI_Group_free(&pg);
+	if (rc != MPI_SUCCESS) return rc;
+	rc = MPI_Comm_create_group(parent, sg, tag, out);
+	MPI_Group_free(&sg);
+	if (rc != MPI_SUCCESS) return rc;
+	return MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+}
+static int ember_comm_free(MPI_Comm *c) { return MPI_Comm_free(c); }
 static int ember_error_string(int code, char *s, int *len) { return MPI_Error_string(code, s, len); }
 static int ember_max_error_string(void) { return MPI_MAX_ERROR_STRING; }
 */
@@ -91,6 +107,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,10 +134,19 @@ type MPIGroup struct {
 	timeout    atomic.Int64
 	ownsInit   bool // MPI_Init_thread was called here, so Close finalizes
 
-	qmu    sync.Mutex
-	queue  chan *mpiWork
-	closed bool
-	wdone  chan struct{}
+	// root is the world group, which owns the MPI thread, its queue and
+	// the failure state; comm is this group's communicator.
+	root    *MPIGroup
+	comm    C.MPI_Comm
+	members []int // world ranks of this group's ranks
+	subMu   sync.Mutex
+	nextSub int // subgroups created so far (world group only)
+
+	qmu       sync.Mutex // world group's: guards queue, closed and every group's subClosed
+	queue     chan *mpiWork
+	closed    bool
+	subClosed bool // a subgroup's own Close was called
+	wdone     chan struct{}
 
 	failMu sync.Mutex
 	err    error
@@ -146,8 +172,10 @@ type mpiWork struct {
 	op   string
 	fn   func() error
 	send func(w *mpiWork) (*mpiSend, error) // set instead of fn for SendAsync
-	done chan struct{}
-	err  error
+	// cleanup runs even after a failure (a subgroup's MPI_Comm_free).
+	cleanup bool
+	done    chan struct{}
+	err     error
 }
 
 // Wait implements Work. If ctx ends first the group is marked failed (MPI
@@ -177,6 +205,7 @@ func (w *mpiWork) Done() <-chan struct{} { return w.done }
 // after Close finalizes it, NewMPIGroup returns an error.
 func NewMPIGroup() (*MPIGroup, error) {
 	g := &MPIGroup{queue: make(chan *mpiWork, 64), wdone: make(chan struct{})}
+	g.root = g
 	g.timeout.Store(int64(DefaultTimeout))
 	ready := make(chan error, 1)
 	go g.worker(ready)
@@ -185,6 +214,10 @@ func NewMPIGroup() (*MPIGroup, error) {
 	}
 	g.sendTag = make([]int, g.size)
 	g.recvTag = make([]int, g.size)
+	g.members = make([]int, g.size)
+	for i := range g.members {
+		g.members[i] = i
+	}
 	return g, nil
 }
 
@@ -217,6 +250,7 @@ func (g *MPIGroup) worker(ready chan<- error) {
 		return
 	}
 	g.rank, g.size, g.ownsInit = int(r), int(s), already == 0
+	g.comm = C.ember_world()
 	ready <- nil
 	for {
 		var w *mpiWork
@@ -248,9 +282,10 @@ func (g *MPIGroup) worker(ready chan<- error) {
 	}
 }
 
-// run executes one queued operation on the MPI thread.
+// run executes one queued operation (of this world group or one of its
+// subgroups) on the MPI thread.
 func (g *MPIGroup) run(w *mpiWork) {
-	if err := g.failure(); err != nil {
+	if err := g.failure(); err != nil && !w.cleanup {
 		w.err = fmt.Errorf("distributed: process group unusable after an earlier failure: %w", err)
 		close(w.done)
 		return
@@ -267,7 +302,7 @@ func (g *MPIGroup) run(w *mpiWork) {
 		g.pending = append(g.pending, p)
 		return
 	}
-	timeout := g.Timeout()
+	timeout := w.g.Timeout()
 	start := time.Now()
 	watchdog := time.AfterFunc(timeout, func() { g.abortJob(w.op, start, timeout) })
 	err := w.fn()
@@ -307,7 +342,7 @@ func (g *MPIGroup) progress() {
 		case err != nil:
 			g.fail(err)
 		case !done:
-			if timeout := g.Timeout(); time.Since(p.start) > timeout {
+			if timeout := p.w.g.Timeout(); time.Since(p.start) > timeout {
 				g.abortJob(p.w.op, p.start, timeout)
 			}
 			kept = append(kept, p)
@@ -332,16 +367,18 @@ func mpiErrorString(rc C.int) string {
 	return C.GoStringN(buf, n)
 }
 
-// check turns an MPI return code into an error naming the operation.
+// check turns an MPI return code into an error naming the operation and
+// this process's world rank.
 func (g *MPIGroup) check(op string, rc C.int) error {
 	if rc == 0 {
 		return nil
 	}
-	return fmt.Errorf("distributed: MPI rank %d: %s: %s", g.rank, op, mpiErrorString(rc))
+	return fmt.Errorf("distributed: MPI rank %d: %s: %s", g.root.rank, op, mpiErrorString(rc))
 }
 
-// fail records the group's first failure.
+// fail records the first failure of the world group and its subgroups.
 func (g *MPIGroup) fail(err error) {
+	g = g.root
 	g.failMu.Lock()
 	defer g.failMu.Unlock()
 	if g.err == nil {
@@ -351,6 +388,7 @@ func (g *MPIGroup) fail(err error) {
 
 // failure returns the recorded failure, or nil.
 func (g *MPIGroup) failure() error {
+	g = g.root
 	g.failMu.Lock()
 	defer g.failMu.Unlock()
 	return g.err
@@ -361,16 +399,17 @@ func (g *MPIGroup) submit(op string, fn func() error) Work {
 	return g.enqueue(&mpiWork{g: g, op: op, fn: fn, done: make(chan struct{})})
 }
 
-// enqueue queues w.
+// enqueue queues w on the world group's MPI thread.
 func (g *MPIGroup) enqueue(w *mpiWork) Work {
-	g.qmu.Lock()
-	defer g.qmu.Unlock()
-	if g.closed {
+	root := g.root
+	root.qmu.Lock()
+	defer root.qmu.Unlock()
+	if root.closed || g.subClosed {
 		w.err = ErrClosed
 		close(w.done)
 		return w
 	}
-	g.queue <- w
+	root.queue <- w
 	return w
 }
 
@@ -393,8 +432,14 @@ func (g *MPIGroup) SetTimeout(d time.Duration) {
 
 // Close implements ProcessGroup: it waits for queued operations, then
 // finalizes MPI if NewMPIGroup initialized it. Later operations return
-// ErrClosed.
+// ErrClosed. Closing the world group ends its subgroups too; closing a
+// subgroup frees its communicator (MPI_Comm_free, which MPI defines as
+// collective: every member closes it, in the same order relative to the
+// other operations) and leaves the world group running.
 func (g *MPIGroup) Close() error {
+	if g.root != g {
+		return g.closeSub()
+	}
 	g.qmu.Lock()
 	if !g.closed {
 		g.closed = true
@@ -489,7 +534,7 @@ func (g *MPIGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 		v := hostVec(t)
 		es := v.elemSize()
 		rc := pieces(v.len(), func(lo, hi int) C.int {
-			return C.ember_allreduce(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), mpiOp(op))
+			return C.ember_allreduce(g.comm, unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), mpiOp(op))
 		})
 		if err := g.check("MPI_Allreduce", rc); err != nil {
 			return err
@@ -515,7 +560,7 @@ func (g *MPIGroup) BroadcastAsync(t *tensor.Tensor, root int) Work {
 		v := hostVec(t)
 		es := v.elemSize()
 		rc := pieces(v.len(), func(lo, hi int) C.int {
-			return C.ember_bcast(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(root))
+			return C.ember_bcast(g.comm, unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(root))
 		})
 		if err := g.check("MPI_Bcast", rc); err != nil {
 			return err
@@ -545,7 +590,7 @@ func (g *MPIGroup) ReduceAsync(t *tensor.Tensor, root int, op ReduceOp) Work {
 		}
 		es := v.elemSize()
 		rc := pieces(v.len(), func(lo, hi int) C.int {
-			return C.ember_reduce(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), mpiOp(op), C.int(root), isRoot)
+			return C.ember_reduce(g.comm, unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), mpiOp(op), C.int(root), isRoot)
 		})
 		if err := g.check("MPI_Reduce", rc); err != nil {
 			return err
@@ -574,7 +619,7 @@ func (g *MPIGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work
 	return g.submit("AllGather", func() error {
 		v := hostVec(in)
 		all := newVec(v.dt, n*g.size)
-		if err := g.check("MPI_Allgather", C.ember_allgather(v.ptr(), all.ptr(), C.int(n), mpiDType(v.dt))); err != nil {
+		if err := g.check("MPI_Allgather", C.ember_allgather(g.comm, v.ptr(), all.ptr(), C.int(n), mpiDType(v.dt))); err != nil {
 			return err
 		}
 		for j, o := range outs {
@@ -599,7 +644,7 @@ func (g *MPIGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, 
 	return g.submit("ReduceScatter", func() error {
 		all := concat(ins, out.DType(), n)
 		v := newVec(out.DType(), n)
-		if err := g.check("MPI_Reduce_scatter_block", C.ember_reduce_scatter(all.ptr(), v.ptr(), C.int(n), mpiDType(v.dt), mpiOp(op))); err != nil {
+		if err := g.check("MPI_Reduce_scatter_block", C.ember_reduce_scatter(g.comm, all.ptr(), v.ptr(), C.int(n), mpiDType(v.dt), mpiOp(op))); err != nil {
 			return err
 		}
 		if op == Avg {
@@ -632,7 +677,7 @@ func (g *MPIGroup) GatherAsync(outs []*tensor.Tensor, in *tensor.Tensor, root in
 		} else {
 			all = newVec(v.dt, 0)
 		}
-		if err := g.check("MPI_Gather", C.ember_gather(v.ptr(), all.ptr(), C.int(n), mpiDType(v.dt), C.int(root))); err != nil {
+		if err := g.check("MPI_Gather", C.ember_gather(g.comm, v.ptr(), all.ptr(), C.int(n), mpiDType(v.dt), C.int(root))); err != nil {
 			return err
 		}
 		if g.rank == root {
@@ -664,7 +709,7 @@ func (g *MPIGroup) ScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, root i
 			all = concat(ins, out.DType(), n)
 		}
 		v := newVec(out.DType(), n)
-		if err := g.check("MPI_Scatter", C.ember_scatter(all.ptr(), v.ptr(), C.int(n), mpiDType(v.dt), C.int(root))); err != nil {
+		if err := g.check("MPI_Scatter", C.ember_scatter(g.comm, all.ptr(), v.ptr(), C.int(n), mpiDType(v.dt), C.int(root))); err != nil {
 			return err
 		}
 		v.store(out)
@@ -677,7 +722,7 @@ func (g *MPIGroup) Barrier() error { return wait(g.BarrierAsync()) }
 
 // BarrierAsync implements ProcessGroup.
 func (g *MPIGroup) BarrierAsync() Work {
-	return g.submit("Barrier", func() error { return g.check("MPI_Barrier", C.ember_barrier()) })
+	return g.submit("Barrier", func() error { return g.check("MPI_Barrier", C.ember_barrier(g.comm)) })
 }
 
 // Send implements ProcessGroup.
@@ -707,7 +752,7 @@ func (g *MPIGroup) SendAsync(t *tensor.Tensor, dst int) Work {
 		rc := pieces(v.len(), func(lo, hi int) C.int {
 			tag := g.sendTag[dst] % (1 << 15) // MPI guarantees tags up to 32767
 			g.sendTag[dst]++
-			rc := C.ember_isend(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(dst), C.int(tag), &p.reqs[k])
+			rc := C.ember_isend(g.comm, unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(dst), C.int(tag), &p.reqs[k])
 			k++
 			return rc
 		})
@@ -735,7 +780,7 @@ func (g *MPIGroup) RecvAsync(t *tensor.Tensor, src int) Work {
 		rc := pieces(v.len(), func(lo, hi int) C.int {
 			tag := g.recvTag[src] % (1 << 15)
 			g.recvTag[src]++
-			return C.ember_recv(unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(src), C.int(tag))
+			return C.ember_recv(g.comm, unsafe.Add(v.ptr(), lo*es), C.int(hi-lo), mpiDType(v.dt), C.int(src), C.int(tag))
 		})
 		if err := g.check("MPI_Recv", rc); err != nil {
 			return err
@@ -756,3 +801,88 @@ func (g *MPIGroup) checkRank(op, what string, r int) {
 func (g *MPIGroup) checkList(op string, ts []*tensor.Tensor, ref *tensor.Tensor) {
 	checkTensorList(op, g.size, ts, ref)
 }
+
+// NewSubgroup returns a process group of the given ranks of g, as
+// PyTorch's new_group and TCPGroup.NewSubgroup: ranks[i] becomes rank i of
+// the subgroup. Every rank of the world group must call NewSubgroup for
+// every subgroup, members or not, in the same order; a rank outside ranks
+// gets nil. It panics on a rank out of range or listed twice, or when
+// called on a subgroup. The members create the communicator together
+// (MPI_Comm_group, MPI_Group_incl, MPI_Comm_create_group tagged with the
+// subgroup's number), so NewSubgroup blocks until every member has called
+// it, bounded by the timeout like any operation.
+//
+// A subgroup starts with the world group's timeout and has its own
+// SetTimeout; it shares the world group's MPI thread, operation queue and
+// failure state: a failure in any group makes them all unusable, and
+// closing the world group ends its subgroups. Since MPI is driven from one
+// thread and its collectives block, the operations of the world group and
+// of its subgroups run in one issue order per process, so ranks must issue
+// the operations of groups they share in an order that does not deadlock
+// (as with blocking MPI collectives on overlapping communicators).
+func (g *MPIGroup) NewSubgroup(ranks []int) (*MPIGroup, error) {
+	if g.root != g {
+		panic("distributed.NewSubgroup: called on a subgroup; call it on the world group")
+	}
+	if len(ranks) == 0 {
+		panic("distributed.NewSubgroup: no ranks")
+	}
+	seen := make(map[int]bool, len(ranks))
+	for _, r := range ranks {
+		g.checkRank("NewSubgroup", "member", r)
+		if seen[r] {
+			panic(fmt.Sprintf("distributed.NewSubgroup: rank %d listed twice in %v", r, ranks))
+		}
+		seen[r] = true
+	}
+	g.subMu.Lock()
+	g.nextSub++
+	tag := g.nextSub % (1 << 15) // MPI guarantees tags up to 32767
+	g.subMu.Unlock()
+	me := slices.Index(ranks, g.rank)
+	if me < 0 {
+		return nil, nil
+	}
+	sub := &MPIGroup{
+		rank: me, size: len(ranks),
+		root: g, members: slices.Clone(ranks),
+		sendTag: make([]int, len(ranks)), recvTag: make([]int, len(ranks)),
+	}
+	sub.timeout.Store(g.timeout.Load())
+	cranks := (*C.int)(C.malloc(C.size_t(len(ranks)) * C.size_t(unsafe.Sizeof(C.int(0)))))
+	defer C.free(unsafe.Pointer(cranks))
+	for i, r := range ranks {
+		*(*C.int)(unsafe.Add(unsafe.Pointer(cranks), i*int(unsafe.Sizeof(C.int(0))))) = C.int(r)
+	}
+	err := wait(g.submit("NewSubgroup", func() error {
+		return g.check("MPI_Comm_create_group", C.ember_comm_create(g.comm, cranks, C.int(len(ranks)), C.int(tag), &sub.comm))
+	}))
+	if err != nil {
+		return nil, err
+	}
+	return sub, nil
+}
+
+// closeSub closes subgroup g: later operations return ErrClosed, and its
+// communicator is freed on the MPI thread after the operations queued
+// before. Nothing is freed when the world group is already closed (MPI
+// then is finalized or about to be).
+func (g *MPIGroup) closeSub() error {
+	root := g.root
+	root.qmu.Lock()
+	if g.subClosed || root.closed {
+		g.subClosed = true
+		root.qmu.Unlock()
+		return nil
+	}
+	w := &mpiWork{g: g, op: "Close", cleanup: true, done: make(chan struct{}), fn: func() error {
+		return g.check("MPI_Comm_free", C.ember_comm_free(&g.comm))
+	}}
+	root.queue <- w
+	g.subClosed = true
+	root.qmu.Unlock()
+	return wait(w)
+}
+
+// WorldRanks returns the world rank of each of the group's ranks.
+func (g *MPIGroup) WorldRanks() []int { return slices.Clone(g.members) }

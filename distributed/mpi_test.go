@@ -76,6 +76,72 @@ func TestMPIGroup(t *testing.T) {
 			require.Equal(t, res, o.Float32s(), "rank %d's average differs from rank %d's", j, r)
 		}
 	})
+	t.Run("subgroups", func(t *testing.T) {
+		if n < 2 {
+			t.Skip("one rank")
+		}
+		// Even and odd world ranks, the odd ones listed backwards so that
+		// subgroup ranks differ from the world order.
+		var even, odd []int
+		for w := range n {
+			if w%2 == 0 {
+				even = append(even, w)
+			} else {
+				odd = append([]int{w}, odd...)
+			}
+		}
+		se, err := g.NewSubgroup(even)
+		require.NoError(t, err)
+		so, err := g.NewSubgroup(odd)
+		require.NoError(t, err)
+		sub, members := se, even
+		if r%2 == 1 {
+			sub, members = so, odd
+			assert.Nil(t, se, "rank %d is not in the even subgroup", r)
+		} else {
+			assert.Nil(t, so, "rank %d is not in the odd subgroup", r)
+		}
+		require.NotNil(t, sub)
+		assert.Equal(t, members, sub.WorldRanks())
+		assert.Equal(t, len(members), sub.Size())
+		assert.Equal(t, members[sub.Rank()], r)
+		assert.Equal(t, time.Minute, sub.Timeout())
+		// Every collective, dtype, size and op against the serial
+		// reference over the subgroup's ranks.
+		require.NoError(t, collectiveSuite(t, sub, []int{1, 0, 7, 333, 70001}))
+		if sub.Size() > 1 {
+			require.NoError(t, sendRecvRing(t, sub))
+		}
+		require.NoError(t, nonContiguousAsync(t, sub))
+		// The world group still runs between and after subgroup work.
+		require.NoError(t, g.Barrier())
+		x := rankTensor(r, 0, 9, tensor.Int64)
+		require.NoError(t, sub.AllReduce(x, Sum))
+		want := make([]float64, 9)
+		for _, w := range members {
+			for i, v := range rankTensor(w, 0, 9, tensor.Int64).Float64s() {
+				want[i] += v
+			}
+		}
+		assert.Equal(t, want, x.Float64s())
+		require.NoError(t, sub.Close())
+		assert.ErrorIs(t, sub.Barrier(), ErrClosed)
+		require.NoError(t, sub.Close(), "a second Close")
+		// A subgroup of every rank, in reverse order.
+		all := make([]int, n)
+		for i := range all {
+			all[i] = n - 1 - i
+		}
+		rev, err := g.NewSubgroup(all)
+		require.NoError(t, err)
+		assert.Equal(t, n-1-r, rev.Rank())
+		require.NoError(t, collectiveSuite(t, rev, []int{5}))
+		require.NoError(t, rev.Close())
+		require.NoError(t, g.Barrier())
+		assert.Panics(t, func() { g.NewSubgroup([]int{0, 0}) })
+		assert.Panics(t, func() { g.NewSubgroup([]int{n}) })
+		assert.Panics(t, func() { g.NewSubgroup(nil) })
+	})
 	t.Run("data-parallel", func(t *testing.T) {
 		const batch, steps = 8, 20
 		if batch%n != 0 {
