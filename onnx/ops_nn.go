@@ -460,9 +460,15 @@ func opMaxPool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if !direct {
 		x4 = p.padInput(x4, math.Inf(-1))
 	}
-	y, idx := tensor.MaxPool2d(x4, opt)
+	wantIdx := len(n.outputs) > 1 && n.outputs[1] != ""
+	var y, idx *tensor.Tensor
+	if wantIdx {
+		y, idx = tensor.MaxPool2d(x4, opt)
+	} else {
+		y = tensor.MaxPool2dValues(x4, opt)
+	}
 	outs := []*tensor.Tensor{y, nil}
-	if len(n.outputs) > 1 && n.outputs[1] != "" {
+	if wantIdx {
 		if !direct {
 			return nil, fmt.Errorf("onnx: %v: the Indices output needs pads at most half the kernel and equal on both sides", n)
 		}

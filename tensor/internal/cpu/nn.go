@@ -204,6 +204,50 @@ func MaxPool2d[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 	})
 }
 
+// MaxPool2dValues writes each window's maximum into dst, like MaxPool2d
+// but without the positions, for inference: the values equal MaxPool2d's
+// (a NaN in a window is its maximum), except that a window whose maximum is
+// a zero holding both signs may give +0 where MaxPool2d gives the first.
+// Skipping the positions lets the inner loop run without branches.
+func MaxPool2dValues[T Float](dst, src []T, g PoolGeom) {
+	hw, ohw := g.H*g.W, g.OH*g.OW
+	w, ow, dh, dw := g.W, g.OW, g.DilationH, g.DilationW
+	h0, h1 := maxWindows(g.OH, g.StrideH, g.PadH, g.KH, dh, g.H)
+	w0, w1 := maxWindows(g.OW, g.StrideW, g.PadW, g.KW, dw, g.W)
+	parallelFor(g.Planes, ohw*g.KH*g.KW, func(p0, p1 int) {
+		negInf := T(math.Inf(-1))
+		for p := p0; p < p1; p++ {
+			plane := src[p*hw:][:hw]
+			out := dst[p*ohw:][:ohw]
+			for oh, ih0 := range h0 {
+				ih1 := h1[oh]
+				o := out[oh*ow:][:ow]
+				for j := range o {
+					o[j] = negInf
+				}
+				for ih := ih0; ih < ih1; ih += dh {
+					row := plane[ih*w:][:w]
+					for j, iw0 := range w0 {
+						iw1, best := w1[j], o[j]
+						if dw == 1 {
+							if iw0 < iw1 {
+								for _, v := range row[iw0:iw1] {
+									best = max(best, v)
+								}
+							}
+						} else {
+							for iw := iw0; iw < iw1; iw += dw {
+								best = max(best, row[iw])
+							}
+						}
+						o[j] = best
+					}
+				}
+			}
+		}
+	})
+}
+
 // maxWindows returns, for each of n outputs, the first input position of
 // its max-pooling window inside the input (the start moved forward by the
 // dilation past the padding, as PyTorch does) and the clipped end.
