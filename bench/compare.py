@@ -70,6 +70,8 @@ if GPU:
 deadline = time.monotonic() + args.budget if args.budget > 0 else None
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The PyTorch twins sit next to this script (bench/, or the gpu-bins folder of bench/gpu/build.sh).
+workloads_py = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_workloads.py")
 if args.ember:
     binary = os.path.abspath(args.ember)
 else:
@@ -137,7 +139,7 @@ def ember(w, t):
 def torch(w, t, wait):
     env = dict(os.environ)
     env.pop("OMP_WAIT_POLICY", None)
-    return json_lines([args.python, "bench/torch_workloads.py", "-omp-wait", wait] + common(w, t), env)
+    return json_lines([args.python, workloads_py, "-omp-wait", wait] + common(w, t), env)
 
 
 def key(r):
