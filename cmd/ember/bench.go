@@ -65,11 +65,13 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	var sizes, device string
 	fs.StringVar(&o.workload, "workload", "all",
 		"workloads to run, comma-separated: "+strings.Join(workloadNames(), ", ")+
-			"; a prefix such as resnet18 selects all its batch sizes; all runs every workload")
+			"; a prefix such as resnet18 selects all its batch sizes; all runs every CPU workload "+
+			"(every one but resnet50_b64 and resnet50_train_b64), or with -device cuda the GPU set")
 	fs.IntVar(&o.threads, "threads", 0, "threads to use (sets GOMAXPROCS and tensor.SetNumThreads); 0 keeps GOMAXPROCS")
 	fs.IntVar(&o.steps, "steps", 0, "timed steps per workload (gemm: samples per size); 0 uses the workload's default")
 	fs.IntVar(&o.warmup, "warmup", 0, "untimed warm-up steps; 0 uses the workload's default")
-	fs.BoolVar(&o.json, "json", false, "print one JSON object per line: workload, threads, batch, median_ms, samples_per_s, peak_rss_mb")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per line: workload, threads, batch, median_ms, samples_per_s, peak_rss_mb "+
+		"(on a GPU also device and peak_gpu_mb)")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile (go tool pprof) of the run to this file")
 	fs.StringVar(&sizes, "sizes", "256,512,1024,2048", "square matrix sizes of the gemm workload, comma-separated (on a GPU: "+gpuSizes+")")
 	fs.StringVar(&device, "device", "cpu", "where to run: cpu, cuda (device 0) or cuda:N (needs a binary built with -tags cuda); "+

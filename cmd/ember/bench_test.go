@@ -212,11 +212,13 @@ func TestWorkloadsOnCUDA(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		build func(bool) (*benchRun, error)
-		exact bool // losses must match the CPU's
+		// rtol is the relative tolerance of the losses against the CPU's;
+		// 0 skips the comparison (the CNN's dropout draws differ by device).
+		rtol float64
 	}{
-		{"mlp", buildMLP, true},
-		{"resnet50_train_b64", buildResNetTrain(50, 64), true},
-		{"cnn", buildCNN, false},
+		{"mlp", buildMLP, 1e-4},
+		{"resnet50_train_b64", buildResNetTrain(50, 64), 1e-2},
+		{"cnn", buildCNN, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			losses := func(dev benchDevice) []float64 {
@@ -234,11 +236,16 @@ func TestWorkloadsOnCUDA(t *testing.T) {
 			want, got := losses(cpuDevice), losses(gpu)
 			for i, l := range got {
 				require.False(t, math.IsNaN(l) || math.IsInf(l, 0), "step %d loss %v", i, l)
-				if tc.exact {
-					assert.InDelta(t, want[i], l, 2e-3*max(1, math.Abs(want[i])), "step %d", i)
+				if tc.rtol > 0 {
+					assert.InDelta(t, want[i], l, tc.rtol*max(1, math.Abs(want[i])), "step %d", i)
 				}
 			}
-			assert.Less(t, got[2], got[0])
+			if tc.rtol > 0 {
+				assert.Less(t, got[2], got[0], "the loss falls on the GPU as on the CPU")
+			} else {
+				// Random init: cross-entropy near ln(10), as on the CPU.
+				assert.InDelta(t, math.Log(10), got[0], 1.5)
+			}
 		})
 	}
 	t.Run("json", func(t *testing.T) {
