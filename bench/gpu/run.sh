@@ -12,6 +12,7 @@
 # use TF32), PYTHON (default python3).
 set -u
 dir=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$dir") # gpu-bins/ sits at the repository root; tests run in their package folders
 OUT=${OUT:-$dir/out}
 mkdir -p "$OUT"
 budget=${EMBER_GPU_BUDGET:-470}  # seconds for the whole script
@@ -66,7 +67,7 @@ while read -r name pkg filter; do
 		continue
 	fi
 	echo "== $name.test in $pkg (run ${filter:-all}, at most $left s)" | tee -a "$OUT/tests.log"
-	(cd "$pkg" && timeout -k 5 "$left" "$t" -test.v -test.count=1 ${filter:+-test.run="$filter"}) >>"$OUT/tests.log" 2>&1
+	(cd "$root/$pkg" && timeout -k 5 "$left" "$t" -test.v -test.count=1 ${filter:+-test.run="$filter"}) >>"$OUT/tests.log" 2>&1
 	r=$?
 	[ $r -eq 124 ] && echo "== $name.test: killed at $left s" >>"$OUT/tests.log"
 	echo "== $name.test exit=$r" | tee -a "$OUT/tests.log"
