@@ -454,6 +454,9 @@ func conv2dForward(x, w *Tensor, g ConvGeom, groups int) *Tensor {
 	if y := cpuConvForward(x, w, nil, g, groups); y != nil {
 		return y
 	}
+	if y := backendConvForward(x, w, g, groups); y != nil {
+		return y
+	}
 	ck := g.C / groups * g.KH * g.KW
 	col := im2col(x, g).View(groups, ck, g.N*l)
 	wm := w.Reshape(groups, o/groups, ck)
@@ -492,6 +495,9 @@ func conv2dInputGrad(grad, w *Tensor, g ConvGeom, groups int) *Tensor {
 	if dx := cpuConvInputGrad(grad, w, g, groups); dx != nil {
 		return dx
 	}
+	if dx := backendConvInputGrad(grad, w, g, groups); dx != nil {
+		return dx
+	}
 	gm := channelsFirst(grad).View(groups, o/groups, g.N*g.OH*g.OW)
 	wm := w.Reshape(groups, o/groups, ck)
 	col := wm.Transpose(1, 2).MatMul(gm) // [groups, ck, N*L] = [C*KH*KW, N*L]
@@ -528,6 +534,9 @@ func conv2dWeightGrad(x, grad *Tensor, g ConvGeom, ws []int, groups int) *Tensor
 		return empty(x.st.backend, x.dtype, ws)
 	}
 	if dw := cpuConvWeightGrad(x, grad, g, ws, groups); dw != nil {
+		return dw
+	}
+	if dw := backendConvWeightGrad(x, grad, g, ws, groups); dw != nil {
 		return dw
 	}
 	col := im2col(x, g).View(groups, ck, nl)
