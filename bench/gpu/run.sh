@@ -3,7 +3,8 @@
 # repository root, in one call of the run tool:
 #   1. every test binary that bench/gpu/build.sh put in gpu-bins/ (-test.v) -> $OUT/tests.log
 #   2. the GPU workloads of `ember bench -device cuda`, alternately with their PyTorch twins,
-#      3 repeats, medians -> $OUT/bench.jsonl (every measured line) and $OUT/ratios.md (table)
+#      3 repeats, medians -> $OUT/bench.jsonl (every measured line) and $OUT/ratios.md (table);
+#      then gemm again with TF32 allowed on both sides, if time is left
 # all bounded to about 8 minutes (EMBER_GPU_BUDGET seconds, the run tool's limit being 10).
 #
 # usage: sh gpu-bins/run.sh [workloads]    (default: gemm,mlp,cnn,resnet50_b64,resnet50_train_b64)
@@ -89,6 +90,19 @@ cat "$OUT/bench.log"
 if [ $r -ne 0 ]; then
 	echo "== compare.py exit=$r"
 	rc=$r
+fi
+# The TF32 GEMM target too, if gemm was asked for and time is left (as torch.matmul with TF32 on).
+left=$((budget - $(elapsed)))
+case ",$workloads," in *,gemm,*) want_tf32=1 ;; *) want_tf32=0 ;; esac
+if [ -z "$tf32" ] && [ "$want_tf32" = 1 ] && [ "$left" -gt 40 ]; then
+	echo "== bench: gemm with TF32 allowed on both sides, 3 repeats, at most $left s"
+	{
+		echo
+		echo "With TF32 allowed on both sides (Ember -tf32, PyTorch fp32_precision tf32):"
+		echo
+		"$python" "$dir/compare.py" -device cuda -ember "$bin/ember" -python "$python" -repeats 3 -tf32 \
+			-workloads gemm -budget "$left" -jsonl "$OUT/bench.jsonl" -steps gemm=10 2>>"$OUT/bench.log"
+	} >>"$OUT/ratios.md"
 fi
 echo "== ratios ($(elapsed) s in all)"
 cat "$OUT/ratios.md"
