@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/emberml/ember/tensor/internal/gemm"
@@ -77,11 +78,57 @@ func im2colImage(col, img []float32, gg ConvGeom, threads int) {
 // ConvForwardF32 computes dst ([N, O, OH, OW]) = the convolution of x
 // ([N, C, H, W]) with w ([O, C/groups, KH, KW]) plus bias ([O], or nil),
 // and then max(·, 0) when relu is set. All slices start at their first
-// element and are dense.
+// element and are dense. The weight is packed for the GEMM into scratch on
+// every call; ConvForwardPackedF32 reuses a pack.
 func ConvForwardF32(dst, x, w, bias []float32, g ConvGeom, o, groups, threads int, relu bool) {
+	ck := g.C / groups * g.KH * g.KW
+	og := o / groups
+	buf := convScratch.Get(groups * gemm.PackedSize(og, ck))
+	pw := packConvWeights(*buf, w, o, groups, ck)
+	ConvForwardPackedF32(dst, x, &pw, bias, g, threads, relu)
+	convScratch.Put(buf)
+}
+
+// PackedConvF32 is a float32 convolution weight ([O, C/groups, KH, KW])
+// packed once, per group, into the GEMM's left-operand layout, for
+// ConvForwardPackedF32. It is read-only and safe for concurrent use.
+type PackedConvF32 struct {
+	o, groups, ck int
+	parts         []gemm.PackedA
+}
+
+// PackConvWeightsF32 packs the dense weight w of o output channels, split
+// into groups, each output channel reading ck = C/groups·KH·KW values.
+func PackConvWeightsF32(w []float32, o, groups, ck int) *PackedConvF32 {
+	pw := packConvWeights(make([]float32, groups*gemm.PackedSize(o/groups, ck)), w, o, groups, ck)
+	return &pw
+}
+
+// packConvWeights packs w into buf (groups·PackedSize(o/groups, ck)
+// elements).
+func packConvWeights(buf, w []float32, o, groups, ck int) PackedConvF32 {
+	og := o / groups
+	size := gemm.PackedSize(og, ck)
+	pw := PackedConvF32{o: o, groups: groups, ck: ck, parts: make([]gemm.PackedA, groups)}
+	for gi := range groups {
+		pw.parts[gi] = gemm.PackAInto(buf[gi*size:][:size], false, og, ck, 1, w[gi*og*ck:], max(ck, 1))
+	}
+	return pw
+}
+
+// ConvForwardPackedF32 is ConvForwardF32 with the weight packed by
+// PackConvWeightsF32. The columns of each image's lowered matrix are built
+// straight into the GEMM's packed panels from the image (a pointwise
+// convolution reads the image as the matrix itself), so no column matrix
+// is materialized. It panics if pw does not match g.
+func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias []float32, g ConvGeom, threads int, relu bool) {
+	o, groups := pw.o, pw.groups
 	cg, og := g.C/groups, o/groups
 	ck, l, hw := cg*g.KH*g.KW, g.OH*g.OW, g.H*g.W
-	pw := g.pointwise()
+	if ck != pw.ck || g.C%groups != 0 {
+		panic(fmt.Sprintf("cpu: ConvForwardPackedF32: weights packed for %d groups of %d values per output channel do not fit %d input channels with a %dx%d kernel", groups, pw.ck, g.C, g.KH, g.KW))
+	}
+	pointwise := g.pointwise()
 	forImages(g.N, o*ck*l, threads, func(_, n, th int) {
 		out := dst[n*o*l:][:o*l]
 		var beta float32
@@ -94,21 +141,15 @@ func ConvForwardF32(dst, x, w, bias []float32, g ConvGeom, o, groups, threads in
 			}
 			beta = 1
 		}
-		var colBuf *[]float32
-		if !pw {
-			colBuf = convScratch.Get(ck * l)
-		}
 		for gi := range groups {
-			img := x[(n*g.C+gi*cg)*hw:]
-			col := img
-			if !pw {
-				col = *colBuf
-				im2colImage(col, img, g.imageGeom(cg), th)
+			img := x[(n*g.C+gi*cg)*hw:][:cg*hw]
+			var packB gemm.BPacker
+			if pointwise {
+				packB = gemm.DenseB(false, img, hw)
+			} else {
+				packB = im2colPacker(img, g.imageGeom(cg))
 			}
-			gemm.SgemmThreads(th, false, false, og, l, ck, 1, w[gi*og*ck:], ck, col, l, beta, out[gi*og*l:], l)
-		}
-		if colBuf != nil {
-			convScratch.Put(colBuf)
+			gemm.SgemmPacked(th, &pw.parts[gi], l, packB, beta, out[gi*og*l:], l)
 		}
 		if relu {
 			for i, v := range out {
@@ -118,6 +159,74 @@ func ConvForwardF32(dst, x, w, bias []float32, g ConvGeom, o, groups, threads in
 			}
 		}
 	})
+}
+
+// im2colPacker returns the BPacker of the [C*KH*KW, OH*OW] column matrix
+// of the single image img (g.N = 1): row (c, kh, kw), column (oh, ow) holds
+// img[c][oh*SH+kh*DH-PH][ow*SW+kw*DW-PW], or zero in the padding. Each
+// requested row is lowered into a scratch row (one run per output row) and
+// then dealt out to the panels in runs of nr.
+func im2colPacker(img []float32, g ConvGeom) gemm.BPacker {
+	taps, hw := g.KH*g.KW, g.H*g.W
+	return func(dst []float32, pc, kb, jc, nb, nr int) {
+		rowBuf := convScratch.Get(nb)
+		defer convScratch.Put(rowBuf)
+		row := *rowBuf
+		full := nb - nb%nr
+		oh0, ow0 := jc/g.OW, jc%g.OW
+		for p := range kb {
+			r := pc + p
+			c, t := r/taps, r%taps
+			kh, kw := t/g.KW, t%g.KW
+			im2colRow(row, img[c*hw:][:hw], g, kh*g.DilationH-g.PadH, kw*g.DilationW-g.PadW, oh0, ow0)
+			d := dst[p*nr:]
+			if nr == 32 {
+				for jr := 0; jr < full; jr += 32 {
+					*(*[32]float32)(d[jr*kb:]) = [32]float32(row[jr:])
+				}
+			} else {
+				for jr := 0; jr < full; jr += nr {
+					copy(d[jr*kb:][:nr], row[jr:jr+nr])
+				}
+			}
+			if full < nb {
+				last := d[full*kb:][:nr]
+				copy(last, row[full:])
+				clear(last[nb-full:])
+			}
+		}
+	}
+}
+
+// im2colRow writes into row the len(row) columns, starting at output
+// position (oh, ow), of the column-matrix row with input offsets offH and
+// offW (kh*DH-PH and kw*DW-PW) in one image plane.
+func im2colRow(row, plane []float32, g ConvGeom, offH, offW, oh, ow int) {
+	owLo, owHi := validRange(offW, g.StrideW, g.W, g.OW)
+	for q := 0; q < len(row); {
+		seg := min(g.OW-ow, len(row)-q)
+		d := row[q : q+seg]
+		ih := oh*g.StrideH + offH
+		lo, hi := max(ow, owLo), min(ow+seg, owHi)
+		if ih < 0 || ih >= g.H || lo >= hi {
+			clear(d)
+		} else {
+			clear(d[:lo-ow])
+			clear(d[hi-ow:])
+			srow := plane[ih*g.W:][:g.W]
+			if g.StrideW == 1 {
+				copy(d[lo-ow:hi-ow], srow[lo+offW:hi+offW])
+			} else {
+				iw := lo*g.StrideW + offW
+				for i := lo - ow; i < hi-ow; i++ {
+					d[i] = srow[iw]
+					iw += g.StrideW
+				}
+			}
+		}
+		q += seg
+		ow, oh = 0, oh+1
+	}
 }
 
 // ConvBackwardInputF32 computes dx ([N, C, H, W]) = the gradient of ConvForwardF32 with

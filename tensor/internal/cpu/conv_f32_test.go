@@ -103,6 +103,11 @@ func TestConvKernelsMatchDefinition(t *testing.T) {
 		{n: 2, c: 4, o: 6, h: 9, w: 8, kh: 3, kw: 2, sh: 1, sw: 1, ph: 1, pw: 2, dh: 2, dw: 3, groups: 2, bias: true},
 		{n: 2, c: 3, o: 5, h: 6, w: 7, kh: 3, kw: 3, sh: 1, sw: 1, ph: 3, pw: 0, dh: 1, dw: 1, groups: 1, bias: true},
 		{n: 1, c: 17, o: 33, h: 13, w: 15, kh: 3, kw: 3, sh: 1, sw: 1, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
+		// More than one GEMM depth block (ck > 384) and column block
+		// (OH*OW > 2048, the second block starting mid-row), lowered
+		// straight into the packed panels.
+		{n: 1, c: 45, o: 13, h: 50, w: 50, kh: 3, kw: 3, sh: 1, sw: 1, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
+		{n: 2, c: 44, o: 14, h: 99, w: 97, kh: 3, kw: 3, sh: 2, sw: 2, ph: 1, pw: 1, dh: 1, dw: 1, groups: 2, bias: false},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range cases {
@@ -130,6 +135,10 @@ func TestConvKernelsMatchDefinition(t *testing.T) {
 				requireClose(t, y, got, 1e-4, "forward")
 				ConvForwardF32(got, toF32(x), toF32(w), toF32(bias), g, c.o, c.groups, threads, true)
 				requireClose(t, relu, got, 1e-4, "forward+relu")
+				packed := poisoned[float32](len(y))
+				pw := PackConvWeightsF32(toF32(w), c.o, c.groups, c.c/c.groups*c.kh*c.kw)
+				ConvForwardPackedF32(packed, toF32(x), pw, toF32(bias), g, threads, true)
+				require.Equal(t, got, packed, "pre-packed forward+relu")
 				gotDx := poisoned[float32](len(dx))
 				ConvBackwardInputF32(gotDx, toF32(gy), toF32(w), g, c.o, c.groups, threads)
 				requireClose(t, dx, gotDx, 1e-4, "input grad")

@@ -1,0 +1,199 @@
+package gemm
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// PackedA is alpha·op(A), an m×k left operand, packed once into the
+// micro-kernel's panel layout so that products with it (SgemmPacked) skip
+// packing A: for each KC-deep block of k, the rows in panels of MR, each
+// panel stored k-major. A PackedA is read-only after packing and safe for
+// concurrent use. It is tied to the micro-kernel chosen when it was packed.
+type PackedA struct {
+	kern *kernel
+	m, k int
+	mp   int // m rounded up to kern.mr
+	data []float32
+}
+
+// Rows returns m, the number of rows of op(A).
+func (p *PackedA) Rows() int { return p.m }
+
+// Depth returns k, the number of columns of op(A).
+func (p *PackedA) Depth() int { return p.k }
+
+// PackedSize returns the number of float32 elements PackAInto needs for an
+// m×k operand.
+func PackedSize(m, k int) int {
+	return packedSize(availableKernels()[0], m, k)
+}
+
+func packedSize(kern *kernel, m, k int) int { return roundUp(m, kern.mr) * k }
+
+// PackA packs alpha·op(A) (m×k; A is row-major with row stride lda, and
+// op(A) is Aᵀ when transA is set) into a fresh PackedA.
+func PackA(transA bool, m, k int, alpha float32, a []float32, lda int) *PackedA {
+	p := PackAInto(make([]float32, PackedSize(m, k)), transA, m, k, alpha, a, lda)
+	return &p
+}
+
+// PackAInto is PackA writing the panels into dst, which must hold at least
+// PackedSize(m, k) elements and is owned by the result until it is dropped.
+func PackAInto(dst []float32, transA bool, m, k int, alpha float32, a []float32, lda int) PackedA {
+	return packAWith(availableKernels()[0], dst, transA, m, k, alpha, a, lda)
+}
+
+func packAWith(kern *kernel, dst []float32, transA bool, m, k int, alpha float32, a []float32, lda int) PackedA {
+	if m < 0 || k < 0 {
+		panic(fmt.Sprintf("gemm: PackA: dimensions m=%d k=%d must be non-negative", m, k))
+	}
+	ar, ac := m, k
+	if transA {
+		ar, ac = k, m
+	}
+	checkMatrix("a", ar, ac, lda, len(a))
+	mp := roundUp(m, kern.mr)
+	if len(dst) < mp*k {
+		panic(fmt.Sprintf("gemm: PackA: dst has %d elements, the packed %d×%d operand needs %d", len(dst), m, k, mp*k))
+	}
+	for pc := 0; pc < k; pc += kern.kc {
+		kb := min(kern.kc, k-pc)
+		if m > 0 {
+			packA(dst[pc*mp:], transA, a, lda, 0, pc, m, kb, kern.mr, alpha)
+		}
+	}
+	return PackedA{kern: kern, m: m, k: k, mp: mp, data: dst[:mp*k]}
+}
+
+// BPacker writes rows [pc, pc+kb) and columns [jc, jc+nb) of a k×n right
+// operand into dst as consecutive panels of nr columns, each stored k-major
+// (nr values per step of k, the panel starting at dst[jr*kb] for its first
+// column jc+jr); the columns of the last panel past nb may hold anything.
+// It lets SgemmPacked read B from any layout, such as an image it lowers
+// on the fly. A BPacker may be called from several goroutines at once, for
+// disjoint column ranges.
+type BPacker func(dst []float32, pc, kb, jc, nb, nr int)
+
+// DenseB returns the BPacker of a row-major matrix b with row stride ldb,
+// used as op(B) = B, or Bᵀ when transB is set.
+func DenseB(transB bool, b []float32, ldb int) BPacker {
+	return func(dst []float32, pc, kb, jc, nb, nr int) {
+		packB(dst, transB, b, ldb, pc, jc, kb, nb, nr)
+	}
+}
+
+// SgemmPacked computes C = a·op(B) + beta·C, where a is a packed m×k
+// operand (alpha already applied), op(B) is the k×n matrix that packB
+// writes, and C is m×n, row-major with row stride ldc. When beta is zero C
+// is not read. It uses at most threads goroutines (threads <= 0 means
+// runtime.GOMAXPROCS(0)), splitting the columns of C (each goroutine packs
+// only its own columns of B) or, when they are too few, the rows; the
+// result does not depend on the split, and equals Sgemm's on the unpacked
+// operands.
+func SgemmPacked(threads int, a *PackedA, n int, packB BPacker, beta float32, c []float32, ldc int) {
+	m, k := a.m, a.k
+	if n < 0 {
+		panic(fmt.Sprintf("gemm: SgemmPacked: n = %d must be non-negative", n))
+	}
+	checkMatrix("c", m, n, ldc, len(c))
+	if m == 0 || n == 0 {
+		return
+	}
+	overwrite := beta == 0 && k > 0
+	if beta != 1 && !overwrite {
+		for i := range m {
+			row := c[i*ldc : i*ldc+n]
+			if beta == 0 {
+				clear(row)
+				continue
+			}
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+	}
+	if k == 0 {
+		return
+	}
+	kern := a.kern
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if float64(m)*float64(n)*float64(k) < minParallelWork {
+		threads = 1
+	}
+	switch {
+	case threads > 1 && n >= 2*kern.nr:
+		panels := (n + kern.nr - 1) / kern.nr
+		per := (panels + threads - 1) / threads * kern.nr
+		var wg sync.WaitGroup
+		for j0 := 0; j0 < n; j0 += per {
+			nj := min(per, n-j0)
+			wg.Go(func() { blockedPacked(a, 0, m, j0, nj, packB, c[j0:], ldc, overwrite) })
+		}
+		wg.Wait()
+	case threads > 1 && m >= 2*kern.mr:
+		per := roundUp((m+threads-1)/threads, kern.mr)
+		var wg sync.WaitGroup
+		for i0 := 0; i0 < m; i0 += per {
+			mi := min(per, m-i0)
+			wg.Go(func() { blockedPacked(a, i0, mi, 0, n, packB, c[i0*ldc:], ldc, overwrite) })
+		}
+		wg.Wait()
+	default:
+		blockedPacked(a, 0, m, 0, n, packB, c, ldc, overwrite)
+	}
+}
+
+// blockedPacked is blocked for rows [i0, i0+m) of the packed a (i0 a
+// multiple of MR) and columns [j0, j0+n) of B, writing the m×n block of C
+// that starts at c[0].
+func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc int, overwrite bool) {
+	kern := a.kern
+	mr, nr, k := kern.mr, kern.nr, a.k
+	kcMax := min(kern.kc, k)
+	pb := getBuf(roundUp(min(kern.nc, n), nr) * kcMax)
+	pt := getBuf(mr * nr)
+	defer bufPool.Put(pb)
+	defer bufPool.Put(pt)
+	bufB, tile := *pb, *pt
+	for jc := 0; jc < n; jc += kern.nc {
+		nb := min(kern.nc, n-jc)
+		for pc := 0; pc < k; pc += kern.kc {
+			kb := min(kern.kc, k-pc)
+			add := pc > 0 || !overwrite
+			packB(bufB, pc, kb, j0+jc, nb, nr)
+			block := a.data[pc*a.mp:]
+			for ic := 0; ic < m; ic += kern.mc {
+				mb := min(kern.mc, m-ic)
+				for jr := 0; jr < nb; jr += nr {
+					nrr := min(nr, nb-jr)
+					bp := bufB[jr*kb:]
+					for ir := 0; ir < mb; ir += mr {
+						mrr := min(mr, mb-ir)
+						ap := block[(i0+ic+ir)*kb:]
+						ci := (ic+ir)*ldc + jc + jr
+						if mrr == mr && nrr == nr {
+							kern.fn(kb, ap, bp, c[ci:], ldc, add)
+							continue
+						}
+						kern.fn(kb, ap, bp, tile, nr, false)
+						for i := range mrr {
+							row := c[ci+i*ldc : ci+i*ldc+nrr]
+							t := tile[i*nr : i*nr+nrr]
+							if !add {
+								copy(row, t)
+								continue
+							}
+							for j := range row {
+								row[j] += t[j]
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
