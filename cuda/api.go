@@ -162,3 +162,19 @@ func SetAllowTF32(i int, on bool) error {
 	b.blasMu.Unlock()
 	return nil
 }
+
+// SetGCPercent sets how far device memory in use on device i may grow
+// beyond the live set before Ember runs the Go garbage collector to return
+// unreachable tensors' memory (default 50, with a 256 MiB floor; negative
+// turns pacing off, leaving collection to out-of-memory retries). Go's
+// collector does not see device memory, so this pacing is what keeps a
+// training loop's dead activations from piling up on the GPU; lower values
+// trade collection time for a lower peak.
+func SetGCPercent(i int, percent int) error {
+	b, err := backend(i)
+	if err != nil {
+		return err
+	}
+	b.pacer.SetPercent(percent)
+	return nil
+}

@@ -43,3 +43,7 @@ func Synchronize(i int) error { return errNotBuilt }
 // SetAllowTF32 lets Float32 matrix products on device i use TF32 tensor
 // cores; in this build it returns an error wrapping ErrNoDevice.
 func SetAllowTF32(i int, on bool) error { return errNotBuilt }
+
+// SetGCPercent sets device-memory garbage-collection pacing; this build has
+// no CUDA support.
+func SetGCPercent(i int, percent int) error { return errNotBuilt }

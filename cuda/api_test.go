@@ -30,6 +30,7 @@ func TestAPIWithoutDevice(t *testing.T) {
 		{"EmptyCache", func() error { return EmptyCache(0) }},
 		{"Synchronize", func() error { return Synchronize(0) }},
 		{"SetAllowTF32", func() error { return SetAllowTF32(0, true) }},
+		{"SetGCPercent", func() error { return SetGCPercent(0, 20) }},
 	}
 	for _, c := range calls {
 		t.Run(c.name, func(t *testing.T) {

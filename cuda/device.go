@@ -81,6 +81,9 @@ type Backend struct {
 	ctx    driver.Context
 	stream driver.Stream
 	mem    *alloc.Allocator
+	// pacer runs the Go collector as device memory in use grows, so that
+	// unreachable tensors give their blocks back between steps.
+	pacer *alloc.Pacer
 	// maxBlocks caps the grid of launch (grid-stride loops do the rest).
 	maxBlocks int
 
@@ -98,6 +101,8 @@ type Backend struct {
 	stagingMu sync.Mutex
 	staging   [2][]byte // page-locked, allocated on first large copy
 	stagingEv [2]driver.Event
+
+	conv convState // cuDNN, opened on the first convolution (backend_conv.go)
 }
 
 // open is the tensor.BackendFactory of the "cuda" device kind.
@@ -174,17 +179,43 @@ func newBackend(index int) (_ *Backend, err error) {
 	}
 	b.modules = map[string]driver.Module{}
 	b.funcs = map[string]driver.Function{}
-	b.mem = alloc.New(memDevice{b}, alloc.Options{Reclaim: reclaim})
+	b.mem = alloc.New(memDevice{b}, alloc.Options{Reclaim: b.collect})
+	b.pacer = alloc.NewPacer(gcFloor, defaultGCPercent, b.collect, func() int64 { return b.mem.Stats().Allocated })
 	return b, nil
 }
 
-// reclaim runs the garbage collector so that unreachable tensors return
-// their device blocks through their cleanups, and gives the cleanup
-// goroutine a moment to run them.
-func reclaim() {
+// Device-memory pacing (see alloc.Pacer): a collection runs whenever the
+// bytes in use pass max(gcFloor, live × (1 + percent/100)); SetGCPercent
+// changes the percentage.
+const (
+	gcFloor          = 256 << 20
+	defaultGCPercent = 50
+)
+
+// collect runs the garbage collector so that unreachable tensors return
+// their device blocks through their cleanups, and waits for the cleanup
+// goroutine to run them: first for a sentinel cleanup queued by the same
+// collection, then until frees stop arriving (bounded, as the runtime gives
+// no completion signal).
+func (b *Backend) collect() {
+	done := make(chan struct{})
+	sentinel := new([64]byte)
+	runtime.AddCleanup(sentinel, func(ch chan struct{}) { close(ch) }, done)
+	sentinel = nil
 	runtime.GC()
-	runtime.GC()
-	time.Sleep(10 * time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(50 * time.Millisecond):
+	}
+	frees := b.mem.Stats().Frees
+	for range 50 {
+		time.Sleep(100 * time.Microsecond)
+		f := b.mem.Stats().Frees
+		if f == frees {
+			return
+		}
+		frees = f
+	}
 }
 
 // memDevice is the allocator's view of the device.
@@ -270,6 +301,7 @@ func (b *Backend) newBuffer(dt tensor.DType, n int) *buffer {
 	buf := &buffer{dt: dt, n: n, ptr: blk.Addr(), owner: blk}
 	mem := b.mem
 	runtime.AddCleanup(buf, func(blk *alloc.Block) { mem.Free(blk) }, blk)
+	b.pacer.Observe(mem.Stats().Allocated)
 	return buf
 }
 
