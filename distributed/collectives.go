@@ -53,17 +53,19 @@ func (g *TCPGroup) sendRange(p *peer, op byte, seq uint64, v vec, lo, hi int, de
 func (g *TCPGroup) recvRange(p *peer, op byte, seq uint64, dt tensor.DType, lo, hi int, deadline time.Time, use func(lo, hi int, b []byte)) error {
 	es := dt.Size()
 	if lo == hi {
-		_, err := g.recv(p, op, seq, byte(dt), 0, es, deadline)
+		_, _, err := g.recv(p, op, seq, byte(dt), 0, es, deadline)
 		return err
 	}
 	for at := lo; at < hi; {
-		b, err := g.recv(p, op, seq, byte(dt), (hi-at)*es, es, deadline)
+		b, inPlace, err := g.recv(p, op, seq, byte(dt), (hi-at)*es, es, deadline)
 		if err != nil {
 			return err
 		}
 		k := len(b) / es
 		use(at, at+k, b)
-		g.releaseBuf(b)
+		if !inPlace {
+			g.releaseBuf(b)
+		}
 		at += k
 	}
 	return nil
@@ -236,6 +238,20 @@ func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.T
 	var received atomic.Int64
 	progress := make(chan struct{}, 1)
 	next, prev := g.peers[(g.rank+1)%s], g.peers[(g.rank-1+s)%s]
+	if nativeLittle {
+		// The all-gather phase's data is final: prev's read loop writes
+		// it straight into v instead of a buffer the receiver copies from.
+		// Region j is the segment this rank reduces into at
+		// reduce-scatter step j-1 (none for j = 0), so it is armed when
+		// that step ends.
+		sk := &sink{op: opAllReduce, seq: seq, skip: recvBase[s-1] * v.elemSize(), armed: 1}
+		for k := s - 1; k < steps; k++ {
+			lo, hi := recvSeg(k)
+			sk.regions = append(sk.regions, sliceBytes(v.slice(lo, hi)))
+		}
+		prev.openSink(g.gid, sk)
+		defer prev.closeSink(g.gid)
+	}
 	step := max(g.chunk/v.elemSize(), 1)
 	h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
 	sender := func() error {
@@ -280,6 +296,9 @@ func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.T
 			})
 			if err != nil {
 				return err
+			}
+			if nativeLittle && k < s-1 {
+				prev.armSink(g.gid, k+2)
 			}
 		}
 		return nil

@@ -118,12 +118,13 @@ func parseHeader(b []byte, maxPayload uint64) (frameHeader, error) {
 type frame struct {
 	frameHeader
 	payload []byte
+	inPlace bool // payload was read into a sink's region, not a buffer of its own
 	err     error
 }
 
 // readFrame reads one frame from r. alloc, if not nil, provides the
-// payload buffer of n bytes.
-func readFrame(r io.Reader, maxPayload uint64, alloc func(n int) []byte) (frame, error) {
+// payload buffer of h.n bytes for the valid header h.
+func readFrame(r io.Reader, maxPayload uint64, alloc func(h frameHeader) []byte) (frame, error) {
 	var hb [frameHeaderLen]byte
 	if _, err := io.ReadFull(r, hb[:]); err != nil {
 		return frame{}, err
@@ -134,7 +135,7 @@ func readFrame(r io.Reader, maxPayload uint64, alloc func(n int) []byte) (frame,
 	}
 	var p []byte
 	if alloc != nil {
-		p = alloc(int(h.n))
+		p = alloc(h)
 	} else {
 		p = make([]byte, h.n)
 	}

@@ -195,6 +195,7 @@ type link struct {
 	mu    sync.Mutex
 	boxes map[byte]*inbox
 	end   *frame // the error that ended the connection, once read
+	sinkState
 }
 
 // inbox queues the frames of one group from one peer.
@@ -229,6 +230,7 @@ func (b *inbox) push(f frame) {
 func (l *link) deliver(f frame) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.landed()
 	l.box(f.group).push(f)
 }
 
@@ -237,6 +239,7 @@ func (l *link) deliver(f frame) {
 func (l *link) fail(f frame) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.landed()
 	l.end = &f
 	for _, b := range l.boxes {
 		b.push(f)
@@ -660,9 +663,22 @@ func joinRendezvous(ctx context.Context, cfg Config, own string) ([]string, erro
 // is queued behind the frames that preceded it, so a peer that finished and
 // closed is not mistaken for a failure while its last messages are unread.
 func (g *TCPGroup) readLoop(l *link) {
-	r := bufio.NewReaderSize(l.conn, 64<<10)
+	// A small read buffer: it batches the headers and payloads of small
+	// frames, while large payloads are read past it straight into their
+	// buffer (or their sink) with few bytes copied out of it.
+	r := bufio.NewReaderSize(l.conn, 4<<10)
+	inPlace := false
+	alloc := func(h frameHeader) []byte {
+		if b := l.land(h); b != nil {
+			inPlace = true
+			return b
+		}
+		inPlace = false
+		return g.payloadBuf(int(h.n))
+	}
 	for {
-		f, err := readFrame(r, g.maxFrame, g.payloadBuf)
+		f, err := readFrame(r, g.maxFrame, alloc)
+		f.inPlace = inPlace
 		if err != nil {
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				err = fmt.Errorf("connection closed (%w)", err)
@@ -886,8 +902,10 @@ func (g *TCPGroup) settle(err error) error {
 
 // recv waits for p's next frame and checks that it belongs to operation
 // (op, seq) and has dtype dt; its payload must be empty when maxN is 0,
-// else hold between 1 and maxN bytes in whole units of unit bytes.
-func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, deadline time.Time) ([]byte, error) {
+// else hold between 1 and maxN bytes in whole units of unit bytes. inPlace
+// reports a payload a sink placed in the receiver's memory (not to be
+// released to the pool).
+func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, deadline time.Time) (payload []byte, inPlace bool, err error) {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	fail := func(err error) error {
@@ -903,9 +921,9 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 		select {
 		case <-notify:
 		case <-g.done:
-			return nil, g.failure()
+			return nil, false, g.failure()
 		case <-timer.C:
-			return nil, fail(fmt.Errorf("timed out after %v waiting for its message (is it running the same collective?)", g.Timeout()))
+			return nil, false, fail(fmt.Errorf("timed out after %v waiting for its message (is it running the same collective?)", g.Timeout()))
 		}
 	}
 	if f.err != nil {
@@ -913,16 +931,16 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 		if errors.As(f.err, &pe) && pe.Op == "" {
 			pe.Op, pe.Seq = opName(op), seq
 		}
-		return nil, g.settle(f.err)
+		return nil, false, g.settle(f.err)
 	}
 	n := len(f.payload)
 	switch {
 	case f.op != op || f.seq != seq:
-		return nil, fail(fmt.Errorf("mismatched operation: it sent %s #%d while this rank runs %s #%d (ranks must issue the same collectives in the same order)", opName(f.op), f.seq, opName(op), seq))
+		return nil, false, fail(fmt.Errorf("mismatched operation: it sent %s #%d while this rank runs %s #%d (ranks must issue the same collectives in the same order)", opName(f.op), f.seq, opName(op), seq))
 	case f.dtype != dt:
-		return nil, fail(fmt.Errorf("dtype code %d, this rank has %d (tensors must have the same dtype on every rank)", f.dtype, dt))
+		return nil, false, fail(fmt.Errorf("dtype code %d, this rank has %d (tensors must have the same dtype on every rank)", f.dtype, dt))
 	case maxN == 0 && n != 0, maxN > 0 && (n == 0 || n > maxN || n%unit != 0):
-		return nil, fail(fmt.Errorf("message of %d bytes where this rank expects %d (tensors must have the same shape on every rank)", n, maxN))
+		return nil, false, fail(fmt.Errorf("message of %d bytes where this rank expects %d (tensors must have the same shape on every rank)", n, maxN))
 	}
-	return f.payload, nil
+	return f.payload, f.inPlace, nil
 }

@@ -236,7 +236,9 @@ func (v vec) slice(lo, hi int) any {
 func (v vec) decode(lo, hi int, b []byte) {
 	data := v.slice(lo, hi)
 	if nativeLittle {
-		copy(sliceBytes(data), b)
+		if dst := sliceBytes(data); len(dst) > 0 && unsafe.SliceData(dst) != unsafe.SliceData(b) {
+			copy(dst, b) // else a sink already read b into place
+		}
 		return
 	}
 	if _, err := binary.Decode(b, binary.LittleEndian, data); err != nil {
@@ -288,26 +290,102 @@ func (v vec) reduceVec(lo, hi int, o vec, op ReduceOp) {
 	}
 }
 
-// reduceInto combines dst with src elementwise.
+// reduceInto combines dst with src elementwise. The loops run over blocks
+// of 8 elements re-sliced to a constant length, so the compiler drops the
+// bounds checks and keeps 8 independent operations in flight (it does not
+// vectorise Go loops itself).
 func reduceInto[T number](dst, src []T, op ReduceOp) {
-	src = src[:len(dst)]
 	switch op {
 	case Sum, Avg:
-		for i, s := range src {
-			dst[i] += s
-		}
+		addInto(dst, src)
 	case Prod:
-		for i, s := range src {
-			dst[i] *= s
-		}
+		mulInto(dst, src)
 	case Max:
-		for i, s := range src {
-			dst[i] = max(dst[i], s)
-		}
+		maxInto(dst, src)
 	case Min:
-		for i, s := range src {
-			dst[i] = min(dst[i], s)
-		}
+		minInto(dst, src)
+	}
+}
+
+// addInto sets dst[i] += src[i] for i < len(dst); src has at least
+// len(dst) elements.
+func addInto[T number](dst, src []T) {
+	src = src[:len(dst)]
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		d, s := dst[i:i+8:i+8], src[i:i+8:i+8]
+		d[0] += s[0]
+		d[1] += s[1]
+		d[2] += s[2]
+		d[3] += s[3]
+		d[4] += s[4]
+		d[5] += s[5]
+		d[6] += s[6]
+		d[7] += s[7]
+	}
+	for ; i < len(dst); i++ {
+		dst[i] += src[i]
+	}
+}
+
+// mulInto sets dst[i] *= src[i] for i < len(dst).
+func mulInto[T number](dst, src []T) {
+	src = src[:len(dst)]
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		d, s := dst[i:i+8:i+8], src[i:i+8:i+8]
+		d[0] *= s[0]
+		d[1] *= s[1]
+		d[2] *= s[2]
+		d[3] *= s[3]
+		d[4] *= s[4]
+		d[5] *= s[5]
+		d[6] *= s[6]
+		d[7] *= s[7]
+	}
+	for ; i < len(dst); i++ {
+		dst[i] *= src[i]
+	}
+}
+
+// maxInto sets dst[i] = max(dst[i], src[i]) for i < len(dst) (NaN wins,
+// as in the builtin max).
+func maxInto[T number](dst, src []T) {
+	src = src[:len(dst)]
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		d, s := dst[i:i+8:i+8], src[i:i+8:i+8]
+		d[0] = max(d[0], s[0])
+		d[1] = max(d[1], s[1])
+		d[2] = max(d[2], s[2])
+		d[3] = max(d[3], s[3])
+		d[4] = max(d[4], s[4])
+		d[5] = max(d[5], s[5])
+		d[6] = max(d[6], s[6])
+		d[7] = max(d[7], s[7])
+	}
+	for ; i < len(dst); i++ {
+		dst[i] = max(dst[i], src[i])
+	}
+}
+
+// minInto sets dst[i] = min(dst[i], src[i]) for i < len(dst) (NaN wins).
+func minInto[T number](dst, src []T) {
+	src = src[:len(dst)]
+	i := 0
+	for ; i+8 <= len(dst); i += 8 {
+		d, s := dst[i:i+8:i+8], src[i:i+8:i+8]
+		d[0] = min(d[0], s[0])
+		d[1] = min(d[1], s[1])
+		d[2] = min(d[2], s[2])
+		d[3] = min(d[3], s[3])
+		d[4] = min(d[4], s[4])
+		d[5] = min(d[5], s[5])
+		d[6] = min(d[6], s[6])
+		d[7] = min(d[7], s[7])
+	}
+	for ; i < len(dst); i++ {
+		dst[i] = min(dst[i], src[i])
 	}
 }
 
