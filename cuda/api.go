@@ -151,7 +151,9 @@ func Synchronize(i int) error {
 
 // SetAllowTF32 lets Float32 matrix products on device i use TF32 tensor
 // cores (inputs rounded to 10-bit mantissas, float32 accumulation), as
-// PyTorch's torch.backends.cuda.matmul.allow_tf32. It is off by default.
+// PyTorch's torch.backends.cuda.matmul.allow_tf32; it also lets cuDNN
+// convolutions use them, as torch.backends.cudnn.allow_tf32. It is off by
+// default.
 func SetAllowTF32(i int, on bool) error {
 	b, err := backend(i)
 	if err != nil {

@@ -47,3 +47,7 @@ func SetAllowTF32(i int, on bool) error { return errNotBuilt }
 // SetGCPercent sets device-memory garbage-collection pacing; this build has
 // no CUDA support.
 func SetGCPercent(i int, percent int) error { return errNotBuilt }
+
+// CuDNN describes the cuDNN library device i's convolutions run on; in
+// this build it returns an error wrapping ErrNoDevice.
+func CuDNN(i int) (string, error) { return "", errNotBuilt }

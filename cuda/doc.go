@@ -11,6 +11,18 @@
 // in internal/kernels and embedded in the binary. A binary built without the
 // tag, or run on a machine without a GPU, still runs its CPU work: device
 // lookups return an error wrapping ErrNoDevice.
+//
+// Convolutions (forward and both gradients, transposed convolutions too)
+// run on cuDNN when libcudnn.so.9 or libcudnn.so.8 is found, in the same
+// folders as cuBLAS (LD_LIBRARY_PATH, CUDA_HOME, /usr/local/cuda, the
+// nvidia/cudnn/lib folder of NVIDIA's pip wheels); otherwise, or for a
+// geometry cuDNN cannot express, they are lowered to an im2col kernel and
+// a cuBLAS GEMM. cuDNN 9 opens its sub-libraries (libcudnn_ops,
+// libcudnn_cnn, ...) itself; the backend opens them first from the front
+// library's folder so that works without LD_LIBRARY_PATH, and if cuDNN
+// still cannot open one, convolutions fall back and the error (naming the
+// folder to add to LD_LIBRARY_PATH) is kept for diagnosis. SetAllowTF32
+// governs float32 convolutions as it does matrix products.
 package cuda
 
 import "errors"
