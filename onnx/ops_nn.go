@@ -216,12 +216,14 @@ func lift2(v []int, def int) [2]int {
 }
 
 func opConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	return conv(n, in, false)
+	return conv(n, in, false, nil)
 }
 
 // conv runs a Conv node, followed by a ReLU when relu is set (the fused
-// Conv+Relu of optimize.go).
-func conv(n *node, in []*tensor.Tensor, relu bool) ([]*tensor.Tensor, error) {
+// Conv+Relu of optimize.go). packed, when not nil, is the node's constant
+// weight prepared at load time (optimize.go); it is used while the weight
+// input is still that tensor.
+func conv(n *node, in []*tensor.Tensor, relu bool, packed *tensor.PackedConv2dWeight) ([]*tensor.Tensor, error) {
 	x, err := n.need(in, 0)
 	if err != nil {
 		return nil, err
@@ -270,7 +272,9 @@ func conv(n *node, in []*tensor.Tensor, relu bool) ([]*tensor.Tensor, error) {
 		Groups: int(n.attrInt("group", 1)),
 	}
 	var y *tensor.Tensor
-	if relu {
+	if packed != nil && !lifted && packed.Weight() == w && packed.Groups() == opt.Groups {
+		y = tensor.Conv2dPacked(x4, packed, b, opt, relu)
+	} else if relu {
 		y = tensor.Conv2dRelu(x4, w4, b, opt)
 	} else {
 		y = tensor.Conv2d(x4, w4, b, opt)

@@ -17,8 +17,10 @@ import (
 // optimize rewrites p.nodes in place after constant folding: Identity and
 // inference-mode Dropout nodes are dropped (their consumers read the input
 // directly), a BatchNormalization in inference mode that follows a Conv
-// with constant weights is folded into the Conv's weights and bias, and a
-// Relu following a Conv runs inside the convolution's output pass.
+// with constant weights is folded into the Conv's weights and bias, a
+// Relu following a Conv runs inside the convolution's output pass, and
+// the constant weights of 2-d convolutions are packed once for the matrix
+// product.
 func (p *plan) optimize(outputs []*valueInfo) error {
 	graphOut := make(map[string]bool, len(outputs))
 	for _, o := range outputs {
@@ -28,7 +30,8 @@ func (p *plan) optimize(outputs []*valueInfo) error {
 	if err := p.foldBatchNorm(graphOut); err != nil {
 		return err
 	}
-	p.fuseConvRelu(graphOut)
+	fused := p.fuseConvRelu(graphOut)
+	p.packConvWeights(fused)
 	return nil
 }
 
@@ -247,10 +250,12 @@ func (p *plan) freshConst(base string, t *tensor.Tensor) string {
 }
 
 // fuseConvRelu replaces each Conv whose output's sole use is a Relu by one
-// node computing max(conv, 0) in the convolution's output pass.
-func (p *plan) fuseConvRelu(graphOut map[string]bool) {
+// node computing max(conv, 0) in the convolution's output pass, and
+// returns the fused nodes.
+func (p *plan) fuseConvRelu(graphOut map[string]bool) map[*node]bool {
 	use := p.consumers()
 	drop := map[int]bool{}
+	fusedNodes := map[*node]bool{}
 	for ci, cv := range p.nodes {
 		if !isOp(cv, "Conv") || len(cv.outputs) != 1 {
 			continue
@@ -267,14 +272,41 @@ func (p *plan) fuseConvRelu(graphOut map[string]bool) {
 		fused.outputs = []string{r.outputs[0]}
 		fused.impl = opConvRelu
 		p.nodes[ci] = &fused
+		fusedNodes[&fused] = true
 		drop[ri] = true
 	}
 	p.removeNodes(drop)
+	return fusedNodes
 }
 
 // opConvRelu runs a Conv node followed by a ReLU.
 func opConvRelu(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	return conv(n, in, true)
+	return conv(n, in, true, nil)
+}
+
+// packConvWeights gives each 2-d Conv node (plain, or fused with a Relu
+// when in relu) whose weight is a constant 4-d float32 tensor a copy of
+// that weight packed for the matrix product, built here once instead of on
+// every run. The node keeps reading the weight input; the pack is used
+// only while that input is the packed constant.
+func (p *plan) packConvWeights(relu map[*node]bool) {
+	for i, cv := range p.nodes {
+		if !isOp(cv, "Conv") || cv.numIn < 2 || len(cv.outputs) != 1 {
+			continue
+		}
+		w, ok := p.consts[cv.inputs[1]]
+		groups := cv.attrInt("group", 1)
+		if !ok || w.DType() != tensor.Float32 || w.Dim() != 4 || groups < 1 || int64(w.Shape()[0])%groups != 0 {
+			continue
+		}
+		pw := tensor.PackConv2dWeight(w, int(groups))
+		withPack := *cv
+		fusedRelu := relu[cv]
+		withPack.impl = func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			return conv(n, in, fusedRelu, pw)
+		}
+		p.nodes[i] = &withPack
+	}
 }
 
 // removeNodes deletes the nodes at the indices in drop, keeping the order

@@ -128,3 +128,44 @@ func TestOptimizeConvBNRelu(t *testing.T) {
 		})
 	}
 }
+
+// TestPackConvWeights checks that 2-d Convs with constant float32 weights
+// run on weights packed at load time and give exactly the unoptimized
+// results, while a Conv whose weight is a graph input and a 1-d Conv keep
+// the plain path.
+func TestPackConvWeights(t *testing.T) {
+	inits := [][]byte{
+		mkFloatTensor("W", []int64{5, 3, 3, 3}, vals(135, 1, -1, 2)...),
+		mkFloatTensor("B", []int64{5}, vals(5, 2, -1, 2)...),
+		mkFloatTensor("W1", []int64{4, 3, 3}, vals(36, 3, -1, 2)...),
+	}
+	nodes := [][]byte{
+		mkNode("Conv", []string{"x", "W", "B"}, []string{"c"}, mkAttrInts("pads", 1, 0, 1, 2), mkAttrInts("strides", 2, 1)),
+		mkNode("Relu", []string{"c"}, []string{"y"}),
+		mkNode("Conv", []string{"x", "w"}, []string{"z"}, mkAttrInts("pads", 1, 1, 1, 1)),
+		mkNode("Conv", []string{"x1", "W1"}, []string{"v"}),
+	}
+	b := mkModel(15, graphParts{nodes: nodes, inits: inits,
+		inputs:  [][]byte{mkValueInfo("x", dtFloat, 1, 3, 7, 6), mkValueInfo("w", dtFloat, 2, 3, 3, 3), mkValueInfo("x1", dtFloat, 2, 3, 9)},
+		outputs: [][]byte{mkValueInfo("y", dtFloat, 1, 5, 4, 6), mkValueInfo("z", dtFloat, 1, 2, 7, 6), mkValueInfo("v", dtFloat, 2, 4, 7)}})
+	m, err := Read(bytes.NewReader(b))
+	require.NoError(t, err)
+	plain, err := m.NewSession(SessionOptions{DisableOptimizations: true})
+	require.NoError(t, err)
+	opt, err := m.NewSession(SessionOptions{})
+	require.NoError(t, err)
+	require.Len(t, opt.plan.nodes, 3)
+	feeds := map[string]*tensor.Tensor{
+		"x":  tensor.FromSlice(vals(126, 5, -2, 4), 1, 3, 7, 6),
+		"w":  tensor.FromSlice(vals(54, 6, -1, 2), 2, 3, 3, 3),
+		"x1": tensor.FromSlice(vals(54, 7, -2, 4), 2, 3, 9),
+	}
+	want, err := plain.Run(context.Background(), feeds)
+	require.NoError(t, err)
+	got, err := opt.Run(context.Background(), feeds)
+	require.NoError(t, err)
+	for _, o := range []string{"y", "z", "v"} {
+		require.Equal(t, want[o].Shape(), got[o].Shape(), o)
+		require.Equal(t, want[o].Float32s(), got[o].Float32s(), o)
+	}
+}

@@ -1,6 +1,8 @@
 package tensor
 
 import (
+	"fmt"
+
 	"github.com/emberml/ember/tensor/internal/cpu"
 	"github.com/emberml/ember/tensor/internal/vec"
 )
@@ -63,4 +65,73 @@ func cpuConvReluForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
 		return y
 	}
 	return nil
+}
+
+// PackedConv2dWeight is a convolution weight ([O, C/groups, KH, KW])
+// prepared once for repeated inference with Conv2dPacked: on the CPU a
+// float32 weight of a non-depthwise convolution is packed into the matrix
+// product's panel layout, so calls skip repacking it. It holds the weight
+// as given (Weight), which must not be modified afterwards, and is safe for
+// concurrent use.
+type PackedConv2dWeight struct {
+	w      *Tensor
+	groups int
+	packed *cpu.PackedConvF32 // nil where the packed kernel does not apply
+}
+
+// PackConv2dWeight prepares w, a [O, C/groups, KH, KW] float weight, for
+// Conv2dPacked with the given group count (at least 1, dividing O). Weights
+// the packed CPU kernel does not take (float64, depthwise, off the CPU)
+// are kept as they are, and Conv2dPacked then runs Conv2d on them.
+func PackConv2dWeight(w *Tensor, groups int) *PackedConv2dWeight {
+	nnFloat("PackConv2dWeight", w)
+	if w.Dim() != 4 || groups < 1 || w.shape[0]%groups != 0 {
+		panic(fmt.Sprintf("tensor.PackConv2dWeight: weight %v must be [O, C/groups, KH, KW] with O divisible by groups = %d >= 1", w.shape, groups))
+	}
+	p := &PackedConv2dWeight{w: w, groups: groups}
+	ck := w.shape[1] * w.shape[2] * w.shape[3]
+	if w.dtype != Float32 || w.shape[1] == 1 || ck == 0 || w.shape[0] == 0 {
+		return p
+	}
+	if d, ok := cpuDense[float32](w); ok {
+		p.packed = cpu.PackConvWeightsF32(d, w.shape[0], groups, ck)
+	}
+	return p
+}
+
+// Weight returns the weight p was prepared from.
+func (p *PackedConv2dWeight) Weight() *Tensor { return p.w }
+
+// Groups returns the group count p was prepared for.
+func (p *PackedConv2dWeight) Groups() int { return p.groups }
+
+// Conv2dPacked returns Conv2d(x, w.Weight(), b, opt), followed by a ReLU
+// when relu is set (as Conv2dRelu), using w's packed weight where it
+// applies. opt.Groups (0 meaning 1) must be the group count w was packed
+// for. It is a forward-only inference helper: autograd does not record it.
+func Conv2dPacked(x *Tensor, w *PackedConv2dWeight, b *Tensor, opt Conv2dOptions, relu bool) *Tensor {
+	if max(opt.Groups, 1) != w.groups {
+		panic(fmt.Sprintf("tensor.Conv2dPacked: options ask for %d groups, the weight %v was packed for %d", opt.Groups, w.w.shape, w.groups))
+	}
+	return unbatched(x, 4, func(x *Tensor) *Tensor {
+		nnFloat("Conv2dPacked", x, w.w, b)
+		opt := opt.withDefaults("Conv2dPacked")
+		g := conv2dGeom("Conv2dPacked", x.shape, w.w.shape, opt)
+		checkBias("Conv2dPacked", b, w.w.shape[0])
+		if w.packed != nil && !depthwise(g, opt.Groups) && !convEmpty(g, w.w.shape[0]) {
+			if ops, ok := convOperands[float32](x, b); ok {
+				y := empty(x.st.backend, x.dtype, []int{g.N, w.w.shape[0], g.OH, g.OW})
+				dst := y.st.buf.(*cpuBuffer).data.([]float32)
+				cpu.ConvForwardPackedF32(dst, ops[0], w.packed, ops[1], cpu.ConvGeom(g), NumThreads(), false)
+				if relu {
+					vec.Relu(dst, dst)
+				}
+				return y
+			}
+		}
+		if relu {
+			return Conv2dRelu(x, w.w, b, opt)
+		}
+		return Conv2d(x, w.w, b, opt)
+	})
 }
