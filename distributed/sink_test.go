@@ -127,3 +127,16 @@ func TestReduceInto(t *testing.T) {
 		}
 	}
 }
+
+func TestAddFloat32s(t *testing.T) {
+	for _, n := range []int{0, 1, 15, 16, 17, 33, 100} {
+		dst, src := make([]float32, n), make([]float32, n+1)
+		want := make([]float32, n)
+		for i := range dst {
+			dst[i], src[i] = float32(i)*0.25-3, float32(n-i)*0.5
+			want[i] = dst[i] + src[i]
+		}
+		reduceInto(dst, src, Sum)
+		assert.Equal(t, want, dst, "n=%d", n)
+	}
+}

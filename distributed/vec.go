@@ -293,11 +293,20 @@ func (v vec) reduceVec(lo, hi int, o vec, op ReduceOp) {
 // reduceInto combines dst with src elementwise. The loops run over blocks
 // of 8 elements re-sliced to a constant length, so the compiler drops the
 // bounds checks and keeps 8 independent operations in flight (it does not
-// vectorise Go loops itself).
+// vectorise Go loops itself); floating-point sums use SSE2 on amd64
+// (elementwise IEEE additions, so the results are the same bits).
 func reduceInto[T number](dst, src []T, op ReduceOp) {
+	src = src[:len(dst)]
 	switch op {
 	case Sum, Avg:
-		addInto(dst, src)
+		switch d := any(dst).(type) {
+		case []float32:
+			addFloat32s(d, any(src).([]float32))
+		case []float64:
+			addFloat64s(d, any(src).([]float64))
+		default:
+			addInto(dst, src)
+		}
 	case Prod:
 		mulInto(dst, src)
 	case Max:
