@@ -174,6 +174,7 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 		seq := g.nextSeq()
 		v := hostVec(t)
 		n := v.len()
+		divided := false
 		if g.size > 1 {
 			var err error
 			if n*v.elemSize() <= g.direct || n < g.size {
@@ -184,12 +185,13 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 				}
 			} else {
 				err = g.ringAllReduce(seq, v, op, deadline)
+				divided = true
 			}
 			if err != nil {
 				return err
 			}
 		}
-		if op == Avg {
+		if op == Avg && !divided {
 			v.divide(g.size)
 		}
 		v.store(t)
@@ -205,8 +207,10 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 // received at step k, and each of its chunks goes out as soon as it has
 // been reduced (or, while gathering, stored), while later chunks of step k
 // are still arriving. v is reduced in place, without copies beyond the
-// socket reads; every rank reduces the same elements in the same order, so
-// the results are bit-identical.
+// socket reads (the all-gather phase's data is read straight into v); every
+// rank reduces the same elements in the same order, so the results are
+// bit-identical. For Avg each segment is divided by the size once, by the
+// rank that completes it, before it goes round: v holds the average.
 func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
 	n, s := v.len(), g.size
 	seg := func(i int) (int, int) {
@@ -283,7 +287,16 @@ func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.T
 		for k := range steps {
 			lo, hi := recvSeg(k)
 			use := v.decode
-			if k < s-1 {
+			switch {
+			case k == s-2 && op == Avg:
+				// The segment is final here: its owner divides it
+				// once, before it goes round, so every rank gets the
+				// same quotients for a 1/size share of the divisions.
+				use = func(lo, hi int, b []byte) {
+					v.reduceBytes(lo, hi, b, op)
+					vec{v.dt, v.slice(lo, hi)}.divide(s)
+				}
+			case k < s-1:
 				use = func(lo, hi int, b []byte) { v.reduceBytes(lo, hi, b, op) }
 			}
 			err := g.recvRange(prev, opAllReduce, seq, v.dt, lo, hi, deadline, func(clo, chi int, b []byte) {
