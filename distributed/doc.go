@@ -47,7 +47,7 @@
 // process for tests.
 //
 // TCPGroup.NewSubgroup makes groups of some of the ranks over the same
-// connections. SaveCheckpoint and LoadCheckpoint write and restore a model
+// connections, MPIGroup.NewSubgroup over a communicator of those ranks. SaveCheckpoint and LoadCheckpoint write and restore a model
 // with its optimizer state atomically, so that a job killed mid-write can
 // resume from the last complete checkpoint.
 //
