@@ -76,8 +76,10 @@ func (w RecurrentWeights) inputProj(x *autograd.Var) *autograd.Var {
 // step advances the recurrence by one time step given the input projection
 // gi = x·W_ihᵀ + b_ih ([N, gates·hidden]) and the previous state h (and c
 // for LSTM), both [N, hidden]. It returns the new h and c (nil unless
-// LSTM).
-func (w RecurrentWeights) step(mode rnnMode, gi, h, c *autograd.Var) (*autograd.Var, *autograd.Var) {
+// LSTM). With fused, the GRU gate arithmetic is the single recorded op
+// autograd.GRUGates (the multi-layer GRU uses it; the cells keep the
+// primitive ops, which graph exporters translate one by one).
+func (w RecurrentWeights) step(mode rnnMode, gi, h, c *autograd.Var, fused bool) (*autograd.Var, *autograd.Var) {
 	gh := h.MatMul(w.WeightHH.T())
 	if w.BiasHH != nil {
 		gh = gh.Add(w.BiasHH)
@@ -98,6 +100,9 @@ func (w RecurrentWeights) step(mode rnnMode, gi, h, c *autograd.Var) (*autograd.
 		return o.Mul(c2.Tanh()), c2
 	}
 	// GRU: r, z, n with n = tanh(W_in x + b_in + r*(W_hn h + b_hn)).
+	if fused {
+		return autograd.GRUGates(gi, gh, h), nil
+	}
 	r := gi.Narrow(-1, 0, hidden).Add(gh.Narrow(-1, 0, hidden)).Sigmoid()
 	z := gi.Narrow(-1, hidden, hidden).Add(gh.Narrow(-1, hidden, hidden)).Sigmoid()
 	n := gi.Narrow(-1, 2*hidden, hidden).Add(r.Mul(gh.Narrow(-1, 2*hidden, hidden))).Tanh()
@@ -199,7 +204,7 @@ func (c *RNNCell) Forward(x *autograd.Var) *autograd.Var { return c.Step(x, nil)
 // ([N, hidden] or [hidden]; nil for zeros) to the next state.
 func (c *RNNCell) Step(x, h *autograd.Var) *autograd.Var {
 	x, h, unb := c.prepare("RNNCell.Step", x, h)
-	h2, _ := c.step(c.mode, c.inputProj(x), h, nil)
+	h2, _ := c.step(c.mode, c.inputProj(x), h, nil, false)
 	return squeezeIf(h2, unb)
 }
 
@@ -238,7 +243,7 @@ func (c *LSTMCell) Forward(x *autograd.Var) *autograd.Var {
 func (c *LSTMCell) Step(x, h, cs *autograd.Var) (*autograd.Var, *autograd.Var) {
 	x2, h, unb := c.prepare("LSTMCell.Step", x, h)
 	_, cs, _ = c.prepare("LSTMCell.Step", x, cs)
-	h2, c2 := c.step(c.mode, c.inputProj(x2), h, cs)
+	h2, c2 := c.step(c.mode, c.inputProj(x2), h, cs, false)
 	return squeezeIf(h2, unb), squeezeIf(c2, unb)
 }
 
@@ -270,7 +275,7 @@ func (c *GRUCell) Forward(x *autograd.Var) *autograd.Var { return c.Step(x, nil)
 // ([N, hidden] or [hidden]; nil for zeros) to the next state.
 func (c *GRUCell) Step(x, h *autograd.Var) *autograd.Var {
 	x, h, unb := c.prepare("GRUCell.Step", x, h)
-	h2, _ := c.step(c.mode, c.inputProj(x), h, nil)
+	h2, _ := c.step(c.mode, c.inputProj(x), h, nil, false)
 	return squeezeIf(h2, unb)
 }
 

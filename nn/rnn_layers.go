@@ -156,7 +156,7 @@ func (r *recurrent) run(op string, x, h0, c0 *autograd.Var, lengths []int) (out,
 				if d == 1 {
 					t = steps - 1 - i
 				}
-				h2, c2 := w.step(r.mode, xs[t], h, c)
+				h2, c2 := w.step(r.mode, xs[t], h, c, r.mode == modeGRU)
 				if invalid == nil {
 					outs[t], h, c = h2, h2, c2
 					continue
