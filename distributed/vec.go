@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/emberml/ember/distributed/internal/reduce"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -301,9 +302,9 @@ func reduceInto[T number](dst, src []T, op ReduceOp) {
 	case Sum, Avg:
 		switch d := any(dst).(type) {
 		case []float32:
-			addFloat32s(d, any(src).([]float32))
+			reduce.AddFloat32s(d, any(src).([]float32))
 		case []float64:
-			addFloat64s(d, any(src).([]float64))
+			reduce.AddFloat64s(d, any(src).([]float64))
 		default:
 			addInto(dst, src)
 		}

@@ -2,7 +2,7 @@
 
 #include "textflag.h"
 
-// func addFloat32s(dst, src []float32)
+// func AddFloat32s(dst, src []float32)
 // dst[i] += src[i] for i < len(dst); len(src) >= len(dst). SSE2 (every
 // amd64 CPU): 16 elements per iteration in four independent registers.
 TEXT ·addFloat32s(SB), NOSPLIT, $0-48
@@ -48,7 +48,7 @@ f32tail:
 f32done:
 	RET
 
-// func addFloat64s(dst, src []float64)
+// func AddFloat64s(dst, src []float64)
 // dst[i] += src[i] for i < len(dst); len(src) >= len(dst).
 TEXT ·addFloat64s(SB), NOSPLIT, $0-48
 	MOVQ dst_base+0(FP), DI
