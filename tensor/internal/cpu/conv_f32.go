@@ -172,28 +172,13 @@ func im2colPacker(img []float32, g ConvGeom) gemm.BPacker {
 		rowBuf := convScratch.Get(nb)
 		defer convScratch.Put(rowBuf)
 		row := *rowBuf
-		full := nb - nb%nr
 		oh0, ow0 := jc/g.OW, jc%g.OW
 		for p := range kb {
 			r := pc + p
 			c, t := r/taps, r%taps
 			kh, kw := t/g.KW, t%g.KW
 			im2colRow(row, img[c*hw:][:hw], g, kh*g.DilationH-g.PadH, kw*g.DilationW-g.PadW, oh0, ow0)
-			d := dst[p*nr:]
-			if nr == 32 {
-				for jr := 0; jr < full; jr += 32 {
-					*(*[32]float32)(d[jr*kb:]) = [32]float32(row[jr:])
-				}
-			} else {
-				for jr := 0; jr < full; jr += nr {
-					copy(d[jr*kb:][:nr], row[jr:jr+nr])
-				}
-			}
-			if full < nb {
-				last := d[full*kb:][:nr]
-				copy(last, row[full:])
-				clear(last[nb-full:])
-			}
+			gemm.PanelRow(dst, p, kb, nr, row)
 		}
 	}
 }

@@ -283,18 +283,18 @@ func packA(dst []float32, transA bool, a []float32, lda, ic, pc, mb, kb, mr int,
 // nr columns, each stored k-major (nr values per step of k), padding the last
 // panel with zeros.
 func packB(dst []float32, transB bool, b []float32, ldb, pc, jc, kb, nb, nr int) {
+	if !transB {
+		// op(B)[p][j] = b[p*ldb+j]: deal each row of B out to the panels.
+		for p := range kb {
+			PanelRow(dst, p, kb, nr, b[(pc+p)*ldb+jc:][:nb])
+		}
+		return
+	}
 	for jr := 0; jr < nb; jr += nr {
 		cols := min(nr, nb-jr)
 		panel := dst[jr*kb : jr*kb+nr*kb]
 		if cols < nr {
 			clear(panel)
-		}
-		if !transB {
-			// op(B)[p][j] = b[p*ldb+j]: a panel row is a slice of a B row.
-			for p := range kb {
-				copy(panel[p*nr:p*nr+cols], b[(pc+p)*ldb+jc+jr:][:cols])
-			}
-			continue
 		}
 		// op(B)[p][j] = b[j*ldb+p]: walk each row of B (a column of op(B)),
 		// four at a time so each step of k writes four adjacent values.
