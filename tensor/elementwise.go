@@ -19,7 +19,7 @@ func (t *Tensor) unary(name string, op UnaryOp) *Tensor {
 		panic(fmt.Sprintf("tensor.%s: not defined for bool tensors", name))
 	}
 	b := src.st.backend
-	out := empty(b, src.dtype, src.shape)
+	out := emptyOut(b, src.dtype, src.shape)
 	b.Unary(op, out.st.buf, src.st.buf, src.Layout())
 	return out
 }
@@ -219,7 +219,7 @@ func binary(name string, op BinaryOp, a, b *Tensor) *Tensor {
 		odt = Bool
 	}
 	be := a.st.backend
-	out := empty(be, odt, shape)
+	out := emptyOut(be, odt, shape)
 	be.Binary(op, out.st.buf, a.st.buf, a.broadcastLayout(shape), b.st.buf, b.broadcastLayout(shape))
 	return out
 }
@@ -245,7 +245,7 @@ func (t *Tensor) FloorDiv(u *Tensor) *Tensor {
 	a, b := t.To(dt), u.To(dt)
 	shape := BroadcastShapes("FloorDiv", a.shape, b.shape)
 	be := a.st.backend
-	out := empty(be, dt, shape)
+	out := emptyOut(be, dt, shape)
 	be.Binary(OpDiv, out.st.buf, a.st.buf, a.broadcastLayout(shape), b.st.buf, b.broadcastLayout(shape))
 	return out
 }
@@ -298,7 +298,7 @@ func Where(cond, a, b *Tensor) *Tensor {
 	a, b = a.To(dt), b.To(dt)
 	shape := BroadcastShapes("Where", cond.shape, a.shape, b.shape)
 	be := a.st.backend
-	out := empty(be, dt, shape)
+	out := emptyOut(be, dt, shape)
 	be.Where(out.st.buf, cond.st.buf, cond.broadcastLayout(shape), a.st.buf, a.broadcastLayout(shape), b.st.buf, b.broadcastLayout(shape))
 	return out
 }

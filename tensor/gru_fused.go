@@ -112,7 +112,7 @@ func gruGatesDense[T float32 | float64](gi, gh, h *Tensor, hidden int) (hNew, ga
 		return nil, nil, false
 	}
 	be := h.st.backend
-	hNew, gates = empty(be, h.dtype, h.shape), empty(be, h.dtype, gi.shape)
+	hNew, gates = emptyOut(be, h.dtype, h.shape), emptyOut(be, h.dtype, gi.shape)
 	od, gd := hNew.st.buf.(*cpuBuffer).data.([]T), gates.st.buf.(*cpuBuffer).data.([]T)
 	rows, g3 := h.shape[0], 3*hidden
 	parallelFor(rows*g3, g3, func(lo, hi int) {
@@ -183,7 +183,7 @@ func gruGatesBackwardDense[T float32 | float64](dh, gates, gh, h *Tensor, hidden
 		return nil, nil, nil, false
 	}
 	be := h.st.backend
-	dgi, dgh, dhPrev = empty(be, h.dtype, gates.shape), empty(be, h.dtype, gates.shape), empty(be, h.dtype, h.shape)
+	dgi, dgh, dhPrev = emptyOut(be, h.dtype, gates.shape), emptyOut(be, h.dtype, gates.shape), emptyOut(be, h.dtype, h.shape)
 	a := dgi.st.buf.(*cpuBuffer).data.([]T)
 	b := dgh.st.buf.(*cpuBuffer).data.([]T)
 	c := dhPrev.st.buf.(*cpuBuffer).data.([]T)

@@ -43,7 +43,12 @@ func (t *Tensor) MatMul(u *Tensor) *Tensor {
 	foldBatch(&p)
 	be := a.st.backend
 	outShape := append(slices.Clone(batch), m, n)
-	out := empty(be, dt, outShape)
+	var out *Tensor
+	if k == 0 {
+		out = empty(be, dt, outShape) // an empty sum: zeros, which no kernel writes
+	} else {
+		out = emptyOut(be, dt, outShape)
+	}
 	be.MatMul(out.st.buf, a.st.buf, b.st.buf, p)
 	switch {
 	case vecA && vecB:

@@ -43,7 +43,7 @@ func reluGradDense[T float32 | float64](g, out *Tensor) (*Tensor, bool) {
 	if !ok {
 		return nil, false
 	}
-	r := empty(g.st.backend, g.dtype, g.shape)
+	r := emptyOut(g.st.backend, g.dtype, g.shape)
 	rd, ok := r.st.buf.(*cpuBuffer).data.([]T)
 	if !ok {
 		return nil, false

@@ -133,7 +133,7 @@ func (t *Tensor) Contiguous() *Tensor {
 // Clone returns a contiguous copy of t with its own storage.
 func (t *Tensor) Clone() *Tensor {
 	b := t.st.backend
-	out := empty(b, t.dtype, t.shape)
+	out := emptyOut(b, t.dtype, t.shape)
 	b.Copy(out.st.buf, t.st.buf, t.Layout())
 	return out
 }
@@ -144,7 +144,7 @@ func (t *Tensor) To(dt DType) *Tensor {
 		return t
 	}
 	b := t.st.backend
-	out := empty(b, dt, t.shape)
+	out := emptyOut(b, dt, t.shape)
 	b.Copy(out.st.buf, t.st.buf, t.Layout())
 	return out
 }
