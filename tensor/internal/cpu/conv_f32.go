@@ -141,15 +141,28 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias []float32, g
 			}
 			beta = 1
 		}
+		var phaseBuf *[]float32
+		if !pointwise && g.StrideW > 1 {
+			phaseBuf = convScratch.Get(g.StrideW * cg * g.H * phaseWidth(g))
+		}
 		for gi := range groups {
 			img := x[(n*g.C+gi*cg)*hw:][:cg*hw]
 			var packB gemm.BPacker
 			if pointwise {
 				packB = gemm.DenseB(false, img, hw)
 			} else {
-				packB = im2colPacker(img, g.imageGeom(cg))
+				gg := g.imageGeom(cg)
+				src := img
+				if phaseBuf != nil {
+					src = *phaseBuf
+					splitPhases(src, img, gg)
+				}
+				packB = im2colPacker(src, gg)
 			}
 			gemm.SgemmPacked(th, &pw.parts[gi], l, packB, beta, out[gi*og*l:], l)
+		}
+		if phaseBuf != nil {
+			convScratch.Put(phaseBuf)
 		}
 		if relu {
 			for i, v := range out {
@@ -161,13 +174,44 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias []float32, g
 	})
 }
 
+// phaseWidth is the row length of the phase planes splitPhases makes:
+// ceil(W / StrideW).
+func phaseWidth(g ConvGeom) int { return (g.W + g.StrideW - 1) / g.StrideW }
+
+// splitPhases writes the StrideW phase planes of the single image img
+// (g.N = 1) into dst ([StrideW][C][H][phaseWidth]): phase r holds columns
+// r, r+StrideW, r+2·StrideW, ... of every row, so that a strided
+// convolution reads each row of its column matrix as runs of consecutive
+// elements. Cells past the end of a row (phase r of a width not divisible
+// by StrideW) are never read and are left as they are.
+func splitPhases(dst, img []float32, g ConvGeom) {
+	s, wp := g.StrideW, phaseWidth(g)
+	rows := g.C * g.H
+	for r := range s {
+		ph := dst[r*rows*wp:][:rows*wp]
+		for i := range rows {
+			src := img[i*g.W:][:g.W]
+			d := ph[i*wp:][:wp]
+			for j, iw := 0, r; iw < g.W; j, iw = j+1, iw+s {
+				d[j] = src[iw]
+			}
+		}
+	}
+}
+
 // im2colPacker returns the BPacker of the [C*KH*KW, OH*OW] column matrix
-// of the single image img (g.N = 1): row (c, kh, kw), column (oh, ow) holds
-// img[c][oh*SH+kh*DH-PH][ow*SW+kw*DW-PW], or zero in the padding. Each
-// requested row is lowered into a scratch row (one run per output row) and
-// then dealt out to the panels in runs of nr.
-func im2colPacker(img []float32, g ConvGeom) gemm.BPacker {
-	taps, hw := g.KH*g.KW, g.H*g.W
+// of one image (g.N = 1): row (c, kh, kw), column (oh, ow) holds
+// img[c][oh*SH+kh*DH-PH][ow*SW+kw*DW-PW], or zero in the padding. src is
+// the image itself when StrideW is 1, else its phase planes (splitPhases),
+// so every row reads runs of consecutive elements. Each requested row is
+// lowered into a scratch row and then dealt out to the panels.
+func im2colPacker(src []float32, g ConvGeom) gemm.BPacker {
+	taps, s := g.KH*g.KW, g.StrideW
+	wp := g.W
+	if s > 1 {
+		wp = phaseWidth(g)
+	}
+	planeSize := g.H * wp
 	return func(dst []float32, pc, kb, jc, nb, nr int) {
 		rowBuf := convScratch.Get(nb)
 		defer convScratch.Put(rowBuf)
@@ -177,37 +221,63 @@ func im2colPacker(img []float32, g ConvGeom) gemm.BPacker {
 			r := pc + p
 			c, t := r/taps, r%taps
 			kh, kw := t/g.KW, t%g.KW
-			im2colRow(row, img[c*hw:][:hw], g, kh*g.DilationH-g.PadH, kw*g.DilationW-g.PadW, oh0, ow0)
+			offW := kw*g.DilationW - g.PadW
+			phase := (offW%s + s) % s
+			owLo, owHi := validRange(offW, s, g.W, g.OW)
+			plane := src[(phase*g.C+c)*planeSize:][:planeSize]
+			im2colRow(row, plane, wp, g, kh*g.DilationH-g.PadH, (offW-phase)/s, owLo, owHi, oh0*g.OW+ow0)
 			gemm.PanelRow(dst, p, kb, nr, row)
 		}
 	}
 }
 
-// im2colRow writes into row the len(row) columns, starting at output
-// position (oh, ow), of the column-matrix row with input offsets offH and
-// offW (kh*DH-PH and kw*DW-PW) in one image plane.
-func im2colRow(row, plane []float32, g ConvGeom, offH, offW, oh, ow int) {
-	owLo, owHi := validRange(offW, g.StrideW, g.W, g.OW)
+// im2colRow writes into row the columns q0, q0+1, ... (column oh*OW+ow
+// being output position (oh, ow)) of one column-matrix row: column (oh, ow)
+// reads plane[(oh*SH+offH)*wp + ow+base] when that row lies in [0, H) and
+// ow in [owLo, owHi), and is zero otherwise. When the plane's rows are as
+// long as the output's and SH is 1, consecutive output rows read
+// consecutive plane rows, and the whole row is one copy plus a fix-up of
+// the padding columns.
+func im2colRow(row, plane []float32, wp int, g ConvGeom, offH, base, owLo, owHi, q0 int) {
+	ow1 := g.OW
+	// Output rows whose input row lies inside the plane.
+	ohLo, ohHi := validRange(offH, g.StrideH, g.H, g.OH)
+	if g.StrideH == 1 && wp == ow1 {
+		shift := offH*wp + base
+		qa, qb := max(q0, ohLo*ow1, -shift), min(q0+len(row), ohHi*ow1, len(plane)-shift)
+		if qa >= qb {
+			clear(row)
+			return
+		}
+		clear(row[:qa-q0])
+		clear(row[qb-q0:])
+		copy(row[qa-q0:qb-q0], plane[qa+shift:qb+shift])
+		if owLo == 0 && owHi == ow1 {
+			return
+		}
+		// Zero the columns left and right of the valid ones in each row.
+		for rs := (qa / ow1) * ow1; rs < qb; rs += ow1 {
+			for j := max(rs, qa); j < min(rs+owLo, qb); j++ {
+				row[j-q0] = 0
+			}
+			for j := max(rs+owHi, qa); j < min(rs+ow1, qb); j++ {
+				row[j-q0] = 0
+			}
+		}
+		return
+	}
+	oh, ow := q0/ow1, q0%ow1
 	for q := 0; q < len(row); {
-		seg := min(g.OW-ow, len(row)-q)
+		seg := min(ow1-ow, len(row)-q)
 		d := row[q : q+seg]
-		ih := oh*g.StrideH + offH
 		lo, hi := max(ow, owLo), min(ow+seg, owHi)
-		if ih < 0 || ih >= g.H || lo >= hi {
+		if oh < ohLo || oh >= ohHi || lo >= hi {
 			clear(d)
 		} else {
 			clear(d[:lo-ow])
 			clear(d[hi-ow:])
-			srow := plane[ih*g.W:][:g.W]
-			if g.StrideW == 1 {
-				copy(d[lo-ow:hi-ow], srow[lo+offW:hi+offW])
-			} else {
-				iw := lo*g.StrideW + offW
-				for i := lo - ow; i < hi-ow; i++ {
-					d[i] = srow[iw]
-					iw += g.StrideW
-				}
-			}
+			ih := oh*g.StrideH + offH
+			copy(d[lo-ow:hi-ow], plane[ih*wp+lo+base:ih*wp+hi+base])
 		}
 		q += seg
 		ow, oh = 0, oh+1

@@ -108,6 +108,14 @@ func TestConvKernelsMatchDefinition(t *testing.T) {
 		// straight into the packed panels.
 		{n: 1, c: 45, o: 13, h: 50, w: 50, kh: 3, kw: 3, sh: 1, sw: 1, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
 		{n: 2, c: 44, o: 14, h: 99, w: 97, kh: 3, kw: 3, sh: 2, sw: 2, ph: 1, pw: 1, dh: 1, dw: 1, groups: 2, bias: false},
+		// Horizontal stride with unit vertical stride: the phase planes
+		// are read as one run per column-matrix row (odd widths leave
+		// unread cells at the phase rows' ends), across a column block.
+		{n: 1, c: 3, o: 5, h: 6, w: 7, kh: 3, kw: 3, sh: 1, sw: 2, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
+		{n: 2, c: 4, o: 3, h: 5, w: 8, kh: 2, kw: 3, sh: 1, sw: 2, ph: 0, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
+		{n: 1, c: 5, o: 7, h: 30, w: 150, kh: 3, kw: 3, sh: 1, sw: 2, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: false},
+		{n: 1, c: 3, o: 13, h: 40, w: 70, kh: 7, kw: 7, sh: 2, sw: 2, ph: 3, pw: 3, dh: 1, dw: 1, groups: 1, bias: true},
+		{n: 1, c: 2, o: 4, h: 9, w: 11, kh: 3, kw: 3, sh: 1, sw: 3, ph: 2, pw: 2, dh: 2, dw: 2, groups: 1, bias: true},
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range cases {
