@@ -5,6 +5,10 @@ import "fmt"
 // MatMul returns the matrix product with PyTorch matmul semantics (1-d
 // operands promoted, batch axes broadcast).
 func (v *Var) MatMul(u *Var) *Var {
+	// Which operands need a gradient is fixed when the product is recorded
+	// (as PyTorch's needs_input_grad): the product for the other one, often
+	// a network's input, is skipped.
+	na, nb := v.requiresGrad, u.requiresGrad
 	return record("MatMul", v.value.MatMul(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
 		a, b := in[0], in[1]
 		av, bv, gu := a, b, g
@@ -22,8 +26,13 @@ func (v *Var) MatMul(u *Var) *Var {
 		case b.Dim() == 1:
 			gu = g.Unsqueeze(-1)
 		}
-		da := gu.MatMul(bv.Transpose(-1, -2))
-		var db *Var
+		var da, db *Var
+		if na {
+			da = gu.MatMul(bv.Transpose(-1, -2)).SumTo(av.Shape()).Reshape(a.Shape()...)
+		}
+		if !nb {
+			return []*Var{da, nil}
+		}
 		if bv.Dim() == 2 && b.Dim() == 2 && av.Dim() >= 2 && !b.value.IsContiguous() && b.value.T().IsContiguous() {
 			// b is a transposed matrix (Linear's Wᵀ): form the gradient in
 			// the layout of the matrix behind the view, (gᵀ @ a)ᵀ, so that
@@ -39,7 +48,7 @@ func (v *Var) MatMul(u *Var) *Var {
 		} else {
 			db = av.Transpose(-1, -2).MatMul(gu).SumTo(bv.Shape())
 		}
-		return []*Var{da.SumTo(av.Shape()).Reshape(a.Shape()...), db.Reshape(b.Shape()...)}
+		return []*Var{da, db.Reshape(b.Shape()...)}
 	})
 }
 
