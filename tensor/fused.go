@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/emberml/ember/tensor/internal/strided"
+	"github.com/emberml/ember/tensor/internal/vec"
 )
 
 // FusedKernels is the part of the backend contract for fused in-place
@@ -202,7 +203,14 @@ func checkFused(op string, targets []*Tensor, names []string, grad *Tensor, grad
 func (cpuBackend) FusedAdam(n int, param, grad, expAvg, expAvgSq, maxExpAvgSq Span, p AdamStep) {
 	switch dt := param.Buf.DType(); dt {
 	case Float32:
-		adamKernel(hostSpan[float32](param, n), hostSpan[float32](grad, n), hostSpan[float32](expAvg, n), hostSpan[float32](expAvgSq, n), hostSpan[float32](maxExpAvgSq, n), p)
+		w, g, m, v := hostSpan[float32](param, n), hostSpan[float32](grad, n), hostSpan[float32](expAvg, n), hostSpan[float32](expAvgSq, n)
+		if !p.Maximize && !p.AMSGrad && (p.Decoupled || p.WeightDecay == 0) {
+			// The common configuration: SIMD, split across threads.
+			c := adamConsts32(p)
+			parallelFor(n, 64, func(lo, hi int) { vec.Adam(w[lo:hi], g[lo:hi], m[lo:hi], v[lo:hi], c) })
+			return
+		}
+		adamKernel(w, g, m, v, hostSpan[float32](maxExpAvgSq, n), p)
 	case Float64:
 		adamKernel(hostSpan[float64](param, n), hostSpan[float64](grad, n), hostSpan[float64](expAvg, n), hostSpan[float64](expAvgSq, n), hostSpan[float64](maxExpAvgSq, n), p)
 	default:
@@ -213,7 +221,14 @@ func (cpuBackend) FusedAdam(n int, param, grad, expAvg, expAvgSq, maxExpAvgSq Sp
 func (cpuBackend) FusedSGD(n int, param, grad, buf Span, p SGDStep) {
 	switch dt := param.Buf.DType(); dt {
 	case Float32:
-		sgdKernel(hostSpan[float32](param, n), hostSpan[float32](grad, n), hostSpan[float32](buf, n), p)
+		w, g, b := hostSpan[float32](param, n), hostSpan[float32](grad, n), hostSpan[float32](buf, n)
+		if !p.Maximize && p.WeightDecay == 0 && p.Momentum != 0 && !p.Nesterov && !p.InitBuffer {
+			// The common configuration: SIMD, split across threads.
+			mom, damp, lr := float32(p.Momentum), float32(1-p.Dampening), float32(p.LR)
+			parallelFor(n, 64, func(lo, hi int) { vec.SGDMomentum(w[lo:hi], g[lo:hi], b[lo:hi], mom, damp, lr) })
+			return
+		}
+		sgdKernel(w, g, b, p)
 	case Float64:
 		sgdKernel(hostSpan[float64](param, n), hostSpan[float64](grad, n), hostSpan[float64](buf, n), p)
 	default:
@@ -262,6 +277,21 @@ func hostSpan[T float32 | float64](s Span, n int) []T {
 // compiler may fuse a multiply and an add (the Go spec allows fusing x*y+z
 // only without an explicit conversion). Flags are read into locals once and
 // the commonest configurations get loops of their own.
+
+// adamConsts32 are adamKernel's float32 scalars, for vec.Adam.
+func adamConsts32(p AdamStep) vec.AdamConsts {
+	decay := float32(1)
+	if p.Decoupled {
+		decay = float32(1 - p.LR*p.WeightDecay)
+	}
+	return vec.AdamConsts{
+		B1: float32(p.Beta1), C1: float32(1 - p.Beta1), B2: float32(p.Beta2), C2: float32(1 - p.Beta2),
+		BC2:      float32(math.Sqrt(1 - math.Pow(p.Beta2, p.Step))),
+		Eps:      float32(p.Eps),
+		StepSize: float32(p.LR / (1 - math.Pow(p.Beta1, p.Step))),
+		Decay:    decay,
+	}
+}
 
 func adamKernel[T float32 | float64](w, g, m, v, mx []T, p AdamStep) {
 	n := len(w)

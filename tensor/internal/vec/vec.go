@@ -64,6 +64,8 @@ type impl struct {
 	exp, tanh          func(dst, a []float32)
 	expLanes           int
 	sum                func(a []float32) float64
+	sgdMomentum        func(w, g, buf []float32, mom, damp, lr float32)
+	adam               func(w, g, m, v []float32, c *AdamConsts)
 }
 
 // goImpl is the pure-Go twin of every kernel.
@@ -73,6 +75,7 @@ var goImpl = &impl{
 	addConst: addConstGo, subConst: subConstGo, mulConst: mulConstGo, divConst: divConstGo,
 	constSub: constSubGo, constDiv: constDivGo,
 	relu: reluGo, neg: negGo, abs: absGo, sqrt: sqrtGo, exp: expGo, tanh: tanhGo, expLanes: 1, sum: sumGo,
+	sgdMomentum: sgdMomentumGo, adam: adamGo,
 }
 
 // active is the fastest kernel set this CPU runs; it is chosen once.
@@ -291,4 +294,37 @@ func Dot(a, b []float32) float64 {
 		s0 += float64(a[i]) * float64(b[i])
 	}
 	return s0 + s1
+}
+
+// SGDMomentum applies the common SGD-with-momentum step in place:
+// buf[i] = buf[i]*mom + g[i]*damp, then w[i] = w[i] - buf[i]*lr, each
+// product and sum rounded to float32 on its own (no fused multiply-add), so
+// the result is bit for bit that of the unfused tensor ops.
+func SGDMomentum(w, g, buf []float32, mom, damp, lr float32) {
+	check3("SGDMomentum", w, g, buf)
+	active.sgdMomentum(w, g, buf, mom, damp, lr)
+}
+
+// AdamConsts are the per-step scalars of Adam, rounded to float32: the
+// moment decays B1 and B2 with C1 = 1-B1 and C2 = 1-B2, BC2 =
+// sqrt(1-B2**step), Eps, StepSize = lr/(1-B1**step) and Decay, the factor
+// AdamW's decoupled weight decay multiplies the weights by (1 for Adam).
+// The field order is read by the assembly kernels.
+type AdamConsts struct {
+	B1, C1, B2, C2, BC2, Eps, StepSize, Decay float32
+}
+
+// Adam applies one Adam step without L2 weight decay, AMSGrad or maximize
+// in place:
+//
+//	m = m*B1 + g*C1
+//	v = v*B2 + (g*g)*C2
+//	w = w*Decay - (m / (sqrt(v)/BC2 + Eps)) * StepSize
+//
+// each operation rounded to float32 on its own (no fused multiply-add), so
+// the result is bit for bit that of the unfused tensor ops.
+func Adam(w, g, m, v []float32, c AdamConsts) {
+	check3("Adam", w, g, m)
+	check2("Adam", w, v)
+	active.adam(w, g, m, v, &c)
 }

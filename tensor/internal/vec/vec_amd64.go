@@ -112,6 +112,18 @@ func sqrtAVX512(dst, a []float32)
 //go:noescape
 func sumAVX512(a []float32) float64
 
+//go:noescape
+func sgdMomentumAVX2(w, g, buf []float32, mom, damp, lr float32)
+
+//go:noescape
+func adamAVX2(w, g, m, v []float32, c *AdamConsts)
+
+//go:noescape
+func sgdMomentumAVX512(w, g, buf []float32, mom, damp, lr float32)
+
+//go:noescape
+func adamAVX512(w, g, m, v []float32, c *AdamConsts)
+
 var (
 	avx2Impl = &impl{
 		name: "avx2",
@@ -119,6 +131,7 @@ var (
 		addConst: addConstAVX2, subConst: subConstAVX2, mulConst: mulConstAVX2, divConst: divConstAVX2,
 		constSub: constSubAVX2, constDiv: constDivAVX2,
 		relu: reluAVX2, neg: negAVX2, abs: absAVX2, sqrt: sqrtAVX2, exp: expAVX2, tanh: tanhAVX2, expLanes: 8, sum: sumAVX2,
+		sgdMomentum: sgdMomentumAVX2, adam: adamAVX2,
 	}
 	avx512Impl = &impl{
 		name: "avx512",
@@ -126,6 +139,7 @@ var (
 		addConst: addConstAVX512, subConst: subConstAVX512, mulConst: mulConstAVX512, divConst: divConstAVX512,
 		constSub: constSubAVX512, constDiv: constDivAVX512,
 		relu: reluAVX512, neg: negAVX512, abs: absAVX512, sqrt: sqrtAVX512, exp: expAVX512, tanh: tanhAVX512, expLanes: 16, sum: sumAVX512,
+		sgdMomentum: sgdMomentumAVX512, adam: adamAVX512,
 	}
 )
 

@@ -171,3 +171,27 @@ func sqrtGo(dst, a []float32) {
 		dst[i] = math32.Sqrt(v)
 	}
 }
+
+// The conversions to float32 below keep every product and sum rounded on
+// its own: the Go spec lets a compiler fuse x*y + z only without them.
+
+func sgdMomentumGo(w, g, buf []float32, mom, damp, lr float32) {
+	g, buf = g[:len(w)], buf[:len(w)]
+	for i := range w {
+		b := float32(buf[i]*mom) + float32(g[i]*damp)
+		buf[i] = b
+		w[i] = w[i] - float32(b*lr)
+	}
+}
+
+func adamGo(w, g, m, v []float32, c *AdamConsts) {
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	for i := range w {
+		gi := g[i]
+		mi := float32(m[i]*c.B1) + float32(gi*c.C1)
+		vi := float32(v[i]*c.B2) + float32(float32(gi*gi)*c.C2)
+		m[i], v[i] = mi, vi
+		denom := float32(math32.Sqrt(vi)/c.BC2) + c.Eps
+		w[i] = float32(w[i]*c.Decay) - float32(float32(mi/denom)*c.StepSize)
+	}
+}
