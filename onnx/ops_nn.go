@@ -216,14 +216,27 @@ func lift2(v []int, def int) [2]int {
 }
 
 func opConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	return conv(n, in, false, nil)
+	return conv(n, in, convEpilogue{}, nil)
 }
 
-// conv runs a Conv node, followed by a ReLU when relu is set (the fused
+// convEpilogue is what a Conv node fused by optimize.go applies to the
+// convolution: adding its fourth input (the residual of an Add), then a
+// ReLU.
+type convEpilogue struct{ residual, relu bool }
+
+// convImpl returns the implementation of a Conv node with epilogue ep and
+// the weight packed at load time (nil when it is not a packed constant).
+func convImpl(ep convEpilogue, packed *tensor.PackedConv2dWeight) opImpl {
+	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		return conv(n, in, ep, packed)
+	}
+}
+
+// conv runs a Conv node followed by the epilogue ep (the fused Conv+Add and
 // Conv+Relu of optimize.go). packed, when not nil, is the node's constant
 // weight prepared at load time (optimize.go); it is used while the weight
 // input is still that tensor.
-func conv(n *node, in []*tensor.Tensor, relu bool, packed *tensor.PackedConv2dWeight) ([]*tensor.Tensor, error) {
+func conv(n *node, in []*tensor.Tensor, ep convEpilogue, packed *tensor.PackedConv2dWeight) ([]*tensor.Tensor, error) {
 	x, err := n.need(in, 0)
 	if err != nil {
 		return nil, err
@@ -233,6 +246,22 @@ func conv(n *node, in []*tensor.Tensor, relu bool, packed *tensor.PackedConv2dWe
 		return nil, err
 	}
 	b := arg(in, 2)
+	var res *tensor.Tensor
+	if ep.residual {
+		if res, err = n.need(in, 3); err != nil {
+			return nil, err
+		}
+	}
+	// finish applies the epilogue to a plain convolution's output.
+	finish := func(y *tensor.Tensor) ([]*tensor.Tensor, error) {
+		if res != nil {
+			y = y.Add(res)
+		}
+		if ep.relu {
+			y = y.Relu()
+		}
+		return one(y)
+	}
 	xs, ws := x.Shape(), w.Shape()
 	if len(ws) != len(xs) || len(xs) < 3 {
 		return nil, fmt.Errorf("onnx: %v: input %v and weight %v ranks differ", n, xs, ws)
@@ -249,10 +278,7 @@ func conv(n *node, in []*tensor.Tensor, relu bool, packed *tensor.PackedConv2dWe
 		if err != nil {
 			return nil, err
 		}
-		if relu {
-			y = y.Relu()
-		}
-		return one(y)
+		return finish(y)
 	}
 	x4, lifted, err := n.lift(x)
 	if err != nil {
@@ -271,18 +297,26 @@ func conv(n *node, in []*tensor.Tensor, relu bool, packed *tensor.PackedConv2dWe
 		Stride: lift2(p.stride, 1), Padding: lift2(pad, 0), Dilation: lift2(p.dilation, 1),
 		Groups: int(n.attrInt("group", 1)),
 	}
-	var y *tensor.Tensor
-	if packed != nil && !lifted && packed.Weight() == w && packed.Groups() == opt.Groups {
-		y = tensor.Conv2dPacked(x4, packed, b, opt, relu)
-	} else if relu {
-		y = tensor.Conv2dRelu(x4, w4, b, opt)
-	} else {
-		y = tensor.Conv2d(x4, w4, b, opt)
+	fast := packed != nil && !lifted && packed.Weight() == w && packed.Groups() == opt.Groups
+	if fast && res != nil {
+		g := tensor.Conv2dGeometry(x4.Shape(), w4.Shape(), opt)
+		fast = res.DType() == x4.DType() && slices.Equal(res.Shape(), []int{g.N, ws[0], g.OH, g.OW})
 	}
+	if fast {
+		return one(tensor.Conv2dPacked(x4, packed, b, opt, res, ep.relu))
+	}
+	if ep.relu && res == nil {
+		y := tensor.Conv2dRelu(x4, w4, b, opt)
+		if lifted {
+			y = y.Squeeze(2)
+		}
+		return one(y)
+	}
+	y := tensor.Conv2d(x4, w4, b, opt)
 	if lifted {
 		y = y.Squeeze(2)
 	}
-	return one(y)
+	return finish(y)
 }
 
 func opConvTranspose(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {

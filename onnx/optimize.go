@@ -17,10 +17,11 @@ import (
 // optimize rewrites p.nodes in place after constant folding: Identity and
 // inference-mode Dropout nodes are dropped (their consumers read the input
 // directly), a BatchNormalization in inference mode that follows a Conv
-// with constant weights is folded into the Conv's weights and bias, a
-// Relu following a Conv runs inside the convolution's output pass, and
-// the constant weights of 2-d convolutions are packed once for the matrix
-// product.
+// with constant weights is folded into the Conv's weights and bias, an Add
+// of a Conv's output and another value (a residual connection) and a Relu
+// following a Conv or such an Add run inside the convolution's output
+// pass, and the constant weights of 2-d convolutions are packed once for
+// the matrix product.
 func (p *plan) optimize(outputs []*valueInfo) error {
 	graphOut := make(map[string]bool, len(outputs))
 	for _, o := range outputs {
@@ -30,8 +31,10 @@ func (p *plan) optimize(outputs []*valueInfo) error {
 	if err := p.foldBatchNorm(graphOut); err != nil {
 		return err
 	}
-	fused := p.fuseConvRelu(graphOut)
-	p.packConvWeights(fused)
+	ep := map[*node]convEpilogue{}
+	p.fuseConvAdd(graphOut, ep)
+	p.fuseConvRelu(graphOut, ep)
+	p.packConvWeights(ep)
 	return nil
 }
 
@@ -249,15 +252,66 @@ func (p *plan) freshConst(base string, t *tensor.Tensor) string {
 	return name
 }
 
-// fuseConvRelu replaces each Conv whose output's sole use is a Relu by one
-// node computing max(conv, 0) in the convolution's output pass, and
-// returns the fused nodes.
-func (p *plan) fuseConvRelu(graphOut map[string]bool) map[*node]bool {
+// fuseConvAdd replaces each Conv whose output's sole use is an Add (of
+// opset 7 or later) with another value by one node computing conv + other,
+// followed by the Relu that is the sole use of the Add's output, if any.
+// The fused node reads the other value as a fourth input, so it takes the
+// Add's place in the order (where that value exists); the Conv and the
+// Relu are removed. Epilogues of the fused nodes are recorded in ep.
+func (p *plan) fuseConvAdd(graphOut map[string]bool, ep map[*node]convEpilogue) {
 	use := p.consumers()
 	drop := map[int]bool{}
-	fusedNodes := map[*node]bool{}
 	for ci, cv := range p.nodes {
-		if !isOp(cv, "Conv") || len(cv.outputs) != 1 {
+		if _, fused := ep[cv]; fused || drop[ci] || !isOp(cv, "Conv") || len(cv.outputs) != 1 || cv.numIn < 2 || cv.numIn > 3 {
+			continue
+		}
+		ai := p.soleConsumer(use, graphOut, cv.outputs[0])
+		if ai < 0 || drop[ai] {
+			continue
+		}
+		ad := p.nodes[ai]
+		if !isOp(ad, "Add") || ad.opset < 7 || ad.numIn != 2 || len(ad.outputs) != 1 || ad.outputs[0] == "" {
+			continue
+		}
+		other := ad.inputs[0]
+		if other == cv.outputs[0] {
+			other = ad.inputs[1]
+		}
+		if other == "" || other == cv.outputs[0] {
+			continue
+		}
+		bias := ""
+		if cv.numIn == 3 {
+			bias = cv.inputs[2]
+		}
+		fused := *cv
+		fused.inputs = []string{cv.inputs[0], cv.inputs[1], bias, other}
+		fused.numIn = 4
+		fused.outputs = []string{ad.outputs[0]}
+		e := convEpilogue{residual: true}
+		if ri := p.soleConsumer(use, graphOut, ad.outputs[0]); ri >= 0 {
+			if r := p.nodes[ri]; isOp(r, "Relu") && r.numIn == 1 && len(r.outputs) == 1 && r.outputs[0] != "" {
+				fused.outputs = []string{r.outputs[0]}
+				e.relu = true
+				drop[ri] = true
+			}
+		}
+		fused.impl = convImpl(e, nil)
+		p.nodes[ai] = &fused
+		ep[&fused] = e
+		drop[ci] = true
+	}
+	p.removeNodes(drop)
+}
+
+// fuseConvRelu replaces each Conv not fused yet whose output's sole use is
+// a Relu by one node computing max(conv, 0) in the convolution's output
+// pass, recording it in ep.
+func (p *plan) fuseConvRelu(graphOut map[string]bool, ep map[*node]convEpilogue) {
+	use := p.consumers()
+	drop := map[int]bool{}
+	for ci, cv := range p.nodes {
+		if _, fused := ep[cv]; fused || !isOp(cv, "Conv") || len(cv.outputs) != 1 {
 			continue
 		}
 		ri := p.soleConsumer(use, graphOut, cv.outputs[0])
@@ -270,26 +324,21 @@ func (p *plan) fuseConvRelu(graphOut map[string]bool) map[*node]bool {
 		}
 		fused := *cv
 		fused.outputs = []string{r.outputs[0]}
-		fused.impl = opConvRelu
+		e := convEpilogue{relu: true}
+		fused.impl = convImpl(e, nil)
 		p.nodes[ci] = &fused
-		fusedNodes[&fused] = true
+		ep[&fused] = e
 		drop[ri] = true
 	}
 	p.removeNodes(drop)
-	return fusedNodes
 }
 
-// opConvRelu runs a Conv node followed by a ReLU.
-func opConvRelu(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	return conv(n, in, true, nil)
-}
-
-// packConvWeights gives each 2-d Conv node (plain, or fused with a Relu
-// when in relu) whose weight is a constant 4-d float32 tensor a copy of
-// that weight packed for the matrix product, built here once instead of on
-// every run. The node keeps reading the weight input; the pack is used
+// packConvWeights gives each 2-d Conv node (plain, or fused with the
+// epilogue ep records) whose weight is a constant 4-d float32 tensor a copy
+// of that weight packed for the matrix product, built here once instead of
+// on every run. The node keeps reading the weight input; the pack is used
 // only while that input is the packed constant.
-func (p *plan) packConvWeights(relu map[*node]bool) {
+func (p *plan) packConvWeights(ep map[*node]convEpilogue) {
 	for i, cv := range p.nodes {
 		if !isOp(cv, "Conv") || cv.numIn < 2 || len(cv.outputs) != 1 {
 			continue
@@ -299,12 +348,8 @@ func (p *plan) packConvWeights(relu map[*node]bool) {
 		if !ok || w.DType() != tensor.Float32 || w.Dim() != 4 || groups < 1 || int64(w.Shape()[0])%groups != 0 {
 			continue
 		}
-		pw := tensor.PackConv2dWeight(w, int(groups))
 		withPack := *cv
-		fusedRelu := relu[cv]
-		withPack.impl = func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-			return conv(n, in, fusedRelu, pw)
-		}
+		withPack.impl = convImpl(ep[cv], tensor.PackConv2dWeight(w, int(groups)))
 		p.nodes[i] = &withPack
 	}
 }

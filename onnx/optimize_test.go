@@ -169,3 +169,69 @@ func TestPackConvWeights(t *testing.T) {
 		require.Equal(t, want[o].Float32s(), got[o].Float32s(), o)
 	}
 }
+
+// TestOptimizeConvAddRelu checks the residual fusion: Conv followed by an
+// Add with another value (and a Relu) becomes one node that gives the
+// unoptimized results to float rounding, including when the other value is
+// computed after the Conv, when it broadcasts (the fused node then adds it
+// after the convolution) and when the weight is not a constant; the
+// inferred shapes follow the broadcast.
+func TestOptimizeConvAddRelu(t *testing.T) {
+	pads := mkAttrInts("pads", 1, 1, 1, 1)
+	inits := [][]byte{
+		mkFloatTensor("W", []int64{3, 3, 3, 3}, vals(81, 1, -1, 2)...),
+		mkFloatTensor("B", []int64{3}, vals(3, 2, -1, 2)...),
+		mkFloatTensor("W2", []int64{3, 3, 1, 1}, vals(9, 3, -1, 2)...),
+		mkFloatTensor("S", []int64{1, 3, 1, 1}, vals(3, 4, -1, 2)...),
+	}
+	nodes := [][]byte{
+		// y = relu(conv(x) + conv2(x)), conv2 listed after conv.
+		mkNode("Conv", []string{"x", "W", "B"}, []string{"c"}, pads),
+		mkNode("Conv", []string{"x", "W2"}, []string{"d"}),
+		mkNode("Add", []string{"d", "c"}, []string{"a"}),
+		mkNode("Relu", []string{"a"}, []string{"y"}),
+		// z = conv(y) + S (broadcast), no Relu.
+		mkNode("Conv", []string{"y", "W", "B"}, []string{"e"}, pads),
+		mkNode("Add", []string{"e", "S"}, []string{"z"}),
+		// v = relu(conv(y; w fed) + r), r of batch 2 (the output grows).
+		mkNode("Conv", []string{"y", "w"}, []string{"f"}, pads),
+		mkNode("Add", []string{"f", "r"}, []string{"g"}),
+		mkNode("Relu", []string{"g"}, []string{"v"}),
+	}
+	b := mkModel(15, graphParts{nodes: nodes, inits: inits,
+		inputs:  [][]byte{mkValueInfo("x", dtFloat, 1, 3, 5, 6), mkValueInfo("w", dtFloat, 3, 3, 3, 3), mkValueInfo("r", dtFloat, 2, 3, 5, 6)},
+		outputs: [][]byte{mkValueInfo("y", dtFloat, 1, 3, 5, 6), mkValueInfo("z", dtFloat, 1, 3, 5, 6), mkValueInfo("v", dtFloat, 2, 3, 5, 6)}})
+	m, err := Read(bytes.NewReader(b))
+	require.NoError(t, err)
+	plain, err := m.NewSession(SessionOptions{DisableOptimizations: true})
+	require.NoError(t, err)
+	opt, err := m.NewSession(SessionOptions{})
+	require.NoError(t, err)
+	// y's Conv+Add+Relu, conv2 (its Add partner), z's Conv+Add, v's
+	// Conv+Add+Relu.
+	require.Len(t, opt.plan.nodes, 4)
+	dims, ok := opt.ValueShape("v")
+	require.True(t, ok)
+	require.Equal(t, []Dim{{Value: 2}, {Value: 3}, {Value: 5}, {Value: 6}}, dims)
+	feeds := map[string]*tensor.Tensor{
+		"x": tensor.FromSlice(vals(90, 5, -2, 4), 1, 3, 5, 6),
+		"w": tensor.FromSlice(vals(81, 6, -1, 2), 3, 3, 3, 3),
+		"r": tensor.FromSlice(vals(180, 7, -2, 4), 2, 3, 5, 6),
+	}
+	want, err := plain.Run(context.Background(), feeds)
+	require.NoError(t, err)
+	got, err := opt.Run(context.Background(), feeds)
+	require.NoError(t, err)
+	for _, o := range []string{"y", "z", "v"} {
+		require.Equal(t, want[o].Shape(), got[o].Shape(), o)
+		wv, gv := want[o].Float32s(), got[o].Float32s()
+		zeros := 0
+		for i := range wv {
+			require.InDelta(t, wv[i], gv[i], 1e-5*(1+math.Abs(float64(wv[i]))), "%s[%d]", o, i)
+			if wv[i] == 0 {
+				zeros++
+			}
+		}
+		require.Less(t, zeros, len(wv), "%s should not be all zero", o)
+	}
+}

@@ -398,7 +398,15 @@ func convShape(n *node, in [][]Dim, _ []*tensor.Tensor) ([][]Dim, error) {
 	if err != nil {
 		return nil, err
 	}
-	return [][]Dim{append([]Dim{x[0], w[0]}, sp...)}, nil
+	out := append([]Dim{x[0], w[0]}, sp...)
+	if len(in) == 4 {
+		// A fourth input is the residual that a Conv+Add fused by
+		// optimize.go adds to the convolution.
+		if out, err = broadcast(out, in[3]); err != nil {
+			return nil, err
+		}
+	}
+	return [][]Dim{out}, nil
 }
 
 func poolShape(n *node, in [][]Dim, _ []*tensor.Tensor) ([][]Dim, error) {

@@ -39,12 +39,26 @@ func TestConv2dPacked(t *testing.T) {
 			pw := tensor.PackConv2dWeight(c.w, max(c.opt.Groups, 1))
 			require.Same(t, c.w, pw.Weight())
 			want := tensor.Conv2d(c.x, c.w, b, c.opt)
-			got := tensor.Conv2dPacked(c.x, pw, b, c.opt, false)
+			got := tensor.Conv2dPacked(c.x, pw, b, c.opt, nil, false)
 			require.Equal(t, want.Shape(), got.Shape())
 			require.Equal(t, want.Float64s(), got.Float64s())
-			want = tensor.Conv2dRelu(c.x, c.w, b, c.opt)
-			got = tensor.Conv2dPacked(c.x, pw, b, c.opt, true)
-			require.Equal(t, want.Float64s(), got.Float64s())
+			relu := tensor.Conv2dRelu(c.x, c.w, b, c.opt)
+			got = tensor.Conv2dPacked(c.x, pw, b, c.opt, nil, true)
+			require.Equal(t, relu.Float64s(), got.Float64s())
+			// The residual epilogue: relu(conv + b + residual), to float
+			// rounding, with a transposed (non-contiguous) residual.
+			res := gen.Randn(want.Shape()).To(c.x.DType())
+			resT := res.Transpose(0, 1).Contiguous().Transpose(0, 1)
+			wantRes := want.Add(res).Relu().Float64s()
+			gotRes := tensor.Conv2dPacked(c.x, pw, b, c.opt, resT, true)
+			require.Equal(t, want.Shape(), gotRes.Shape())
+			for i, v := range gotRes.Float64s() {
+				require.InDelta(t, wantRes[i], v, 1e-5, "residual+relu[%d]", i)
+			}
+			gotRes = tensor.Conv2dPacked(c.x, pw, b, c.opt, res, false)
+			for i, v := range want.Add(res).Float64s() {
+				require.InDelta(t, v, gotRes.Float64s()[i], 1e-5, "residual[%d]", i)
+			}
 		})
 	}
 }
@@ -55,5 +69,11 @@ func TestConv2dPackedPanics(t *testing.T) {
 		func() { tensor.PackConv2dWeight(w, 3) })
 	pw := tensor.PackConv2dWeight(w, 2)
 	require.PanicsWithValue(t, "tensor.Conv2dPacked: options ask for 0 groups, the weight [4 2 3 3] was packed for 2",
-		func() { tensor.Conv2dPacked(tensor.Zeros([]int{1, 4, 5, 5}), pw, nil, tensor.Conv2dOptions{}, false) })
+		func() {
+			tensor.Conv2dPacked(tensor.Zeros([]int{1, 4, 5, 5}), pw, nil, tensor.Conv2dOptions{}, nil, false)
+		})
+	require.PanicsWithValue(t, "tensor.Conv2dPacked: residual [1 4 3 1] must have the output's shape [1 4 3 3]",
+		func() {
+			tensor.Conv2dPacked(tensor.Zeros([]int{1, 4, 5, 5}), pw, nil, tensor.Conv2dOptions{Groups: 2}, tensor.Zeros([]int{1, 4, 3, 1}), false)
+		})
 }

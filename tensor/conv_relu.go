@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/emberml/ember/tensor/internal/cpu"
 	"github.com/emberml/ember/tensor/internal/vec"
@@ -105,33 +106,52 @@ func (p *PackedConv2dWeight) Weight() *Tensor { return p.w }
 // Groups returns the group count p was prepared for.
 func (p *PackedConv2dWeight) Groups() int { return p.groups }
 
-// Conv2dPacked returns Conv2d(x, w.Weight(), b, opt), followed by a ReLU
-// when relu is set (as Conv2dRelu), using w's packed weight where it
-// applies. opt.Groups (0 meaning 1) must be the group count w was packed
-// for. It is a forward-only inference helper: autograd does not record it.
-func Conv2dPacked(x *Tensor, w *PackedConv2dWeight, b *Tensor, opt Conv2dOptions, relu bool) *Tensor {
+// Conv2dPacked returns Conv2d(x, w.Weight(), b, opt), plus residual when
+// it is not nil, followed by a ReLU when relu is set: the convolution and
+// the epilogue of a residual block in one pass, using w's packed weight
+// where it applies. residual must have the output's shape and dtype (no
+// broadcasting); on the packed path the output starts as residual plus
+// bias and the matrix product accumulates onto it, which may round
+// differently from adding afterwards. opt.Groups (0 meaning 1) must be the
+// group count w was packed for. It is a forward-only inference helper:
+// autograd does not record it.
+func Conv2dPacked(x *Tensor, w *PackedConv2dWeight, b *Tensor, opt Conv2dOptions, residual *Tensor, relu bool) *Tensor {
 	if max(opt.Groups, 1) != w.groups {
 		panic(fmt.Sprintf("tensor.Conv2dPacked: options ask for %d groups, the weight %v was packed for %d", opt.Groups, w.w.shape, w.groups))
 	}
+	if residual != nil && x.Dim() == 3 {
+		residual = residual.Unsqueeze(0)
+	}
 	return unbatched(x, 4, func(x *Tensor) *Tensor {
-		nnFloat("Conv2dPacked", x, w.w, b)
+		nnFloat("Conv2dPacked", x, w.w, b, residual)
 		opt := opt.withDefaults("Conv2dPacked")
 		g := conv2dGeom("Conv2dPacked", x.shape, w.w.shape, opt)
 		checkBias("Conv2dPacked", b, w.w.shape[0])
+		outShape := []int{g.N, w.w.shape[0], g.OH, g.OW}
+		if residual != nil && !slices.Equal(residual.shape, outShape) {
+			panic(fmt.Sprintf("tensor.Conv2dPacked: residual %v must have the output's shape %v", residual.shape, outShape))
+		}
 		if w.packed != nil && !depthwise(g, opt.Groups) && !convEmpty(g, w.w.shape[0]) {
-			if ops, ok := convOperands[float32](x, b); ok {
-				y := empty(x.st.backend, x.dtype, []int{g.N, w.w.shape[0], g.OH, g.OW})
+			if ops, ok := convOperands[float32](x, b, residual); ok {
+				y := empty(x.st.backend, x.dtype, outShape)
 				dst := y.st.buf.(*cpuBuffer).data.([]float32)
-				cpu.ConvForwardPackedF32(dst, ops[0], w.packed, ops[1], cpu.ConvGeom(g), NumThreads(), false)
+				cpu.ConvForwardPackedF32(dst, ops[0], w.packed, ops[1], ops[2], cpu.ConvGeom(g), NumThreads(), false)
 				if relu {
 					vec.Relu(dst, dst)
 				}
 				return y
 			}
 		}
-		if relu {
+		if residual == nil && relu {
 			return Conv2dRelu(x, w.w, b, opt)
 		}
-		return Conv2d(x, w.w, b, opt)
+		y := Conv2d(x, w.w, b, opt)
+		if residual != nil {
+			y = y.Add(residual)
+		}
+		if relu {
+			y = y.Relu()
+		}
+		return y
 	})
 }

@@ -85,7 +85,7 @@ func ConvForwardF32(dst, x, w, bias []float32, g ConvGeom, o, groups, threads in
 	og := o / groups
 	buf := convScratch.Get(groups * gemm.PackedSize(og, ck))
 	pw := packConvWeights(*buf, w, o, groups, ck)
-	ConvForwardPackedF32(dst, x, &pw, bias, g, threads, relu)
+	ConvForwardPackedF32(dst, x, &pw, bias, nil, g, threads, relu)
 	convScratch.Put(buf)
 }
 
@@ -117,11 +117,13 @@ func packConvWeights(buf, w []float32, o, groups, ck int) PackedConvF32 {
 }
 
 // ConvForwardPackedF32 is ConvForwardF32 with the weight packed by
-// PackConvWeightsF32. The columns of each image's lowered matrix are built
+// PackConvWeightsF32, adding residual ([N, O, OH, OW], or nil) to the
+// convolution before the ReLU: the output starts as residual plus bias and
+// the matrix product accumulates onto it. The columns of each image's lowered matrix are built
 // straight into the GEMM's packed panels from the image (a pointwise
 // convolution reads the image as the matrix itself), so no column matrix
 // is materialized. It panics if pw does not match g.
-func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias []float32, g ConvGeom, threads int, relu bool) {
+func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias, residual []float32, g ConvGeom, threads int, relu bool) {
 	o, groups := pw.o, pw.groups
 	cg, og := g.C/groups, o/groups
 	ck, l, hw := cg*g.KH*g.KW, g.OH*g.OW, g.H*g.W
@@ -132,7 +134,20 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias []float32, g
 	forImages(g.N, o*ck*l, threads, func(_, n, th int) {
 		out := dst[n*o*l:][:o*l]
 		var beta float32
-		if bias != nil {
+		switch {
+		case residual != nil && bias != nil:
+			res := residual[n*o*l:][:o*l]
+			for i, b := range bias {
+				r, rs := out[i*l:][:l], res[i*l:][:l]
+				for j := range r {
+					r[j] = rs[j] + b
+				}
+			}
+			beta = 1
+		case residual != nil:
+			copy(out, residual[n*o*l:][:o*l])
+			beta = 1
+		case bias != nil:
 			for i, b := range bias {
 				r := out[i*l:][:l]
 				for j := range r {

@@ -145,8 +145,15 @@ func TestConvKernelsMatchDefinition(t *testing.T) {
 				requireClose(t, relu, got, 1e-4, "forward+relu")
 				packed := poisoned[float32](len(y))
 				pw := PackConvWeightsF32(toF32(w), c.o, c.groups, c.c/c.groups*c.kh*c.kw)
-				ConvForwardPackedF32(packed, toF32(x), pw, toF32(bias), g, threads, true)
+				ConvForwardPackedF32(packed, toF32(x), pw, toF32(bias), nil, g, threads, true)
 				require.Equal(t, got, packed, "pre-packed forward+relu")
+				res := randSlice(r, len(y))
+				withRes := make([]float64, len(y))
+				for i := range y {
+					withRes[i] = max(y[i]+res[i], 0)
+				}
+				ConvForwardPackedF32(packed, toF32(x), pw, toF32(bias), toF32(res), g, threads, true)
+				requireClose(t, withRes, packed, 1e-4, "pre-packed forward+residual+relu")
 				gotDx := poisoned[float32](len(dx))
 				ConvBackwardInputF32(gotDx, toF32(gy), toF32(w), g, c.o, c.groups, threads)
 				requireClose(t, dx, gotDx, 1e-4, "input grad")
