@@ -1,6 +1,7 @@
 package autograd_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,6 +18,9 @@ import (
 // fallback), forward and backward.
 func TestGRUGatesGolden(t *testing.T) {
 	for _, c := range golden.Load(t, "testdata/golden_gru_gates.json") {
+		if c.Op != "gru_gates" {
+			continue
+		}
 		for _, layout := range []string{"contiguous", "strided"} {
 			t.Run(c.Name+"/"+layout, func(t *testing.T) {
 				in := make([]*autograd.Var, 3)
@@ -110,5 +114,112 @@ func TestGRUGatesShapePanics(t *testing.T) {
 	assert.Panics(t, func() { tensor.GRUGates(x, x.To(tensor.Float64), tensor.Zeros([]int{2, 2})) })
 	assert.Panics(t, func() {
 		tensor.GRUGatesBackward(tensor.Zeros([]int{1, 2}), x, x, tensor.Zeros([]int{2, 2}))
+	})
+}
+
+// GRUSequence against PyTorch's step-by-step recurrence, forward and
+// backward, with dense and strided inputs.
+func TestGRUSequenceGolden(t *testing.T) {
+	for _, c := range golden.Load(t, "testdata/golden_gru_gates.json") {
+		if c.Op != "gru_sequence" {
+			continue
+		}
+		for _, layout := range []string{"contiguous", "strided"} {
+			t.Run(c.Name+"/"+layout, func(t *testing.T) {
+				in := make([]*autograd.Var, 4)
+				for i := range c.Inputs {
+					x := goldtensor.ToTensor(c.Inputs[i])
+					if layout == "strided" {
+						x = ixgStrided(x)
+					}
+					in[i] = autograd.Param(x)
+				}
+				out := autograd.GRUSequence(in[0], in[1], in[2], in[3], c.Bool("reverse"))
+				assert.Equal(t, "GRUSequence", out.Op())
+				tol := 1e-12
+				if out.DType() == tensor.Float32 {
+					tol = 1e-5
+				}
+				golden.AllClose(t, "h", c.Outputs[0], out.Shape(), out.Value().To(tensor.Float64).Float64s(), tol, tol)
+				require.NoError(t, out.BackwardWith(goldtensor.ToTensor(c.GradOutputs[0]), autograd.Options{}))
+				for i := range c.Inputs {
+					g := in[i].Grad()
+					golden.AllClose(t, fmt.Sprintf("grad %d", i), *c.Grads[i], g.Shape(), g.To(tensor.Float64).Float64s(), tol, tol)
+				}
+			})
+		}
+	}
+}
+
+// GRUSequence's fused backward and its recorded form by finite differences
+// (forward and reverse, with and without bias, a broadcast initial state)
+// and the gradient of the gradient.
+func TestGRUSequenceGradCheck(t *testing.T) {
+	gen := tensor.NewGenerator(4)
+	gi := gen.Randn([]int{3, 2, 6}, tensor.Float64)
+	h0 := gen.Randn([]int{2, 2}, tensor.Float64)
+	whh := gen.Randn([]int{6, 2}, tensor.Float64).MulScalar(0.5)
+	bhh := gen.Randn([]int{6}, tensor.Float64)
+	w := gen.Randn([]int{3, 2, 2}, tensor.Float64)
+	weighted := func(out *autograd.Var) *autograd.Var { return out.Mul(autograd.New(w)).Sum(nil, false) }
+	for _, reverse := range []bool{false, true} {
+		cases := []struct {
+			name string
+			f    func(in []*autograd.Var) *autograd.Var
+			x    []*tensor.Tensor
+		}{
+			{"bias", func(in []*autograd.Var) *autograd.Var {
+				return weighted(autograd.GRUSequence(in[0], in[1], in[2], in[3], reverse))
+			}, []*tensor.Tensor{gi, h0, whh, bhh}},
+			{"no_bias", func(in []*autograd.Var) *autograd.Var {
+				return weighted(autograd.GRUSequence(in[0], in[1], in[2], nil, reverse))
+			}, []*tensor.Tensor{gi, h0, whh}},
+			{"broadcast_h0_transposed_w", func(in []*autograd.Var) *autograd.Var {
+				return weighted(autograd.GRUSequence(in[0], in[1].Expand(2, 2), in[2].T(), in[3], reverse))
+			}, []*tensor.Tensor{gi, h0.Narrow(0, 0, 1).Contiguous(), whh.T().Contiguous(), bhh}},
+		}
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/reverse=%t", c.name, reverse), func(t *testing.T) {
+				require.NoError(t, autograd.GradCheck(c.f, c.x...))
+				require.NoError(t, autograd.GradGradCheck(c.f, c.x...))
+			})
+		}
+	}
+}
+
+// GRUSequence equals the step-by-step composition of MatMul and GRUGates,
+// values and gradients, in float32.
+func TestGRUSequenceMatchesSteps(t *testing.T) {
+	gen := tensor.NewGenerator(9)
+	steps, n, hidden := 6, 5, 19
+	gi := gen.Randn([]int{steps, n, 3 * hidden})
+	h0 := gen.Randn([]int{n, hidden})
+	whh := gen.Randn([]int{3 * hidden, hidden}).MulScalar(0.3)
+	bhh := gen.Randn([]int{3 * hidden})
+	gout := gen.Randn([]int{steps, n, hidden})
+	for _, reverse := range []bool{false, true} {
+		fused := []*autograd.Var{autograd.Param(gi), autograd.Param(h0), autograd.Param(whh), autograd.Param(bhh)}
+		out := autograd.GRUSequence(fused[0], fused[1], fused[2], fused[3], reverse)
+		require.NoError(t, out.BackwardWith(gout, autograd.Options{}))
+		ref := []*autograd.Var{autograd.Param(gi), autograd.Param(h0), autograd.Param(whh), autograd.Param(bhh)}
+		outs := make([]*autograd.Var, steps)
+		h := ref[1]
+		for i := range steps {
+			t := i
+			if reverse {
+				t = steps - 1 - i
+			}
+			h = autograd.GRUGates(ref[0].Select(0, t), h.MatMul(ref[2].T()).Add(ref[3]), h)
+			outs[t] = h
+		}
+		refOut := autograd.Stack(outs, 0)
+		require.NoError(t, refOut.BackwardWith(gout, autograd.Options{}))
+		assert.InDeltaSlice(t, refOut.Value().Float32s(), out.Value().Float32s(), 1e-5)
+		for i := range fused {
+			assert.InDeltaSlice(t, ref[i].Grad().Float32s(), fused[i].Grad().Float32s(), 1e-4, "grad %d reverse=%t", i, reverse)
+		}
+	}
+	assert.PanicsWithValue(t, "autograd.GRUSequence: want gi [T, N, 3·H], h0 [N, H], whh [3·H, H] and bhh [3·H], got [6 5 57], [5 19], [57 19] and [19]", func() {
+		autograd.GRUSequence(autograd.New(gi), autograd.New(h0), autograd.New(whh), autograd.New(h0.Select(0, 0)), false)
 	})
 }

@@ -1,6 +1,10 @@
 package autograd
 
-import "github.com/emberml/ember/tensor"
+import (
+	"fmt"
+
+	"github.com/emberml/ember/tensor"
+)
 
 // GRUGates is one step of a GRU cell's gate arithmetic (see
 // tensor.GRUGates): from the input projection gi = x·W_ihᵀ + b_ih and the
@@ -53,4 +57,122 @@ func gruGatesGrad(g, gi, gh, h *Var, hidden int) []*Var {
 	dz := g.Mul(h.Sub(n)).Mul(z.Mul(oneMinus(z)))
 	dr := dn.Mul(ghn).Mul(r.Mul(oneMinus(r)))
 	return []*Var{Concat([]*Var{dr, dz, dn}, -1), Concat([]*Var{dr, dz, dn.Mul(r)}, -1), g.Mul(z)}
+}
+
+// GRUSequence runs a GRU layer's recurrence over a whole sequence as one
+// recorded op: given the input projections gi ([T, N, 3·H], gi[t] =
+// x[t]·W_ihᵀ + b_ih, gate blocks r, z, n in PyTorch's order), the initial
+// state h0 ([N, H]), the hidden weight whh ([3·H, H]) and bias bhh ([3·H],
+// nil for none), it returns the states h[t] ([T, N, H]) of
+//
+//	h[t] = GRUGates(gi[t], h[t-1]·whhᵀ + bhh, h[t-1])
+//
+// stepping t = 0…T-1, or T-1…0 when reverse is set (the backward direction
+// of a bidirectional layer; h[t] is then the state after reading x[t]).
+// The backward pass walks the steps in reverse with the fused gate kernel
+// and forms the weight and bias gradients of all steps in one matrix
+// product and one sum, instead of one per step. When the backward pass is
+// itself recorded (Options.CreateGraph) the gradient is taken through the
+// step-by-step composition of Var ops, so higher-order gradients work.
+func GRUSequence(gi, h0, whh, bhh *Var, reverse bool) *Var {
+	gs, hs := gi.Shape(), h0.Shape()
+	if len(gs) != 3 || len(hs) != 2 || gs[1] != hs[0] || gs[2] != 3*hs[1] ||
+		!sameShape(whh.Shape(), []int{3 * hs[1], hs[1]}) || (bhh != nil && !sameShape(bhh.Shape(), []int{3 * hs[1]})) {
+		var bs []int
+		if bhh != nil {
+			bs = bhh.Shape()
+		}
+		panic(fmt.Sprintf("autograd.GRUSequence: want gi [T, N, 3·H], h0 [N, H], whh [3·H, H] and bhh [3·H], got %v, %v, %v and %v", gs, hs, whh.Shape(), bs))
+	}
+	steps := gs[0]
+	order := func(i int) int {
+		if reverse {
+			return steps - 1 - i
+		}
+		return i
+	}
+	var bv *tensor.Tensor
+	if bhh != nil {
+		bv = bhh.value
+	}
+	wt := whh.value.T()
+	h := h0.value
+	hPrev := make([]*tensor.Tensor, steps) // state read by step t
+	ghs := make([]*tensor.Tensor, steps)
+	gates := make([]*tensor.Tensor, steps)
+	outs := make([]*tensor.Tensor, steps)
+	for i := range steps {
+		t := order(i)
+		gh := h.MatMul(wt)
+		if bv != nil {
+			gh = gh.Add(bv)
+		}
+		hPrev[t], ghs[t] = h, gh
+		h, gates[t] = tensor.GRUGates(gi.value.Select(0, t), gh, h)
+		outs[t] = h
+	}
+	out := tensor.Stack(outs, 0)
+	inputs := []*Var{gi, h0, whh, bhh}
+	savedT := []*tensor.Tensor{gi.value, h0.value, whh.value}
+	if bv != nil {
+		savedT = append(savedT, bv)
+	}
+	return record("GRUSequence", out, inputs, savedT, func(g *Var, in []*Var, _ *Var) []*Var {
+		if recording(g, in) {
+			return gruSequenceGrad(g, in, reverse)
+		}
+		w := in[2].value
+		dgis := make([]*tensor.Tensor, steps)
+		dghs := make([]*tensor.Tensor, steps)
+		var dh *tensor.Tensor
+		for i := steps - 1; i >= 0; i-- {
+			t := order(i)
+			gt := g.value.Select(0, t)
+			if dh == nil {
+				dh = gt
+			} else {
+				dh = dh.Add(gt)
+			}
+			var dhp *tensor.Tensor
+			dgis[t], dghs[t], dhp = tensor.GRUGatesBackward(dh.Contiguous(), gates[t], ghs[t], hPrev[t])
+			dh = dhp.Add(dghs[t].MatMul(w))
+		}
+		n, hidden := hs[0], hs[1]
+		dgh := tensor.Stack(dghs, 0).Reshape(steps*n, 3*hidden)
+		dw := dgh.T().MatMul(tensor.Stack(hPrev, 0).Reshape(steps*n, hidden))
+		res := []*Var{New(tensor.Stack(dgis, 0)), New(dh), New(dw), nil}
+		if in[3] != nil {
+			res[3] = New(dgh.Sum([]int{0}, false))
+		}
+		return res
+	})
+}
+
+// gruSequenceGrad is GRUSequence's gradient through the step-by-step
+// composition in Var ops (recorded, for higher-order gradients).
+func gruSequenceGrad(g *Var, in []*Var, reverse bool) []*Var {
+	gi, h, whh, bhh := in[0], in[1], in[2], in[3]
+	steps := gi.Shape()[0]
+	outs := make([]*Var, steps)
+	for i := range steps {
+		t := i
+		if reverse {
+			t = steps - 1 - i
+		}
+		gh := h.MatMul(whh.T())
+		if bhh != nil {
+			gh = gh.Add(bhh)
+		}
+		h = GRUGates(gi.Select(0, t), gh, h)
+		outs[t] = h
+	}
+	targets := []*Var{gi, in[1], whh}
+	if bhh != nil {
+		targets = append(targets, bhh)
+	}
+	grads, err := Grad([]*Var{Stack(outs, 0).Mul(g).Sum(nil, false)}, targets, nil, Options{CreateGraph: true})
+	if err != nil {
+		panic(fmt.Sprintf("autograd.GRUSequence: recorded gradient: %v", err))
+	}
+	return append(grads, nil)[:4]
 }

@@ -149,6 +149,18 @@ func (r *recurrent) run(op string, x, h0, c0 *autograd.Var, lengths []int) (out,
 			if c0 != nil {
 				c = c0.Select(0, k)
 			}
+			if r.mode == modeGRU && invalid == nil {
+				// The whole recurrence as one op: fused gates, and one
+				// product for the hidden weight's gradient over all steps.
+				seq := autograd.GRUSequence(gi, h, w.WeightHH, w.BiasHH, d == 1)
+				dirOut[d] = seq
+				last := steps - 1
+				if d == 1 {
+					last = 0
+				}
+				hs = append(hs, seq.Select(0, last))
+				continue
+			}
 			xs := gi.Unbind(0) // one backward for all steps, not one per step
 			outs := make([]*autograd.Var, steps)
 			for i := range steps {

@@ -73,6 +73,11 @@ func (t *Tensor) reduce(name string, op ReduceOp, axes []int, keepDim bool) *Ten
 	if n == 0 && (op == ReduceMax || op == ReduceMin) {
 		panic(fmt.Sprintf("tensor.%s: reducing an empty axis of shape %v has no identity", name, t.shape))
 	}
+	if op == ReduceSum && src.dtype == Float32 {
+		if out, ok := leadingSumF32(src, red, keepDim); ok {
+			return out
+		}
+	}
 	// The kernel reads its buffer from element 0.
 	c, release := scratchContiguous(src.Permute(perm...))
 	b := t.st.backend
@@ -292,3 +297,52 @@ func (t *Tensor) CumSum(axis int) *Tensor { return t.scan("CumSum", false, axis)
 
 // CumProd returns the running product along axis.
 func (t *Tensor) CumProd(axis int) *Tensor { return t.scan("CumProd", true, axis) }
+
+// leadingSumF32 sums a contiguous float32 CPU tensor over a leading run of
+// its axes (a bias gradient: [rows, cols] summed to [cols]) by adding whole
+// rows into float64 accumulators, instead of transposing it first. Like the
+// row kernel it accumulates in float64 and rounds once.
+func leadingSumF32(t *Tensor, red []bool, keepDim bool) (*Tensor, bool) {
+	if _, cpu := t.st.backend.(cpuBackend); !cpu || !t.IsContiguous() {
+		return nil, false
+	}
+	lead := 0
+	for lead < len(red) && red[lead] {
+		lead++
+	}
+	if lead == 0 || lead == len(red) {
+		return nil, false
+	}
+	for _, r := range red[lead:] {
+		if r {
+			return nil, false
+		}
+	}
+	rows, cols := numel(t.shape[:lead]), numel(t.shape[lead:])
+	if cols < 2 || rows < 2 {
+		return nil, false
+	}
+	src := t.st.buf.(*cpuBuffer).data.([]float32)[t.offset : t.offset+rows*cols]
+	out := emptyOut(t.st.backend, Float32, t.reducedShape(red, keepDim))
+	dst := out.st.buf.(*cpuBuffer).data.([]float32)
+	// Columns are split across threads in blocks that stay in the L1 cache.
+	const block = 512
+	parallelFor(cols, block, func(lo, hi int) {
+		acc := make([]float64, min(block, hi-lo))
+		for c0 := lo; c0 < hi; c0 += block {
+			c1 := min(c0+block, hi)
+			a := acc[:c1-c0]
+			clear(a)
+			for r := range rows {
+				row := src[r*cols+c0 : r*cols+c1]
+				for j, v := range row {
+					a[j] += float64(v)
+				}
+			}
+			for j, v := range a {
+				dst[c0+j] = float32(v)
+			}
+		}
+	})
+	return out, true
+}

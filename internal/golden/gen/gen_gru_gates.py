@@ -1,5 +1,6 @@
 """Golden values for the fused GRU gate step (tensor.GRUGates,
-tensor.GRUGatesBackward and autograd.GRUGates).
+tensor.GRUGatesBackward and autograd.GRUGates) and the fused recurrence
+(autograd.GRUSequence).
 
 Each case draws gi and gh ([N, 3H]) and h ([N, H]) and computes, with
 PyTorch's ops, the gate arithmetic of torch.nn.GRU (gate blocks r, z, n):
@@ -35,5 +36,39 @@ for name, n, hidden, dtype, scale in (
 
     case = autograd_case("gru_gates/" + name, "gru_gates", fn, [gi, gh, h])
     cases.append(case)
+
+# GRUSequence: h[t] = gates(gi[t], h[t-1] @ whh.T + bhh, h[t-1]) over the
+# steps in order (or reversed); the output is every h[t], [T, N, H].
+seed(1)
+for name, steps, n, hidden, bias, reverse, dtype in (
+    ("forward", 4, 2, 3, True, False, torch.float64),
+    ("reverse", 3, 2, 3, True, True, torch.float64),
+    ("no_bias", 3, 3, 2, False, False, torch.float64),
+    ("float32", 5, 2, 17, True, False, torch.float32),
+):
+    gi = torch.randn(steps, n, 3 * hidden, dtype=dtype)
+    h0 = torch.randn(n, hidden, dtype=dtype)
+    whh = torch.randn(3 * hidden, hidden, dtype=dtype) * 0.5
+    inputs = [gi, h0, whh]
+    if bias:
+        inputs.append(torch.randn(3 * hidden, dtype=dtype))
+
+    def seq(gi, h, whh, bhh=None, steps=steps, reverse=reverse):
+        outs = [None] * steps
+        for i in range(steps):
+            t = steps - 1 - i if reverse else i
+            gh = h @ whh.T
+            if bhh is not None:
+                gh = gh + bhh
+            ir, iz, inn = gi[t].chunk(3, 1)
+            hr, hz, hn = gh.chunk(3, 1)
+            r = torch.sigmoid(ir + hr)
+            z = torch.sigmoid(iz + hz)
+            nn_ = torch.tanh(inn + r * hn)
+            h = (1 - z) * nn_ + z * h
+            outs[t] = h
+        return (torch.stack(outs, 0),)
+
+    cases.append(autograd_case("gru_sequence/" + name, "gru_sequence", seq, inputs, reverse=reverse))
 
 write("autograd/testdata/golden_gru_gates.json", cases)
