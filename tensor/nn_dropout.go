@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // DropoutMask returns an inverted-dropout mask of the given shape and dtype
 // (Float32 or Float64) on the CPU: each element is 0 with probability p and
@@ -17,32 +20,36 @@ func DropoutMask(gen *Generator, shape []int, p float64, dt DType) *Tensor {
 		panic(fmt.Sprintf("tensor.DropoutMask: dtype %s; want float32 or float64", dt))
 	}
 	checkShape("DropoutMask", shape)
-	n := numel(shape)
 	keep := 1 - p
 	scale := 0.0
 	if keep > 0 {
 		scale = 1 / keep
 	}
+	// rng.Float64() is x/2**53 for x the low 53 bits of one Uint64 draw, so
+	// Float64() < keep exactly when x < ceil(keep·2**53): the same mask,
+	// drawn without the conversion and division.
+	limit := uint64(math.Ceil(keep * (1 << 53)))
+	out := emptyOut(cpuBackend{}, dt, shape)
 	gen.mu.Lock()
 	defer gen.mu.Unlock()
-	switch dt {
-	case Float32:
-		m := make([]float32, n)
-		s := float32(scale)
-		for i := range m {
-			if gen.rng.Float64() < keep {
-				m[i] = s
-			}
+	switch m := out.st.buf.(*cpuBuffer).data.(type) {
+	case []float32:
+		dropoutFill(m, gen, limit, float32(scale))
+	case []float64:
+		dropoutFill(m, gen, limit, scale)
+	}
+	return out
+}
+
+// dropoutFill sets m[i] to scale where the i-th draw's low 53 bits are
+// below limit and to 0 elsewhere.
+func dropoutFill[T float32 | float64](m []T, gen *Generator, limit uint64, scale T) {
+	for i := range m {
+		var v T
+		if gen.rng.Uint64()&(1<<53-1) < limit {
+			v = scale
 		}
-		return FromSlice(m, shape...)
-	default:
-		m := make([]float64, n)
-		for i := range m {
-			if gen.rng.Float64() < keep {
-				m[i] = scale
-			}
-		}
-		return FromSlice(m, shape...)
+		m[i] = v
 	}
 }
 
