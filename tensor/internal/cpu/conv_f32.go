@@ -240,47 +240,73 @@ func im2colPacker(src []float32, g ConvGeom) gemm.BPacker {
 			phase := (offW%s + s) % s
 			owLo, owHi := validRange(offW, s, g.W, g.OW)
 			plane := src[(phase*g.C+c)*planeSize:][:planeSize]
-			im2colRow(row, plane, wp, g, kh*g.DilationH-g.PadH, (offW-phase)/s, owLo, owHi, oh0*g.OW+ow0)
+			offH, base, q0 := kh*g.DilationH-g.PadH, (offW-phase)/s, oh0*g.OW+ow0
+			if im2colDirect(dst, plane, wp, g, offH, base, owLo, owHi, q0, p, kb, nb, nr) {
+				continue
+			}
+			im2colRow(row, plane, wp, g, offH, base, owLo, owHi, q0)
 			gemm.PanelRow(dst, p, kb, nr, row)
 		}
 	}
 }
 
+// im2colDirect packs step p of the column-matrix row that im2colRow would
+// lower (columns q0 to q0+nb) straight from the plane into the panels,
+// without a scratch row, when the row is one run of the plane: unit
+// vertical stride and plane rows as long as the output's, so consecutive
+// output rows read consecutive plane rows. The run's valid part is copied
+// in one piece; the columns before and after it (output rows whose input
+// row is padding), the padding columns of each output row and the unused
+// columns of the last panel are then zeroed in the panels. It reports
+// whether it applied.
+func im2colDirect(dst, plane []float32, wp int, g ConvGeom, offH, base, owLo, owHi, q0, p, kb, nb, nr int) bool {
+	ow1 := g.OW
+	if g.StrideH != 1 || wp != ow1 {
+		return false
+	}
+	ohLo, ohHi := validRange(offH, 1, g.H, g.OH)
+	shift := offH*wp + base
+	q1 := q0 + nb
+	qa, qb := max(q0, ohLo*ow1, -shift), min(q1, ohHi*ow1, len(plane)-shift)
+	if qa >= qb {
+		return false
+	}
+	gemm.PanelRowPart(dst, p, kb, nr, qa-q0, plane[qa+shift:qb+shift])
+	zero := func(lo, hi int) {
+		lo, hi = max(lo, q0)-q0, min(hi, q1)-q0
+		if lo >= hi {
+			return
+		}
+		at, off := (lo-lo%nr)*kb+p*nr, lo%nr
+		for range hi - lo {
+			dst[at+off] = 0
+			if off++; off == nr {
+				at, off = at+nr*kb, 0
+			}
+		}
+	}
+	zero(q0, qa)
+	zero(qb, q1)
+	if owLo > 0 || owHi < ow1 {
+		for rs := (qa / ow1) * ow1; rs < qb; rs += ow1 {
+			zero(max(rs, qa), min(rs+owLo, qb))
+			zero(max(rs+owHi, qa), min(rs+ow1, qb))
+		}
+	}
+	if tail := nb % nr; tail != 0 {
+		clear(dst[(nb-tail)*kb+p*nr+tail:][:nr-tail])
+	}
+	return true
+}
+
 // im2colRow writes into row the columns q0, q0+1, ... (column oh*OW+ow
 // being output position (oh, ow)) of one column-matrix row: column (oh, ow)
 // reads plane[(oh*SH+offH)*wp + ow+base] when that row lies in [0, H) and
-// ow in [owLo, owHi), and is zero otherwise. When the plane's rows are as
-// long as the output's and SH is 1, consecutive output rows read
-// consecutive plane rows, and the whole row is one copy plus a fix-up of
-// the padding columns.
+// ow in [owLo, owHi), and is zero otherwise; one run per output row.
 func im2colRow(row, plane []float32, wp int, g ConvGeom, offH, base, owLo, owHi, q0 int) {
 	ow1 := g.OW
 	// Output rows whose input row lies inside the plane.
 	ohLo, ohHi := validRange(offH, g.StrideH, g.H, g.OH)
-	if g.StrideH == 1 && wp == ow1 {
-		shift := offH*wp + base
-		qa, qb := max(q0, ohLo*ow1, -shift), min(q0+len(row), ohHi*ow1, len(plane)-shift)
-		if qa >= qb {
-			clear(row)
-			return
-		}
-		clear(row[:qa-q0])
-		clear(row[qb-q0:])
-		copy(row[qa-q0:qb-q0], plane[qa+shift:qb+shift])
-		if owLo == 0 && owHi == ow1 {
-			return
-		}
-		// Zero the columns left and right of the valid ones in each row.
-		for rs := (qa / ow1) * ow1; rs < qb; rs += ow1 {
-			for j := max(rs, qa); j < min(rs+owLo, qb); j++ {
-				row[j-q0] = 0
-			}
-			for j := max(rs+owHi, qa); j < min(rs+ow1, qb); j++ {
-				row[j-q0] = 0
-			}
-		}
-		return
-	}
 	oh, ow := q0/ow1, q0%ow1
 	for q := 0; q < len(row); {
 		seg := min(ow1-ow, len(row)-q)

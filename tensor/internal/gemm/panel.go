@@ -36,3 +36,34 @@ func panelRowGo(dst []float32, p, kb, nr int, row []float32) {
 		copy(dst[jr*kb+p*nr:][:nr], row[jr:jr+nr])
 	}
 }
+
+// PanelRowPart writes vals into columns [col0, col0+len(vals)) of step p
+// of a packed B block of depth kb with panels of nr columns (column j at
+// dst[(j/nr)*nr*kb + p*nr + j%nr]), leaving every other cell as it is.
+// It panics if dst is too short.
+func PanelRowPart(dst []float32, p, kb, nr, col0 int, vals []float32) {
+	if nr <= 0 || p < 0 || p >= kb || col0 < 0 {
+		panic(fmt.Sprintf("gemm: PanelRowPart: step p = %d must lie in [0, kb = %d), nr = %d be positive and col0 = %d not negative", p, kb, nr, col0))
+	}
+	if len(vals) == 0 {
+		return
+	}
+	end := col0 + len(vals)
+	if need := (end-1)/nr*nr*kb + p*nr + (end-1)%nr + 1; len(dst) < need {
+		panic(fmt.Sprintf("gemm: PanelRowPart: dst has %d elements, columns up to %d of depth %d in panels of %d need %d", len(dst), end, kb, nr, need))
+	}
+	// Head: the rest of the panel col0 starts in.
+	if off := col0 % nr; off != 0 {
+		n := min(nr-off, len(vals))
+		copy(dst[(col0-off)*kb+p*nr+off:][:n], vals[:n])
+		col0, vals = col0+n, vals[n:]
+	}
+	// Whole panels, then the head of the last one.
+	full := len(vals) - len(vals)%nr
+	if full > 0 && !scatterPanels(dst[col0*kb+p*nr:], nr*kb, vals[:full], nr) {
+		panelRowGo(dst[col0*kb:], p, kb, nr, vals[:full])
+	}
+	if full < len(vals) {
+		copy(dst[(col0+full)*kb+p*nr:][:len(vals)-full], vals[full:])
+	}
+}

@@ -48,3 +48,42 @@ func TestPanelRow(t *testing.T) {
 	require.Panics(t, func() { PanelRow(make([]float32, 10), 0, 2, 4, make([]float32, 9)) })
 	require.Panics(t, func() { PanelRow(make([]float32, 64), 2, 2, 4, make([]float32, 4)) })
 }
+
+// TestPanelRowPart checks PanelRowPart against the definition for starts
+// and lengths inside, across and aligned with panels, with dst poisoned:
+// exactly the given columns of step p are written.
+func TestPanelRowPart(t *testing.T) {
+	for _, nr := range []int{4, 16, 32} {
+		for _, col0 := range []int{0, 1, nr - 1, nr, 2*nr + 3} {
+			for _, n := range []int{0, 1, nr - 1, nr, nr + 2, 3*nr + 1} {
+				for _, kb := range []int{1, 3} {
+					t.Run(fmt.Sprintf("nr%d/col%d/n%d/kb%d", nr, col0, n, kb), func(t *testing.T) {
+						size := roundUp(col0+n+1, nr) * kb
+						vals := make([]float32, n)
+						for i := range vals {
+							vals[i] = float32(i + 1)
+						}
+						p := kb - 1
+						dst := make([]float32, size)
+						for i := range dst {
+							dst[i] = float32(math.NaN())
+						}
+						PanelRowPart(dst, p, kb, nr, col0, vals)
+						for i, v := range dst {
+							panel, off := i/(nr*kb), i%(nr*kb)
+							step, col := off/nr, off%nr
+							j := panel*nr + col
+							if step != p || j < col0 || j >= col0+n {
+								require.True(t, math.IsNaN(float64(v)), "cell %d (step %d, column %d) was written", i, step, j)
+								continue
+							}
+							require.Equal(t, vals[j-col0], v, "column %d", j)
+						}
+					})
+				}
+			}
+		}
+	}
+	require.Panics(t, func() { PanelRowPart(make([]float32, 8), 0, 2, 4, 3, make([]float32, 2)) })
+	require.Panics(t, func() { PanelRowPart(make([]float32, 64), 0, 2, 4, -1, make([]float32, 2)) })
+}
