@@ -227,7 +227,7 @@ func im2colPacker(src []float32, g ConvGeom) gemm.BPacker {
 		wp = phaseWidth(g)
 	}
 	planeSize := g.H * wp
-	return func(dst []float32, pc, kb, jc, nb, nr int) {
+	return func(dst []float32, ps, pc, kb, jc, nb, nr int) {
 		rowBuf := convScratch.Get(nb)
 		defer convScratch.Put(rowBuf)
 		row := *rowBuf
@@ -241,11 +241,11 @@ func im2colPacker(src []float32, g ConvGeom) gemm.BPacker {
 			owLo, owHi := validRange(offW, s, g.W, g.OW)
 			plane := src[(phase*g.C+c)*planeSize:][:planeSize]
 			offH, base, q0 := kh*g.DilationH-g.PadH, (offW-phase)/s, oh0*g.OW+ow0
-			if im2colDirect(dst, plane, wp, g, offH, base, owLo, owHi, q0, p, kb, nb, nr) {
+			if im2colDirect(dst, plane, wp, g, offH, base, owLo, owHi, q0, ps, p, nb, nr) {
 				continue
 			}
 			im2colRow(row, plane, wp, g, offH, base, owLo, owHi, q0)
-			gemm.PanelRow(dst, p, kb, nr, row)
+			gemm.PanelRow(dst, ps, p, nr, row)
 		}
 	}
 }
@@ -259,7 +259,7 @@ func im2colPacker(src []float32, g ConvGeom) gemm.BPacker {
 // row is padding), the padding columns of each output row and the unused
 // columns of the last panel are then zeroed in the panels. It reports
 // whether it applied.
-func im2colDirect(dst, plane []float32, wp int, g ConvGeom, offH, base, owLo, owHi, q0, p, kb, nb, nr int) bool {
+func im2colDirect(dst, plane []float32, wp int, g ConvGeom, offH, base, owLo, owHi, q0, ps, p, nb, nr int) bool {
 	ow1 := g.OW
 	if g.StrideH != 1 || wp != ow1 {
 		return false
@@ -271,17 +271,17 @@ func im2colDirect(dst, plane []float32, wp int, g ConvGeom, offH, base, owLo, ow
 	if qa >= qb {
 		return false
 	}
-	gemm.PanelRowPart(dst, p, kb, nr, qa-q0, plane[qa+shift:qb+shift])
+	gemm.PanelRowPart(dst, ps, p, nr, qa-q0, plane[qa+shift:qb+shift])
 	zero := func(lo, hi int) {
 		lo, hi = max(lo, q0)-q0, min(hi, q1)-q0
 		if lo >= hi {
 			return
 		}
-		at, off := (lo-lo%nr)*kb+p*nr, lo%nr
+		at, off := lo/nr*ps+p*nr, lo%nr
 		for range hi - lo {
 			dst[at+off] = 0
 			if off++; off == nr {
-				at, off = at+nr*kb, 0
+				at, off = at+ps, 0
 			}
 		}
 	}
@@ -294,7 +294,7 @@ func im2colDirect(dst, plane []float32, wp int, g ConvGeom, offH, base, owLo, ow
 		}
 	}
 	if tail := nb % nr; tail != 0 {
-		clear(dst[(nb-tail)*kb+p*nr+tail:][:nr-tail])
+		clear(dst[nb/nr*ps+p*nr+tail:][:nr-tail])
 	}
 	return true
 }

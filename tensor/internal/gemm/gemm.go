@@ -198,7 +198,7 @@ func blocked(kern *kernel, transA, transB bool, m, n, k int, alpha float32, a []
 		for pc := 0; pc < k; pc += kern.kc {
 			kb := min(kern.kc, k-pc)
 			add := pc > 0 || !overwrite
-			packB(bufB, transB, b, ldb, pc, jc, kb, nb, nr)
+			packB(bufB, nr*kb, transB, b, ldb, pc, jc, kb, nb, nr)
 			for ic := 0; ic < m; ic += kern.mc {
 				mb := min(kern.mc, m-ic)
 				packA(bufA, transA, a, lda, ic, pc, mb, kb, mr, alpha)
@@ -280,19 +280,19 @@ func packA(dst []float32, transA bool, a []float32, lda, ic, pc, mb, kb, mr int,
 }
 
 // packB copies op(B)[pc:pc+kb, jc:jc+nb] into dst as consecutive panels of
-// nr columns, each stored k-major (nr values per step of k), padding the last
-// panel with zeros.
-func packB(dst []float32, transB bool, b []float32, ldb, pc, jc, kb, nb, nr int) {
+// nr columns stored ps (at least nr*kb) elements apart, each stored k-major
+// (nr values per step of k), padding the last panel with zeros.
+func packB(dst []float32, ps int, transB bool, b []float32, ldb, pc, jc, kb, nb, nr int) {
 	if !transB {
 		// op(B)[p][j] = b[p*ldb+j]: deal each row of B out to the panels.
 		for p := range kb {
-			PanelRow(dst, p, kb, nr, b[(pc+p)*ldb+jc:][:nb])
+			PanelRow(dst, ps, p, nr, b[(pc+p)*ldb+jc:][:nb])
 		}
 		return
 	}
 	for jr := 0; jr < nb; jr += nr {
 		cols := min(nr, nb-jr)
-		panel := dst[jr*kb : jr*kb+nr*kb]
+		panel := dst[jr/nr*ps:][:nr*kb]
 		if cols < nr {
 			clear(panel)
 		}

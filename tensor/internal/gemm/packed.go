@@ -68,19 +68,21 @@ func packAWith(kern *kernel, dst []float32, transA bool, m, k int, alpha float32
 }
 
 // BPacker writes rows [pc, pc+kb) and columns [jc, jc+nb) of a k×n right
-// operand into dst as consecutive panels of nr columns, each stored k-major
-// (nr values per step of k, the panel starting at dst[jr*kb] for its first
-// column jc+jr); the columns of the last panel past nb may hold anything.
-// It lets SgemmPacked read B from any layout, such as an image it lowers
-// on the fly. A BPacker may be called from several goroutines at once, for
-// disjoint column ranges.
-type BPacker func(dst []float32, pc, kb, jc, nb, nr int)
+// operand into dst as consecutive panels of nr columns, panel i (columns
+// jc+i*nr onwards) starting at dst[i*ps] (ps >= nr*kb) and stored k-major,
+// nr values per step of k; the columns of the last panel past nb only
+// feed columns of C that are dropped (PanelRow zeroes them). PanelRow and
+// PanelRowPart write such rows. A BPacker lets
+// SgemmPacked read B from any layout, such as an image it lowers on the
+// fly, and may be called from several goroutines at once, for disjoint
+// column ranges.
+type BPacker func(dst []float32, ps, pc, kb, jc, nb, nr int)
 
 // DenseB returns the BPacker of a row-major matrix b with row stride ldb,
 // used as op(B) = B, or Bᵀ when transB is set.
 func DenseB(transB bool, b []float32, ldb int) BPacker {
-	return func(dst []float32, pc, kb, jc, nb, nr int) {
-		packB(dst, transB, b, ldb, pc, jc, kb, nb, nr)
+	return func(dst []float32, ps, pc, kb, jc, nb, nr int) {
+		packB(dst, ps, transB, b, ldb, pc, jc, kb, nb, nr)
 	}
 }
 
@@ -117,35 +119,67 @@ func SgemmPacked(threads int, a *PackedA, n int, packB BPacker, beta float32, c 
 	if k == 0 {
 		return
 	}
-	kern := a.kern
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	if float64(m)*float64(n)*float64(k) < minParallelWork {
 		threads = 1
 	}
+	runPacked(a, n, packB, c, ldc, overwrite, threads, splitPackedRows(a.kern, threads, m, n, k))
+}
+
+// runPacked runs blockedPacked over threads goroutines, each taking a run
+// of whole MR panels of rows (byRows) or NR panels of columns, or on the
+// calling goroutine when there are not two panels to share.
+func runPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite bool, threads int, byRows bool) {
+	kern, m := a.kern, a.m
+	var wg sync.WaitGroup
 	switch {
-	case threads > 1 && n >= 2*kern.nr:
-		panels := (n + kern.nr - 1) / kern.nr
-		per := (panels + threads - 1) / threads * kern.nr
-		var wg sync.WaitGroup
-		for j0 := 0; j0 < n; j0 += per {
-			nj := min(per, n-j0)
-			wg.Go(func() { blockedPacked(a, 0, m, j0, nj, packB, c[j0:], ldc, overwrite) })
-		}
-		wg.Wait()
-	case threads > 1 && m >= 2*kern.mr:
-		per := roundUp((m+threads-1)/threads, kern.mr)
-		var wg sync.WaitGroup
+	case threads > 1 && byRows && m > kern.mr:
+		panels := (m + kern.mr - 1) / kern.mr
+		per := (panels + threads - 1) / threads * kern.mr
 		for i0 := 0; i0 < m; i0 += per {
 			mi := min(per, m-i0)
 			wg.Go(func() { blockedPacked(a, i0, mi, 0, n, packB, c[i0*ldc:], ldc, overwrite) })
 		}
-		wg.Wait()
+	case threads > 1 && !byRows && n > kern.nr:
+		panels := (n + kern.nr - 1) / kern.nr
+		per := (panels + threads - 1) / threads * kern.nr
+		for j0 := 0; j0 < n; j0 += per {
+			nj := min(per, n-j0)
+			wg.Go(func() { blockedPacked(a, 0, m, j0, nj, packB, c[j0:], ldc, overwrite) })
+		}
 	default:
 		blockedPacked(a, 0, m, 0, n, packB, c, ldc, overwrite)
 	}
+	wg.Wait()
 }
+
+// Relative costs, in multiply-adds, of packing one element of B and of
+// reading one element of the packed A from memory, for splitPackedRows.
+const (
+	packBCost = 16
+	readACost = 32
+)
+
+// splitPackedRows reports whether a parallel SgemmPacked should split the
+// rows of C (each goroutine reads its share of the packed A and packs all
+// of B) rather than the columns (each reads all of A and packs its share
+// of B): the split whose busiest goroutine has the least work (padded
+// multiply-adds plus packing and reading A) wins.
+func splitPackedRows(kern *kernel, threads, m, n, k int) bool {
+	mp, np := roundUp(m, kern.mr), roundUp(n, kern.nr)
+	perRows := (mp/kern.mr + threads - 1) / threads * kern.mr
+	perCols := (np/kern.nr + threads - 1) / threads * kern.nr
+	kf := float64(k)
+	rows := float64(perRows)*float64(np)*kf + float64(np)*kf*packBCost + float64(perRows)*kf*readACost
+	cols := float64(perCols)*float64(mp)*kf + float64(perCols)*kf*packBCost + float64(mp)*kf*readACost
+	return rows < cols
+}
+
+// panelPad is the gap, in elements (one 64-byte cache line), between
+// consecutive packed B panels in SgemmPacked.
+const panelPad = 16
 
 // blockedPacked is blocked for rows [i0, i0+m) of the packed a (i0 a
 // multiple of MR) and columns [j0, j0+n) of B, writing the m×n block of C
@@ -154,7 +188,10 @@ func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc
 	kern := a.kern
 	mr, nr, k := kern.mr, kern.nr, a.k
 	kcMax := min(kern.kc, k)
-	pb := getBuf(roundUp(min(kern.nc, n), nr) * kcMax)
+	// Panels are panelPad elements longer than they need to be, so that
+	// writing one row of k into every panel (as PanelRow does) does not
+	// hit a single cache set, as a power-of-two panel size would.
+	pb := getBuf(roundUp(min(kern.nc, n), nr) / nr * (nr*kcMax + panelPad))
 	pt := getBuf(mr * nr)
 	defer bufPool.Put(pb)
 	defer bufPool.Put(pt)
@@ -164,13 +201,14 @@ func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc
 		for pc := 0; pc < k; pc += kern.kc {
 			kb := min(kern.kc, k-pc)
 			add := pc > 0 || !overwrite
-			packB(bufB, pc, kb, j0+jc, nb, nr)
+			ps := nr*kb + panelPad
+			packB(bufB, ps, pc, kb, j0+jc, nb, nr)
 			block := a.data[pc*a.mp:]
 			for ic := 0; ic < m; ic += kern.mc {
 				mb := min(kern.mc, m-ic)
 				for jr := 0; jr < nb; jr += nr {
 					nrr := min(nr, nb-jr)
-					bp := bufB[jr*kb:]
+					bp := bufB[jr/nr*ps:]
 					for ir := 0; ir < mb; ir += mr {
 						mrr := min(mr, mb-ir)
 						ap := block[(i0+ic+ir)*kb:]

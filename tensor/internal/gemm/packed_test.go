@@ -59,12 +59,17 @@ func TestSgemmPackedMatchesSgemm(t *testing.T) {
 					require.Equal(t, p.m, pa.Rows())
 					require.Equal(t, p.k, pa.Depth())
 					SgemmPacked(threads, &pa, p.n, DenseB(p.transB, b, ldb), p.beta, got, ldc)
-					for i := range wantAll {
-						if math.IsNaN(float64(wantAll[i])) {
-							require.True(t, math.IsNaN(float64(gotAll[i])), "element %d: got %v, want NaN", i, gotAll[i])
-							continue
+					requireSameBits(t, wantAll, gotAll)
+					if p.beta != 0 || p.k == 0 {
+						return
+					}
+					// Both parallel splits, whichever SgemmPacked picks.
+					for _, byRows := range []bool{false, true} {
+						for i := range got {
+							got[i] = float32(math.NaN())
 						}
-						require.Equal(t, wantAll[i], gotAll[i], "element %d", i)
+						runPacked(&pa, p.n, DenseB(p.transB, b, ldb), got, ldc, true, threads, byRows)
+						requireSameBits(t, wantAll, gotAll)
 					}
 				})
 			}
@@ -78,4 +83,36 @@ func TestPackAPanics(t *testing.T) {
 		func() { PackAInto(make([]float32, 3), false, 3, 4, 1, a, 4) })
 	require.Panics(t, func() { PackA(false, 4, 4, 1, a, 4) })
 	require.Panics(t, func() { SgemmPacked(1, PackA(false, 3, 4, 1, a, 4), -1, DenseB(false, a, 1), 0, a, 1) })
+}
+
+// requireSameBits requires got to equal want element for element, NaN
+// matching NaN.
+func requireSameBits(t *testing.T, want, got []float32) {
+	t.Helper()
+	for i := range want {
+		if math.IsNaN(float64(want[i])) {
+			require.True(t, math.IsNaN(float64(got[i])), "element %d: got %v, want NaN", i, got[i])
+			continue
+		}
+		require.Equal(t, want[i], got[i], "element %d", i)
+	}
+}
+
+// TestSplitPackedRows checks the parallel split on the shapes of
+// ResNet-18's convolutions with the AVX-512 blocking: few wide rows split
+// by columns, many rows of few columns by rows.
+func TestSplitPackedRows(t *testing.T) {
+	kern := &kernel{name: "shape", mr: 12, nr: 32, mc: 96, kc: 384, nc: 2048}
+	for _, c := range []struct {
+		m, n, k int
+		rows    bool
+	}{
+		{64, 3136, 576, false},
+		{128, 784, 1152, false},
+		{256, 196, 2304, true},
+		{512, 49, 4608, true},
+		{64, 12544, 147, false},
+	} {
+		require.Equal(t, c.rows, splitPackedRows(kern, 2, c.m, c.n, c.k), "%dx%dx%d", c.m, c.n, c.k)
+	}
 }

@@ -16,7 +16,8 @@ func TestPanelRow(t *testing.T) {
 		for _, nb := range []int{1, 3, nr - 1, nr, nr + 1, 2*nr + 5, 7 * nr} {
 			for _, kb := range []int{1, 3, 9} {
 				t.Run(fmt.Sprintf("nr%d/nb%d/kb%d", nr, nb, kb), func(t *testing.T) {
-					size := roundUp(nb, nr) * kb
+					ps := nr*kb + kb%2*5 // odd depths get a gap between panels
+					size := roundUp(nb, nr) / nr * ps
 					row := make([]float32, nb)
 					for i := range row {
 						row[i] = float32(i + 1)
@@ -26,11 +27,11 @@ func TestPanelRow(t *testing.T) {
 						for i := range dst {
 							dst[i] = float32(math.NaN())
 						}
-						PanelRow(dst, p, kb, nr, row)
+						PanelRow(dst, ps, p, nr, row)
 						for i, v := range dst {
-							panel, off := i/(nr*kb), i%(nr*kb)
+							panel, off := i/ps, i%ps
 							step, col := off/nr, off%nr
-							if i >= size || step != p {
+							if i >= size || step != p || off >= nr*kb {
 								require.True(t, math.IsNaN(float64(v)), "element %d (step %d) was written", i, step)
 								continue
 							}
@@ -45,8 +46,8 @@ func TestPanelRow(t *testing.T) {
 			}
 		}
 	}
-	require.Panics(t, func() { PanelRow(make([]float32, 10), 0, 2, 4, make([]float32, 9)) })
-	require.Panics(t, func() { PanelRow(make([]float32, 64), 2, 2, 4, make([]float32, 4)) })
+	require.Panics(t, func() { PanelRow(make([]float32, 10), 8, 0, 4, make([]float32, 9)) })
+	require.Panics(t, func() { PanelRow(make([]float32, 64), 8, 2, 4, make([]float32, 4)) })
 }
 
 // TestPanelRowPart checks PanelRowPart against the definition for starts
@@ -58,7 +59,8 @@ func TestPanelRowPart(t *testing.T) {
 			for _, n := range []int{0, 1, nr - 1, nr, nr + 2, 3*nr + 1} {
 				for _, kb := range []int{1, 3} {
 					t.Run(fmt.Sprintf("nr%d/col%d/n%d/kb%d", nr, col0, n, kb), func(t *testing.T) {
-						size := roundUp(col0+n+1, nr) * kb
+						ps := nr*kb + 3
+						size := roundUp(col0+n+1, nr) / nr * ps
 						vals := make([]float32, n)
 						for i := range vals {
 							vals[i] = float32(i + 1)
@@ -68,12 +70,12 @@ func TestPanelRowPart(t *testing.T) {
 						for i := range dst {
 							dst[i] = float32(math.NaN())
 						}
-						PanelRowPart(dst, p, kb, nr, col0, vals)
+						PanelRowPart(dst, ps, p, nr, col0, vals)
 						for i, v := range dst {
-							panel, off := i/(nr*kb), i%(nr*kb)
+							panel, off := i/ps, i%ps
 							step, col := off/nr, off%nr
 							j := panel*nr + col
-							if step != p || j < col0 || j >= col0+n {
+							if step != p || off >= nr*kb || j < col0 || j >= col0+n {
 								require.True(t, math.IsNaN(float64(v)), "cell %d (step %d, column %d) was written", i, step, j)
 								continue
 							}
@@ -84,6 +86,7 @@ func TestPanelRowPart(t *testing.T) {
 			}
 		}
 	}
-	require.Panics(t, func() { PanelRowPart(make([]float32, 8), 0, 2, 4, 3, make([]float32, 2)) })
-	require.Panics(t, func() { PanelRowPart(make([]float32, 64), 0, 2, 4, -1, make([]float32, 2)) })
+	require.Panics(t, func() { PanelRowPart(make([]float32, 8), 8, 0, 4, 3, make([]float32, 2)) })
+	require.Panics(t, func() { PanelRowPart(make([]float32, 64), 8, 0, 4, -1, make([]float32, 2)) })
+	require.Panics(t, func() { PanelRowPart(make([]float32, 64), 7, 1, 4, 0, make([]float32, 2)) })
 }
