@@ -125,12 +125,16 @@ func SgemmPacked(threads int, a *PackedA, n int, packB BPacker, beta float32, c 
 	if float64(m)*float64(n)*float64(k) < minParallelWork {
 		threads = 1
 	}
-	runPacked(a, n, packB, c, ldc, overwrite, threads, splitPackedRows(a.kern, threads, m, n, k))
+	runPacked(a, n, packB, c, ldc, overwrite, threads, n < 2*a.kern.nr)
 }
 
 // runPacked runs blockedPacked over threads goroutines, each taking a run
 // of whole MR panels of rows (byRows) or NR panels of columns, or on the
-// calling goroutine when there are not two panels to share.
+// calling goroutine when there are not two panels to share. SgemmPacked
+// splits the columns, where each goroutine packs only its own part of B,
+// unless there are fewer than two panels of them: measured on ResNet-18's
+// shapes, splitting the rows of a wide packed A lost even where it halves
+// each goroutine's reads of A.
 func runPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite bool, threads int, byRows bool) {
 	kern, m := a.kern, a.m
 	var wg sync.WaitGroup
@@ -153,28 +157,6 @@ func runPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite
 		blockedPacked(a, 0, m, 0, n, packB, c, ldc, overwrite)
 	}
 	wg.Wait()
-}
-
-// Relative costs, in multiply-adds, of packing one element of B and of
-// reading one element of the packed A from memory, for splitPackedRows.
-const (
-	packBCost = 16
-	readACost = 32
-)
-
-// splitPackedRows reports whether a parallel SgemmPacked should split the
-// rows of C (each goroutine reads its share of the packed A and packs all
-// of B) rather than the columns (each reads all of A and packs its share
-// of B): the split whose busiest goroutine has the least work (padded
-// multiply-adds plus packing and reading A) wins.
-func splitPackedRows(kern *kernel, threads, m, n, k int) bool {
-	mp, np := roundUp(m, kern.mr), roundUp(n, kern.nr)
-	perRows := (mp/kern.mr + threads - 1) / threads * kern.mr
-	perCols := (np/kern.nr + threads - 1) / threads * kern.nr
-	kf := float64(k)
-	rows := float64(perRows)*float64(np)*kf + float64(np)*kf*packBCost + float64(perRows)*kf*readACost
-	cols := float64(perCols)*float64(mp)*kf + float64(perCols)*kf*packBCost + float64(mp)*kf*readACost
-	return rows < cols
 }
 
 // panelPad is the gap, in elements (one 64-byte cache line), between

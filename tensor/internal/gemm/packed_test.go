@@ -97,22 +97,3 @@ func requireSameBits(t *testing.T, want, got []float32) {
 		require.Equal(t, want[i], got[i], "element %d", i)
 	}
 }
-
-// TestSplitPackedRows checks the parallel split on the shapes of
-// ResNet-18's convolutions with the AVX-512 blocking: few wide rows split
-// by columns, many rows of few columns by rows.
-func TestSplitPackedRows(t *testing.T) {
-	kern := &kernel{name: "shape", mr: 12, nr: 32, mc: 96, kc: 384, nc: 2048}
-	for _, c := range []struct {
-		m, n, k int
-		rows    bool
-	}{
-		{64, 3136, 576, false},
-		{128, 784, 1152, false},
-		{256, 196, 2304, true},
-		{512, 49, 4608, true},
-		{64, 12544, 147, false},
-	} {
-		require.Equal(t, c.rows, splitPackedRows(kern, 2, c.m, c.n, c.k), "%dx%dx%d", c.m, c.n, c.k)
-	}
-}
