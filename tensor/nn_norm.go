@@ -300,6 +300,15 @@ func LayerNormBackward(grad, x, mean, variance *Tensor, normalizedShape []int, w
 		panic(fmt.Sprintf("tensor.%s: weight has shape %v, want %v", op, weight.shape, normalizedShape))
 	}
 	mean, rstd := mean.Reshape(rows), invStd(variance.Reshape(rows), eps)
+	if sameFloatDense(grad, x, mean, rstd) && (weight == nil || sameFloatDense(grad, weight)) && rows*cols > 0 {
+		switch grad.dtype {
+		case Float32:
+			dx, dweight, dbias = layerNormBackwardDense[float32](grad, x, mean, rstd, weight, rows, cols)
+		case Float64:
+			dx, dweight, dbias = layerNormBackwardDense[float64](grad, x, mean, rstd, weight, rows, cols)
+		}
+		return dx, dweight.Reshape(normalizedShape...), dbias.Reshape(normalizedShape...)
+	}
 	gw := grad
 	if weight != nil {
 		gw = scaleShift(grad, weight.Reshape(cols), nil, rows, cols, 1, false)
@@ -333,5 +342,75 @@ func GroupNormBackward(grad, x, mean, variance *Tensor, groups int, weight *Tens
 	dx, _, _ = normBackward(gw, x, mean, rstd, nil, 1, n*groups, inner, true)
 	xhat := scaleShift(x, rstd, mean.Mul(rstd).Neg(), 1, n*groups, inner, false)
 	_, dbias, dweight = normBackward(grad, xhat, nil, nil, nil, n, c, rest, false)
+	return dx, dweight, dbias
+}
+
+// layerNormRowBlock is the number of rows whose weight and bias gradients
+// layerNormBackwardDense sums into one partial; the partials are added in
+// order, so the result does not depend on the thread count.
+const layerNormRowBlock = 32
+
+// layerNormBackwardDense is LayerNormBackward on contiguous CPU operands of
+// element type T in one pass over the rows: with x̂ = (x-mean)·rstd and
+// gw = grad·weight, dx = rstd·(gw - mean(gw) - x̂·mean(gw·x̂)) per row, and
+// the columns of grad and grad·x̂ summed into dbias and dweight, all in
+// float64.
+func layerNormBackwardDense[T float32 | float64](grad, x, mean, rstd, weight *Tensor, rows, cols int) (dx, dweight, dbias *Tensor) {
+	g, _ := cpuDense[T](grad)
+	xd, _ := cpuDense[T](x)
+	md, _ := cpuDense[T](mean)
+	rd, _ := cpuDense[T](rstd)
+	var w []T
+	if weight != nil {
+		w, _ = cpuDense[T](weight)
+	}
+	be := grad.st.backend
+	dx = emptyOut(be, grad.dtype, grad.shape)
+	dd := dx.st.buf.(*cpuBuffer).data.([]T)
+	blocks := (rows + layerNormRowBlock - 1) / layerNormRowBlock
+	// Per block: cols sums of grad, then cols sums of grad·x̂.
+	part := make([]float64, blocks*2*cols)
+	unit := layerNormRowBlock * cols
+	parallelFor(rows*cols, unit, func(lo, hi int) {
+		xh := make([]float64, cols)
+		for b := lo / unit; b < (hi+unit-1)/unit; b++ {
+			sb, sw := part[b*2*cols:b*2*cols+cols], part[b*2*cols+cols:(b+1)*2*cols]
+			for r := b * layerNormRowBlock; r < min((b+1)*layerNormRowBlock, rows); r++ {
+				gr, xr, dr := g[r*cols:(r+1)*cols], xd[r*cols:(r+1)*cols], dd[r*cols:(r+1)*cols]
+				m, rs := float64(md[r]), float64(rd[r])
+				var s1, s2 float64
+				for i, gv := range gr {
+					v := (float64(xr[i]) - m) * rs
+					xh[i] = v
+					gf := float64(gv)
+					sb[i] += gf
+					sw[i] += gf * v
+					if w != nil {
+						gf *= float64(w[i])
+					}
+					s1 += gf
+					s2 += gf * v
+				}
+				m1, m2 := s1/float64(cols), s2/float64(cols)
+				for i, gv := range gr {
+					gf := float64(gv)
+					if w != nil {
+						gf *= float64(w[i])
+					}
+					dr[i] = T(rs * (gf - m1 - xh[i]*m2))
+				}
+			}
+		}
+	})
+	dweight, dbias = emptyOut(be, grad.dtype, []int{cols}), emptyOut(be, grad.dtype, []int{cols})
+	dw, db := dweight.st.buf.(*cpuBuffer).data.([]T), dbias.st.buf.(*cpuBuffer).data.([]T)
+	for i := range cols {
+		var sb, sw float64
+		for b := range blocks {
+			sb += part[b*2*cols+i]
+			sw += part[b*2*cols+cols+i]
+		}
+		db[i], dw[i] = T(sb), T(sw)
+	}
 	return dx, dweight, dbias
 }
