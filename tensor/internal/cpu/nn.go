@@ -208,7 +208,8 @@ func MaxPool2d[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 // but without the positions, for inference: the values equal MaxPool2d's
 // (a NaN in a window is its maximum), except that a window whose maximum is
 // a zero holding both signs may give +0 where MaxPool2d gives the first.
-// Skipping the positions lets the inner loop run without branches.
+// Each output row is pooled in two branch-free passes: the maxima down the
+// window's input rows into a scratch row, then across each window of it.
 func MaxPool2dValues[T Float](dst, src []T, g PoolGeom) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
 	w, ow, dh, dw := g.W, g.OW, g.DilationH, g.DilationW
@@ -216,32 +217,40 @@ func MaxPool2dValues[T Float](dst, src []T, g PoolGeom) {
 	w0, w1 := maxWindows(g.OW, g.StrideW, g.PadW, g.KW, dw, g.W)
 	parallelFor(g.Planes, ohw*g.KH*g.KW, func(p0, p1 int) {
 		negInf := T(math.Inf(-1))
+		col := make([]T, w)
 		for p := p0; p < p1; p++ {
 			plane := src[p*hw:][:hw]
 			out := dst[p*ohw:][:ohw]
 			for oh, ih0 := range h0 {
 				ih1 := h1[oh]
 				o := out[oh*ow:][:ow]
-				for j := range o {
-					o[j] = negInf
+				if ih0 >= ih1 {
+					for j := range o {
+						o[j] = negInf
+					}
+					continue
 				}
-				for ih := ih0; ih < ih1; ih += dh {
+				copy(col, plane[ih0*w:][:w])
+				for ih := ih0 + dh; ih < ih1; ih += dh {
 					row := plane[ih*w:][:w]
-					for j, iw0 := range w0 {
-						iw1, best := w1[j], o[j]
-						if dw == 1 {
-							if iw0 < iw1 {
-								for _, v := range row[iw0:iw1] {
-									best = max(best, v)
-								}
-							}
-						} else {
-							for iw := iw0; iw < iw1; iw += dw {
-								best = max(best, row[iw])
+					for i, v := range row {
+						col[i] = max(col[i], v)
+					}
+				}
+				for j, iw0 := range w0 {
+					iw1, best := w1[j], negInf
+					if dw == 1 {
+						if iw0 < iw1 {
+							for _, v := range col[iw0:iw1] {
+								best = max(best, v)
 							}
 						}
-						o[j] = best
+					} else {
+						for iw := iw0; iw < iw1; iw += dw {
+							best = max(best, col[iw])
+						}
 					}
+					o[j] = best
 				}
 			}
 		}
