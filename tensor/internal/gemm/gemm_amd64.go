@@ -15,6 +15,12 @@ import (
 //go:noescape
 func kern12x32AVX512(k int, a, b, c *float32, ldc, add int)
 
+// kern8x32AVX512 is kern12x32AVX512 for a packed 8×k panel of A and an 8×32
+// tile of C.
+//
+//go:noescape
+func kern8x32AVX512(k int, a, b, c *float32, ldc, add int)
+
 // kern6x16AVX2 adds the product of a packed 6×k panel of A and a packed k×16
 // panel of B to the 6×16 tile of C at c whose rows are ldc floats apart (or,
 // when add is 0, stores it there without reading C).
@@ -30,6 +36,12 @@ var (
 		fn: func(k int, a, b, c []float32, ldc int, add bool) {
 			kern12x32AVX512(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, b2i(add))
 		}}
+	// avx512x8Kernel shares the AVX-512 blocking and B panels; PackA picks it
+	// for row counts it pads much less (64 rows: 64 instead of 72).
+	avx512x8Kernel = &kernel{name: "avx512x8", mr: 8, nr: 32, mc: 96, kc: 384, nc: 2048,
+		fn: func(k int, a, b, c []float32, ldc int, add bool) {
+			kern8x32AVX512(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, b2i(add))
+		}}
 	avx2Kernel = &kernel{name: "avx2", mr: 6, nr: 16, mc: 96, kc: 256, nc: 1024,
 		fn: func(k int, a, b, c []float32, ldc int, add bool) {
 			kern6x16AVX2(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, b2i(add))
@@ -39,9 +51,9 @@ var (
 // availableKernels lists the micro-kernels this CPU can run, fastest first;
 // the pure-Go kernel is always last.
 func availableKernels() []*kernel {
-	ks := make([]*kernel, 0, 3)
+	ks := make([]*kernel, 0, 4)
 	if cpu.X86.HasAVX512F {
-		ks = append(ks, avx512Kernel)
+		ks = append(ks, avx512Kernel, avx512x8Kernel)
 	}
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		ks = append(ks, avx2Kernel)

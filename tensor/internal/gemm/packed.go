@@ -10,7 +10,8 @@ import (
 // micro-kernel's panel layout so that products with it (SgemmPacked) skip
 // packing A: for each KC-deep block of k, the rows in panels of MR, each
 // panel stored k-major. A PackedA is read-only after packing and safe for
-// concurrent use. It is tied to the micro-kernel chosen when it was packed.
+// concurrent use. It is tied to the micro-kernel chosen when it was packed
+// (by its row count, see PackedSize).
 type PackedA struct {
 	kern *kernel
 	m, k int
@@ -27,7 +28,21 @@ func (p *PackedA) Depth() int { return p.k }
 // PackedSize returns the number of float32 elements PackAInto needs for an
 // m×k operand.
 func PackedSize(m, k int) int {
-	return packedSize(availableKernels()[0], m, k)
+	return packedSize(packKernel(m), m, k)
+}
+
+// packKernel picks the micro-kernel for a packed operand of m rows: the
+// fastest one, or a kernel with the same B panels and fewer rows when that
+// pads m by at least 5% less (the 8-row AVX-512 kernel for 64 rows).
+func packKernel(m int) *kernel {
+	ks := availableKernels()
+	best := ks[0]
+	for _, k := range ks[1:] {
+		if k.nr == best.nr && k.kc == best.kc && 20*(roundUp(m, best.mr)-roundUp(m, k.mr)) >= m {
+			return k
+		}
+	}
+	return best
 }
 
 func packedSize(kern *kernel, m, k int) int { return roundUp(m, kern.mr) * k }
@@ -42,7 +57,7 @@ func PackA(transA bool, m, k int, alpha float32, a []float32, lda int) *PackedA 
 // PackAInto is PackA writing the panels into dst, which must hold at least
 // PackedSize(m, k) elements and is owned by the result until it is dropped.
 func PackAInto(dst []float32, transA bool, m, k int, alpha float32, a []float32, lda int) PackedA {
-	return packAWith(availableKernels()[0], dst, transA, m, k, alpha, a, lda)
+	return packAWith(packKernel(m), dst, transA, m, k, alpha, a, lda)
 }
 
 func packAWith(kern *kernel, dst []float32, transA bool, m, k int, alpha float32, a []float32, lda int) PackedA {

@@ -97,3 +97,17 @@ func requireSameBits(t *testing.T, want, got []float32) {
 		require.Equal(t, want[i], got[i], "element %d", i)
 	}
 }
+
+// TestPackKernel checks the kernel choice by row count: the fastest kernel
+// unless one with the same panels pads at least 5% fewer rows.
+func TestPackKernel(t *testing.T) {
+	ks := availableKernels()
+	if ks[0].name != "avx512" {
+		require.Same(t, ks[0], packKernel(64))
+		return
+	}
+	for m, want := range map[int]string{64: "avx512x8", 8: "avx512x8", 16: "avx512x8", 12: "avx512", 128: "avx512", 256: "avx512", 512: "avx512", 3: "avx512x8", 100: "avx512"} {
+		require.Equal(t, want, packKernel(m).name, "m = %d", m)
+	}
+	require.Equal(t, packedSize(packKernel(64), 64, 10), PackedSize(64, 10))
+}
