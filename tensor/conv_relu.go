@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"github.com/emberml/ember/tensor/internal/cpu"
-	"github.com/emberml/ember/tensor/internal/vec"
 )
 
 // Conv2dRelu returns max(Conv2d(x, w, b, opt), 0): the convolution followed
@@ -28,8 +27,8 @@ func Conv2dRelu(x, w, b *Tensor, opt Conv2dOptions) *Tensor {
 }
 
 // cpuConvReluForward is cpuConvForward followed by a ReLU in place on the
-// fresh output (inside the depthwise kernel's pass, as a vectorized sweep
-// after the GEMM ones), or nil when the CPU kernels do not apply.
+// fresh output (inside the depthwise kernel's pass, or on each tile of the
+// matrix product), or nil when the CPU kernels do not apply.
 func cpuConvReluForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
 	o := w.shape[0]
 	if convEmpty(g, o) {
@@ -47,10 +46,9 @@ func cpuConvReluForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
 		if depthwise(g, groups) {
 			cpu.DepthwiseForward(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, true)
 		} else {
-			// The vectorized ReLU over the finished output beats the
-			// kernel's branchy scalar clamp.
-			cpu.ConvForwardF32(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, groups, threads, false)
-			vec.Relu(dst, dst)
+			// The matrix product clamps each finished tile while it is in
+			// cache.
+			cpu.ConvForwardF32(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, groups, threads, true)
 		}
 		return y
 	case Float64:
@@ -135,10 +133,7 @@ func Conv2dPacked(x *Tensor, w *PackedConv2dWeight, b *Tensor, opt Conv2dOptions
 			if ops, ok := convOperands[float32](x, b, residual); ok {
 				y := empty(x.st.backend, x.dtype, outShape)
 				dst := y.st.buf.(*cpuBuffer).data.([]float32)
-				cpu.ConvForwardPackedF32(dst, ops[0], w.packed, ops[1], ops[2], cpu.ConvGeom(g), NumThreads(), false)
-				if relu {
-					vec.Relu(dst, dst)
-				}
+				cpu.ConvForwardPackedF32(dst, ops[0], w.packed, ops[1], ops[2], cpu.ConvGeom(g), NumThreads(), relu)
 				return y
 			}
 		}

@@ -133,28 +133,9 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias, residual []
 	pointwise := g.pointwise()
 	forImages(g.N, o*ck*l, threads, func(_, n, th int) {
 		out := dst[n*o*l:][:o*l]
-		var beta float32
-		switch {
-		case residual != nil && bias != nil:
-			res := residual[n*o*l:][:o*l]
-			for i, b := range bias {
-				r, rs := out[i*l:][:l], res[i*l:][:l]
-				for j := range r {
-					r[j] = rs[j] + b
-				}
-			}
-			beta = 1
-		case residual != nil:
-			copy(out, residual[n*o*l:][:o*l])
-			beta = 1
-		case bias != nil:
-			for i, b := range bias {
-				r := out[i*l:][:l]
-				for j := range r {
-					r[j] = b
-				}
-			}
-			beta = 1
+		var res []float32
+		if residual != nil {
+			res = residual[n*o*l:][:o*l]
 		}
 		var phaseBuf *[]float32
 		if !pointwise && g.StrideW > 1 {
@@ -174,19 +155,42 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias, residual []
 				}
 				packB = im2colPacker(src, gg)
 			}
-			gemm.SgemmPacked(th, &pw.parts[gi], l, packB, beta, out[gi*og*l:], l)
+			ep := gemm.Epilogue{Relu: relu}
+			if bias != nil || res != nil {
+				ep.Init = convInit(bias, res, gi*og, l)
+			}
+			gemm.SgemmPackedEpilogue(th, &pw.parts[gi], l, packB, out[gi*og*l:], l, ep)
 		}
 		if phaseBuf != nil {
 			convScratch.Put(phaseBuf)
 		}
-		if relu {
-			for i, v := range out {
-				if v < 0 || v != v {
-					out[i] = max(v, 0)
+	})
+}
+
+// convInit returns the Epilogue.Init that starts a block of one group's
+// output (channels from o0, l positions each) at residual plus bias (either
+// may be nil).
+func convInit(bias, res []float32, o0, l int) func(c []float32, ldc, i0, m, j0, n int) {
+	return func(c []float32, ldc, i0, m, j0, n int) {
+		for i := range m {
+			ch := o0 + i0 + i
+			row := c[i*ldc:][:n]
+			switch {
+			case res != nil && bias != nil:
+				b := bias[ch]
+				for j, v := range res[ch*l+j0:][:n] {
+					row[j] = v + b
+				}
+			case res != nil:
+				copy(row, res[ch*l+j0:][:n])
+			default:
+				b := bias[ch]
+				for j := range row {
+					row[j] = b
 				}
 			}
 		}
-	})
+	}
 }
 
 // phaseWidth is the row length of the phase planes splitPhases makes:

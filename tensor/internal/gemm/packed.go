@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+
+	"github.com/emberml/ember/tensor/internal/vec"
 )
 
 // PackedA is alpha·op(A), an m×k left operand, packed once into the
@@ -140,7 +142,55 @@ func SgemmPacked(threads int, a *PackedA, n int, packB BPacker, beta float32, c 
 	if float64(m)*float64(n)*float64(k) < minParallelWork {
 		threads = 1
 	}
-	runPacked(a, n, packB, c, ldc, overwrite, threads, n < 2*a.kern.nr)
+	runPacked(a, n, packB, c, ldc, overwrite, threads, n < 2*a.kern.nr, Epilogue{})
+}
+
+// Epilogue is what SgemmPackedEpilogue does around the product on each
+// goroutine's block of C, while the block is still in cache.
+type Epilogue struct {
+	// Init, when not nil, fills rows [i0, i0+m) and columns [j0, j0+n) of
+	// C (c[0] being row i0, column j0; rows ldc apart) before the product
+	// is added to them; when nil the product overwrites C.
+	Init func(c []float32, ldc, i0, m, j0, n int)
+	// Relu clamps each finished tile of C at zero (NaN stays NaN).
+	Relu bool
+}
+
+// SgemmPackedEpilogue computes C = Init + a·op(B), or C = a·op(B) when
+// ep.Init is nil, and then max(C, 0) when ep.Relu is set, where a is a
+// packed m×k operand, op(B) the k×n matrix packB writes and C is m×n,
+// row-major with row stride ldc. The initial values and the ReLU are
+// applied by the goroutine computing each block of C, as SgemmPacked splits
+// the work over at most threads goroutines.
+func SgemmPackedEpilogue(threads int, a *PackedA, n int, packB BPacker, c []float32, ldc int, ep Epilogue) {
+	m, k := a.m, a.k
+	if n < 0 {
+		panic(fmt.Sprintf("gemm: SgemmPackedEpilogue: n = %d must be non-negative", n))
+	}
+	checkMatrix("c", m, n, ldc, len(c))
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 {
+		if ep.Init != nil {
+			ep.Init(c, ldc, 0, m, 0, n)
+		} else {
+			for i := range m {
+				clear(c[i*ldc:][:n])
+			}
+		}
+		if ep.Relu {
+			reluRows(c, ldc, m, n)
+		}
+		return
+	}
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if float64(m)*float64(n)*float64(k) < minParallelWork {
+		threads = 1
+	}
+	runPacked(a, n, packB, c, ldc, ep.Init == nil, threads, n < 2*a.kern.nr, ep)
 }
 
 // runPacked runs blockedPacked over threads goroutines, each taking a run
@@ -150,7 +200,7 @@ func SgemmPacked(threads int, a *PackedA, n int, packB BPacker, beta float32, c 
 // unless there are fewer than two panels of them: measured on ResNet-18's
 // shapes, splitting the rows of a wide packed A lost even where it halves
 // each goroutine's reads of A.
-func runPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite bool, threads int, byRows bool) {
+func runPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite bool, threads int, byRows bool, ep Epilogue) {
 	kern, m := a.kern, a.m
 	var wg sync.WaitGroup
 	switch {
@@ -159,17 +209,17 @@ func runPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite
 		per := (panels + threads - 1) / threads * kern.mr
 		for i0 := 0; i0 < m; i0 += per {
 			mi := min(per, m-i0)
-			wg.Go(func() { blockedPacked(a, i0, mi, 0, n, packB, c[i0*ldc:], ldc, overwrite) })
+			wg.Go(func() { blockedPacked(a, i0, mi, 0, n, packB, c[i0*ldc:], ldc, overwrite, ep) })
 		}
 	case threads > 1 && !byRows && n > kern.nr:
 		panels := (n + kern.nr - 1) / kern.nr
 		per := (panels + threads - 1) / threads * kern.nr
 		for j0 := 0; j0 < n; j0 += per {
 			nj := min(per, n-j0)
-			wg.Go(func() { blockedPacked(a, 0, m, j0, nj, packB, c[j0:], ldc, overwrite) })
+			wg.Go(func() { blockedPacked(a, 0, m, j0, nj, packB, c[j0:], ldc, overwrite, ep) })
 		}
 	default:
-		blockedPacked(a, 0, m, 0, n, packB, c, ldc, overwrite)
+		blockedPacked(a, 0, m, 0, n, packB, c, ldc, overwrite, ep)
 	}
 	wg.Wait()
 }
@@ -181,7 +231,7 @@ const panelPad = 16
 // blockedPacked is blocked for rows [i0, i0+m) of the packed a (i0 a
 // multiple of MR) and columns [j0, j0+n) of B, writing the m×n block of C
 // that starts at c[0].
-func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc int, overwrite bool) {
+func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc int, overwrite bool, ep Epilogue) {
 	kern := a.kern
 	mr, nr, k := kern.mr, kern.nr, a.k
 	kcMax := min(kern.kc, k)
@@ -193,11 +243,15 @@ func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc
 	defer bufPool.Put(pb)
 	defer bufPool.Put(pt)
 	bufB, tile := *pb, *pt
+	if ep.Init != nil {
+		ep.Init(c, ldc, i0, m, j0, n)
+	}
 	for jc := 0; jc < n; jc += kern.nc {
 		nb := min(kern.nc, n-jc)
 		for pc := 0; pc < k; pc += kern.kc {
 			kb := min(kern.kc, k-pc)
 			add := pc > 0 || !overwrite
+			relu := ep.Relu && pc+kb == k
 			ps := nr*kb + panelPad
 			packB(bufB, ps, pc, kb, j0+jc, nb, nr)
 			block := a.data[pc*a.mp:]
@@ -212,6 +266,9 @@ func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc
 						ci := (ic+ir)*ldc + jc + jr
 						if mrr == mr && nrr == nr {
 							kern.fn(kb, ap, bp, c[ci:], ldc, add)
+							if relu {
+								reluRows(c[ci:], ldc, mr, nr)
+							}
 							continue
 						}
 						kern.fn(kb, ap, bp, tile, nr, false)
@@ -226,9 +283,21 @@ func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc
 								row[j] += t[j]
 							}
 						}
+						if relu {
+							reluRows(c[ci:], ldc, mrr, nrr)
+						}
 					}
 				}
 			}
 		}
+	}
+}
+
+// reluRows clamps rows×cols of C (rows ldc apart, from c[0]) at zero; NaN
+// stays NaN.
+func reluRows(c []float32, ldc, rows, cols int) {
+	for i := range rows {
+		row := c[i*ldc:][:cols]
+		vec.Relu(row, row)
 	}
 }

@@ -68,7 +68,7 @@ func TestSgemmPackedMatchesSgemm(t *testing.T) {
 						for i := range got {
 							got[i] = float32(math.NaN())
 						}
-						runPacked(&pa, p.n, DenseB(p.transB, b, ldb), got, ldc, true, threads, byRows)
+						runPacked(&pa, p.n, DenseB(p.transB, b, ldb), got, ldc, true, threads, byRows, Epilogue{})
 						requireSameBits(t, wantAll, gotAll)
 					}
 				})
@@ -110,4 +110,65 @@ func TestPackKernel(t *testing.T) {
 		require.Equal(t, want, packKernel(m).name, "m = %d", m)
 	}
 	require.Equal(t, packedSize(packKernel(64), 64, 10), PackedSize(64, 10))
+}
+
+// TestSgemmPackedEpilogue checks the initial values and the ReLU applied
+// per block against Sgemm with beta = 1 on the same initial C followed by a
+// ReLU, bit for bit, for every kernel, both parallel splits and odd sizes
+// (edge tiles, several KC blocks), with a NaN that must survive the ReLU.
+func TestSgemmPackedEpilogue(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, kern := range availableKernels() {
+		for _, sz := range [][3]int{{1, 1, 1}, {13, 70, 31}, {29, 33, 400}, {64, 90, 5}, {7, 3, 0}} {
+			m, n, k := sz[0], sz[1], sz[2]
+			for _, threads := range []int{1, 2, 3} {
+				for _, byRows := range []bool{false, true} {
+					t.Run(fmt.Sprintf("%s/%dx%dx%d/t%d/rows=%v", kern.name, m, n, k, threads, byRows), func(t *testing.T) {
+						ldc := n + 3
+						a := make([]float32, m*max(k, 1))
+						b := make([]float32, max(k, 1)*n)
+						init := make([]float32, m*ldc)
+						randFill(r, a, m, k, max(k, 1))
+						randFill(r, b, k, n, n)
+						randFill(r, init, m, n, ldc)
+						init[ldc*(m-1)] = float32(math.NaN())
+						_, want := guarded(m, ldc)
+						_, got := guarded(m, ldc)
+						for i := range m {
+							copy(want[i*ldc:][:n], init[i*ldc:][:n])
+						}
+						sgemm(kern, 1, false, false, m, n, k, 1, a, max(k, 1), b, n, 1, want, ldc)
+						for i := range m {
+							for j, v := range want[i*ldc:][:n] {
+								if v < 0 {
+									want[i*ldc+j] = 0
+								}
+							}
+						}
+						pa := packAWith(kern, make([]float32, packedSize(kern, m, k)), false, m, k, 1, a, max(k, 1))
+						ep := Epilogue{Relu: true, Init: func(c []float32, ld, i0, mi, j0, nj int) {
+							require.Equal(t, ldc, ld)
+							for i := range mi {
+								copy(c[i*ld:][:nj], init[(i0+i)*ldc+j0:][:nj])
+							}
+						}}
+						if k == 0 {
+							SgemmPackedEpilogue(threads, &pa, n, DenseB(false, b, n), got, ldc, ep)
+						} else {
+							runPacked(&pa, n, DenseB(false, b, n), got, ldc, false, threads, byRows, ep)
+						}
+						requireSameBits(t, want, got)
+						require.True(t, math.IsNaN(float64(got[ldc*(m-1)])))
+					})
+				}
+			}
+		}
+	}
+	_, c := guarded(13, 70)
+	pa := PackA(false, 13, 31, 1, make([]float32, 13*31), 31)
+	SgemmPackedEpilogue(2, pa, 70, DenseB(false, make([]float32, 31*70), 70), c, 70, Epilogue{})
+	for i := range c {
+		require.Zero(t, c[i], "a nil Init overwrites C")
+	}
+	require.Panics(t, func() { SgemmPackedEpilogue(1, pa, -1, nil, c, 70, Epilogue{}) })
 }
