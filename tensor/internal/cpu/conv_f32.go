@@ -138,8 +138,9 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias, residual []
 			res = residual[n*o*l:][:o*l]
 		}
 		var phaseBuf *[]float32
-		if !pointwise && g.StrideW > 1 {
-			phaseBuf = convScratch.Get(g.StrideW * cg * g.H * phaseWidth(g))
+		if !pointwise && (g.StrideH > 1 || g.StrideW > 1) {
+			hp, wp := phaseDims(g)
+			phaseBuf = convScratch.Get(g.StrideH * g.StrideW * cg * hp * wp)
 		}
 		for gi := range groups {
 			img := x[(n*g.C+gi*cg)*hw:][:cg*hw]
@@ -193,89 +194,101 @@ func convInit(bias, res []float32, o0, l int) func(c []float32, ldc, i0, m, j0, 
 	}
 }
 
-// phaseWidth is the row length of the phase planes splitPhases makes:
-// ceil(W / StrideW).
-func phaseWidth(g ConvGeom) int { return (g.W + g.StrideW - 1) / g.StrideW }
+// phaseDims returns the height and width of the phase planes splitPhases
+// makes: ceil(H / StrideH) and ceil(W / StrideW).
+func phaseDims(g ConvGeom) (hp, wp int) {
+	return (g.H + g.StrideH - 1) / g.StrideH, (g.W + g.StrideW - 1) / g.StrideW
+}
 
-// splitPhases writes the StrideW phase planes of the single image img
-// (g.N = 1) into dst ([StrideW][C][H][phaseWidth]): phase r holds columns
-// r, r+StrideW, r+2·StrideW, ... of every row, so that a strided
-// convolution reads each row of its column matrix as runs of consecutive
-// elements. Cells past the end of a row (phase r of a width not divisible
-// by StrideW) are never read and are left as they are.
+// splitPhases writes the StrideH·StrideW phase planes of the single image
+// img (g.N = 1) into dst ([StrideH·StrideW][C][hp][wp], see phaseDims):
+// phase (rh, rw) holds rows rh, rh+StrideH, ... and of each the columns
+// rw, rw+StrideW, ..., so that a strided convolution reads its column
+// matrix as from a unit-stride image. Cells past the image (a size not
+// divisible by the stride) are never read and are left as they are.
 func splitPhases(dst, img []float32, g ConvGeom) {
-	s, wp := g.StrideW, phaseWidth(g)
-	rows := g.C * g.H
-	for r := range s {
-		ph := dst[r*rows*wp:][:rows*wp]
-		for i := range rows {
-			src := img[i*g.W:][:g.W]
-			d := ph[i*wp:][:wp]
-			for j, iw := 0, r; iw < g.W; j, iw = j+1, iw+s {
-				d[j] = src[iw]
+	sh, sw := g.StrideH, g.StrideW
+	hp, wp := phaseDims(g)
+	size := g.C * hp * wp
+	for rh := range sh {
+		for rw := range sw {
+			ph := dst[(rh*sw+rw)*size:][:size]
+			for c := range g.C {
+				for i, ih := 0, rh; ih < g.H; i, ih = i+1, ih+sh {
+					src := img[(c*g.H+ih)*g.W:][:g.W]
+					d := ph[(c*hp+i)*wp:][:wp]
+					for j, iw := 0, rw; iw < g.W; j, iw = j+1, iw+sw {
+						d[j] = src[iw]
+					}
+				}
 			}
 		}
 	}
+}
+
+// unitView is one row (c, kh, kw) of a column matrix seen through a
+// unit-stride plane: output (oh, ow) reads plane[(oh+baseH)*wp + ow+baseW]
+// when oh lies in [ohLo, ohHi) and ow in [owLo, owHi), and is zero
+// otherwise.
+type unitView struct {
+	plane                  []float32
+	wp, baseH, baseW       int
+	ohLo, ohHi, owLo, owHi int
 }
 
 // im2colPacker returns the BPacker of the [C*KH*KW, OH*OW] column matrix
 // of one image (g.N = 1): row (c, kh, kw), column (oh, ow) holds
 // img[c][oh*SH+kh*DH-PH][ow*SW+kw*DW-PW], or zero in the padding. src is
-// the image itself when StrideW is 1, else its phase planes (splitPhases),
-// so every row reads runs of consecutive elements. Each requested row is
-// lowered into a scratch row and then dealt out to the panels.
+// the image itself for a unit-stride convolution, else its phase planes
+// (splitPhases), so every row reads a unit-stride plane. A row whose plane
+// rows are as long as the output's is copied straight into the panels
+// (im2colDirect); others are lowered into a scratch row first.
 func im2colPacker(src []float32, g ConvGeom) gemm.BPacker {
-	taps, s := g.KH*g.KW, g.StrideW
-	wp := g.W
-	if s > 1 {
-		wp = phaseWidth(g)
+	taps, sh, sw := g.KH*g.KW, g.StrideH, g.StrideW
+	hp, wp := g.H, g.W
+	if sh > 1 || sw > 1 {
+		hp, wp = phaseDims(g)
 	}
-	planeSize := g.H * wp
+	planeSize := hp * wp
 	return func(dst []float32, ps, pc, kb, jc, nb, nr int) {
 		rowBuf := convScratch.Get(nb)
 		defer convScratch.Put(rowBuf)
 		row := *rowBuf
-		oh0, ow0 := jc/g.OW, jc%g.OW
+		q0 := jc
 		for p := range kb {
 			r := pc + p
 			c, t := r/taps, r%taps
 			kh, kw := t/g.KW, t%g.KW
-			offW := kw*g.DilationW - g.PadW
-			phase := (offW%s + s) % s
-			owLo, owHi := validRange(offW, s, g.W, g.OW)
-			plane := src[(phase*g.C+c)*planeSize:][:planeSize]
-			offH, base, q0 := kh*g.DilationH-g.PadH, (offW-phase)/s, oh0*g.OW+ow0
-			if im2colDirect(dst, plane, wp, g, offH, base, owLo, owHi, q0, ps, p, nb, nr) {
+			offH, offW := kh*g.DilationH-g.PadH, kw*g.DilationW-g.PadW
+			rh, rw := (offH%sh+sh)%sh, (offW%sw+sw)%sw
+			v := unitView{plane: src[((rh*sw+rw)*g.C+c)*planeSize:][:planeSize], wp: wp, baseH: (offH - rh) / sh, baseW: (offW - rw) / sw}
+			v.ohLo, v.ohHi = validRange(offH, sh, g.H, g.OH)
+			v.owLo, v.owHi = validRange(offW, sw, g.W, g.OW)
+			if wp == g.OW && im2colDirect(dst, &v, g.OW, q0, ps, p, nb, nr) {
 				continue
 			}
-			im2colRow(row, plane, wp, g, offH, base, owLo, owHi, q0)
+			im2colRow(row, &v, g.OW, q0)
 			gemm.PanelRow(dst, ps, p, nr, row)
 		}
 	}
 }
 
-// im2colDirect packs step p of the column-matrix row that im2colRow would
-// lower (columns q0 to q0+nb) straight from the plane into the panels,
-// without a scratch row, when the row is one run of the plane: unit
-// vertical stride and plane rows as long as the output's, so consecutive
-// output rows read consecutive plane rows. The run's valid part is copied
-// in one piece; the columns before and after it (output rows whose input
-// row is padding), the padding columns of each output row and the unused
-// columns of the last panel are then zeroed in the panels. It reports
-// whether it applied.
-func im2colDirect(dst, plane []float32, wp int, g ConvGeom, offH, base, owLo, owHi, q0, ps, p, nb, nr int) bool {
-	ow1 := g.OW
-	if g.StrideH != 1 || wp != ow1 {
-		return false
-	}
-	ohLo, ohHi := validRange(offH, 1, g.H, g.OH)
-	shift := offH*wp + base
+// im2colDirect packs step p of the column-matrix row v (columns q0 to
+// q0+nb, output rows ow1 = OW long) straight from the plane into the
+// panels, without a scratch row; v's plane rows must be ow1 long, so that
+// consecutive output rows read consecutive plane rows. The valid part is
+// copied in one run; the columns before and after it (output rows whose
+// input row is padding), the padding columns of each output row and the
+// unused columns of the last panel are then zeroed in the panels. It
+// reports false, doing nothing, when no column is valid.
+func im2colDirect(dst []float32, v *unitView, ow1, q0, ps, p, nb, nr int) bool {
+	shift := v.baseH*v.wp + v.baseW
 	q1 := q0 + nb
-	qa, qb := max(q0, ohLo*ow1, -shift), min(q1, ohHi*ow1, len(plane)-shift)
+	qa, qb := max(q0, v.ohLo*ow1, -shift), min(q1, v.ohHi*ow1, len(v.plane)-shift)
 	if qa >= qb {
 		return false
 	}
-	gemm.PanelRowPart(dst, ps, p, nr, qa-q0, plane[qa+shift:qb+shift])
+	gemm.PanelRowPart(dst, ps, p, nr, qa-q0, v.plane[qa+shift:qb+shift])
 	zero := func(lo, hi int) {
 		lo, hi = max(lo, q0)-q0, min(hi, q1)-q0
 		if lo >= hi {
@@ -291,10 +304,10 @@ func im2colDirect(dst, plane []float32, wp int, g ConvGeom, offH, base, owLo, ow
 	}
 	zero(q0, qa)
 	zero(qb, q1)
-	if owLo > 0 || owHi < ow1 {
+	if v.owLo > 0 || v.owHi < ow1 {
 		for rs := (qa / ow1) * ow1; rs < qb; rs += ow1 {
-			zero(max(rs, qa), min(rs+owLo, qb))
-			zero(max(rs+owHi, qa), min(rs+ow1, qb))
+			zero(max(rs, qa), min(rs+v.owLo, qb))
+			zero(max(rs+v.owHi, qa), min(rs+ow1, qb))
 		}
 	}
 	if tail := nb % nr; tail != 0 {
@@ -303,26 +316,22 @@ func im2colDirect(dst, plane []float32, wp int, g ConvGeom, offH, base, owLo, ow
 	return true
 }
 
-// im2colRow writes into row the columns q0, q0+1, ... (column oh*OW+ow
-// being output position (oh, ow)) of one column-matrix row: column (oh, ow)
-// reads plane[(oh*SH+offH)*wp + ow+base] when that row lies in [0, H) and
-// ow in [owLo, owHi), and is zero otherwise; one run per output row.
-func im2colRow(row, plane []float32, wp int, g ConvGeom, offH, base, owLo, owHi, q0 int) {
-	ow1 := g.OW
-	// Output rows whose input row lies inside the plane.
-	ohLo, ohHi := validRange(offH, g.StrideH, g.H, g.OH)
+// im2colRow writes into row the columns q0, q0+1, ... (column oh*ow1+ow
+// being output position (oh, ow)) of the column-matrix row v, one run per
+// output row.
+func im2colRow(row []float32, v *unitView, ow1, q0 int) {
 	oh, ow := q0/ow1, q0%ow1
 	for q := 0; q < len(row); {
 		seg := min(ow1-ow, len(row)-q)
 		d := row[q : q+seg]
-		lo, hi := max(ow, owLo), min(ow+seg, owHi)
-		if oh < ohLo || oh >= ohHi || lo >= hi {
+		lo, hi := max(ow, v.owLo), min(ow+seg, v.owHi)
+		if oh < v.ohLo || oh >= v.ohHi || lo >= hi {
 			clear(d)
 		} else {
 			clear(d[:lo-ow])
 			clear(d[hi-ow:])
-			ih := oh*g.StrideH + offH
-			copy(d[lo-ow:hi-ow], plane[ih*wp+lo+base:ih*wp+hi+base])
+			at := (oh+v.baseH)*v.wp + v.baseW
+			copy(d[lo-ow:hi-ow], v.plane[at+lo:at+hi])
 		}
 		q += seg
 		ow, oh = 0, oh+1
