@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/emberml/ember/cuda/internal/cudnn"
-	"github.com/emberml/ember/cuda/internal/dl"
 	"github.com/emberml/ember/cuda/internal/driver"
+	"github.com/emberml/ember/internal/dl"
 	"github.com/emberml/ember/tensor"
 )
 

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/cuda/internal/cudnn"
-	"github.com/emberml/ember/cuda/internal/dl"
 	"github.com/emberml/ember/cuda/internal/driver"
+	"github.com/emberml/ember/internal/dl"
 	"github.com/emberml/ember/tensor"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/emberml/ember/cuda/internal/alloc"
 	"github.com/emberml/ember/cuda/internal/cublas"
-	"github.com/emberml/ember/cuda/internal/dl"
 	"github.com/emberml/ember/cuda/internal/driver"
+	"github.com/emberml/ember/internal/dl"
 	"github.com/emberml/ember/tensor"
 )
 

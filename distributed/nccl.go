@@ -7,11 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +17,7 @@ import (
 	"github.com/ebitengine/purego"
 
 	"github.com/emberml/ember/cuda"
+	"github.com/emberml/ember/internal/dl"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -173,107 +171,10 @@ func ncclRedOp(op ReduceOp, withAvg bool) uintptr {
 // ncclLibName is the soname opened.
 const ncclLibName = "libnccl.so.2"
 
-// ncclSearch is the part of the environment the library search reads.
-type ncclSearch struct {
-	ldLibraryPath string // $LD_LIBRARY_PATH
-	virtualEnv    string // $VIRTUAL_ENV
-	home          string // the user's home directory
-	root          string // prefix of the fixed system folders; "" is "/"
-	glob          func(pattern string) ([]string, error)
-	exists        func(path string) bool
-}
-
-// ncclSearchFromEnv returns the running process's search environment.
-func ncclSearchFromEnv() ncclSearch {
-	home, _ := os.UserHomeDir()
-	return ncclSearch{
-		ldLibraryPath: os.Getenv("LD_LIBRARY_PATH"),
-		virtualEnv:    os.Getenv("VIRTUAL_ENV"),
-		home:          home,
-		glob:          filepath.Glob,
-		exists: func(p string) bool {
-			fi, err := os.Stat(p)
-			return err == nil && !fi.IsDir()
-		},
-	}
-}
-
-// dirs returns the folders searched, in order: each LD_LIBRARY_PATH entry,
-// then the lib folder of NVIDIA's nccl pip wheel (nvidia/nccl/lib) in the
-// Python package folders of the system, /opt/*/.venv, $VIRTUAL_ENV and
-// ~/.local.
-func (s ncclSearch) dirs() []string {
-	var out []string
-	seen := map[string]bool{}
-	add := func(d string) {
-		if d == "" {
-			return
-		}
-		d = filepath.Clean(d)
-		if !seen[d] {
-			seen[d] = true
-			out = append(out, d)
-		}
-	}
-	for d := range strings.SplitSeq(s.ldLibraryPath, ":") {
-		add(d)
-	}
-	var sites []string
-	for _, p := range []string{
-		"/usr/lib/python3*/site-packages",
-		"/usr/lib/python3/dist-packages",
-		"/usr/local/lib/python3*/dist-packages",
-		"/usr/local/lib/python3*/site-packages",
-		"/opt/*/.venv/lib/python3*/site-packages",
-	} {
-		if s.root != "" {
-			p = filepath.Join(s.root, p)
-		}
-		sites = append(sites, p)
-	}
-	if s.virtualEnv != "" {
-		sites = append(sites, filepath.Join(s.virtualEnv, "lib/python3*/site-packages"))
-	}
-	if s.home != "" {
-		sites = append(sites, filepath.Join(s.home, ".local/lib/python3*/site-packages"))
-	}
-	for _, p := range sites {
-		matches, err := s.glob(filepath.Join(p, "nvidia/nccl/lib"))
-		if err != nil {
-			continue
-		}
-		for _, m := range matches {
-			add(m)
-		}
-	}
-	return out
-}
-
-// candidates lists the paths tried, in order: libnccl.so.2 in each folder
-// of dirs where it exists, then the bare soname for the system loader.
-func (s ncclSearch) candidates() []string {
-	var out []string
-	for _, d := range s.dirs() {
-		if p := filepath.Join(d, ncclLibName); s.exists(p) {
-			out = append(out, p)
-		}
-	}
-	return append(out, ncclLibName)
-}
-
-// openFirst opens the first candidate open accepts, or reports every
-// attempt.
-func openFirst(cands []string, open func(string) (uintptr, error)) (uintptr, string, error) {
-	var tried []string
-	for _, c := range cands {
-		h, err := open(c)
-		if err == nil {
-			return h, c, nil
-		}
-		tried = append(tried, fmt.Sprintf("%s (%v)", c, err))
-	}
-	return 0, "", fmt.Errorf("distributed: %s not found: tried %s; install NCCL (pip install nvidia-nccl-cu12 or the libnccl2 package) or add its folder to LD_LIBRARY_PATH", ncclLibName, strings.Join(tried, "; "))
-}
+// ncclSpec describes libnccl for the dl search: LD_LIBRARY_PATH, the CUDA
+// folders, the lib folders of NVIDIA's pip wheels (nvidia/nccl/lib among
+// them), then the system loader.
+var ncclSpec = dl.Spec{Name: "NCCL", Sonames: []string{ncclLibName}}
 
 // dlopen opens a library for symbol lookup.
 func dlopen(path string) (uintptr, error) {
@@ -298,16 +199,19 @@ var (
 
 // loadNCCL opens NCCL once per process.
 func loadNCCL() (*ncclLib, error) {
-	ncclOnce.Do(func() { ncclLoaded, ncclErr = openNCCL(ncclSearchFromEnv(), dlopen) })
+	ncclOnce.Do(func() { ncclLoaded, ncclErr = openNCCL(dl.OSEnv(), dl.OpenerFunc(dlopen)) })
 	return ncclLoaded, ncclErr
 }
 
-// openNCCL finds libnccl.so.2 and resolves its symbols.
-func openNCCL(s ncclSearch, open func(string) (uintptr, error)) (*ncclLib, error) {
-	h, path, err := openFirst(s.candidates(), open)
+// openNCCL finds libnccl.so.2 and resolves its symbols. When it is not
+// found the error wraps a *dl.Error listing every folder searched and
+// every attempt.
+func openNCCL(env dl.Env, o dl.Opener) (*ncclLib, error) {
+	lib, err := dl.Open(o, env, ncclSpec)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("distributed: %w; install NCCL (pip install nvidia-nccl-cu12 or the libnccl2 package) or add its folder to LD_LIBRARY_PATH", err)
 	}
+	h, path := lib.Handle, lib.Path
 	l := &ncclLib{path: path}
 	syms := []struct {
 		name     string

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/cuda"
+	"github.com/emberml/ember/internal/dl"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -33,34 +34,43 @@ func TestNCCLSearchOrder(t *testing.T) {
 		"/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2":          true,
 		"/home/u/.local/lib/python3.10/site-packages/nvidia/nccl/lib/libnccl.so.2": true,
 	}
-	dirs := []string{
+	folders := []string{
+		"/usr/local/lib/python3.12/dist-packages",
 		"/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib",
+		"/venv/lib/python3.11/site-packages",
 		"/venv/lib/python3.11/site-packages/nvidia/nccl/lib",
+		"/home/u/.local/lib/python3.10/site-packages",
 		"/home/u/.local/lib/python3.10/site-packages/nvidia/nccl/lib",
+		"/usr/lib/python3/dist-packages",
 		"/usr/lib/python3/dist-packages/nvidia/nccl/lib", // exists, without the library
 	}
-	s := ncclSearch{
-		ldLibraryPath: "/opt/ld1::/opt/ld2:/opt/ld1/:/opt/ld3",
-		virtualEnv:    "/venv",
-		home:          "/home/u",
-		glob: func(pattern string) ([]string, error) {
+	env := dl.Env{
+		LDLibraryPath: "/opt/ld1::/opt/ld2:/opt/ld1/:/opt/ld3",
+		VirtualEnv:    "/venv",
+		Home:          "/home/u",
+		Glob: func(pattern string) ([]string, error) {
 			var out []string
-			for _, d := range dirs {
+			for _, d := range folders {
 				if ok, _ := filepath.Match(pattern, d); ok {
 					out = append(out, d)
 				}
 			}
 			return out, nil
 		},
-		exists: func(p string) bool { return files[p] },
+		Exists: func(p string) bool { return files[p] },
 	}
 	assert.Equal(t, []string{
 		"/opt/ld1", "/opt/ld2", "/opt/ld3",
-		"/usr/lib/python3/dist-packages/nvidia/nccl/lib",
+		"/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-linux/lib",
 		"/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib",
+		"/usr/lib/python3/dist-packages/nvidia/nccl/lib",
 		"/venv/lib/python3.11/site-packages/nvidia/nccl/lib",
 		"/home/u/.local/lib/python3.10/site-packages/nvidia/nccl/lib",
-	}, s.dirs())
+	}, env.Dirs())
+	var paths []string
+	for _, c := range env.Candidates(ncclSpec.Sonames) {
+		paths = append(paths, c.Path())
+	}
 	assert.Equal(t, []string{
 		"/opt/ld1/libnccl.so.2",
 		"/opt/ld3/libnccl.so.2",
@@ -68,7 +78,7 @@ func TestNCCLSearchOrder(t *testing.T) {
 		"/venv/lib/python3.11/site-packages/nvidia/nccl/lib/libnccl.so.2",
 		"/home/u/.local/lib/python3.10/site-packages/nvidia/nccl/lib/libnccl.so.2",
 		"libnccl.so.2",
-	}, s.candidates())
+	}, paths)
 }
 
 func TestNCCLSearchRealFileSystem(t *testing.T) {
@@ -78,31 +88,41 @@ func TestNCCLSearchRealFileSystem(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(lib, ncclLibName), nil, 0o644))
 	ld := filepath.Join(root, "ld")
 	require.NoError(t, os.MkdirAll(filepath.Join(ld, ncclLibName), 0o755)) // a folder, not a library
-	s := ncclSearchFromEnv()
-	s.ldLibraryPath, s.virtualEnv, s.home, s.root = ld, "", "", root
-	assert.Equal(t, []string{filepath.Join(lib, ncclLibName), ncclLibName}, s.candidates())
+	env := dl.Env{LDLibraryPath: ld, Root: root}
+	assert.Equal(t, []dl.Candidate{{Dir: lib, Soname: ncclLibName}, {Soname: ncclLibName}}, env.Candidates(ncclSpec.Sonames))
 }
 
 func TestOpenNCCLReportsEveryAttempt(t *testing.T) {
-	s := ncclSearch{
-		ldLibraryPath: "/a:/b",
-		glob:          func(string) ([]string, error) { return nil, nil },
-		exists:        func(p string) bool { return p == "/b/libnccl.so.2" },
+	env := dl.Env{
+		LDLibraryPath: "/a:/b",
+		Glob:          func(string) ([]string, error) { return nil, nil },
+		Exists:        func(p string) bool { return p == "/b/libnccl.so.2" },
 	}
 	var tried []string
-	_, err := openNCCL(s, func(p string) (uintptr, error) {
+	_, err := openNCCL(env, dl.OpenerFunc(func(p string) (uintptr, error) {
 		tried = append(tried, p)
 		return 0, fmt.Errorf("cannot open %s", filepath.Base(filepath.Dir(p)))
-	})
+	}))
 	require.Error(t, err)
+	require.ErrorIs(t, err, dl.ErrNotFound)
 	assert.Equal(t, []string{"/b/libnccl.so.2", "libnccl.so.2"}, tried)
+	var de *dl.Error
+	require.ErrorAs(t, err, &de)
+	assert.Equal(t, []dl.Attempt{
+		{Path: "/b/libnccl.so.2", Err: errors.New("cannot open b")},
+		{Path: "libnccl.so.2", Err: errors.New("cannot open .")},
+	}, de.Attempts)
 	msg := err.Error()
-	assert.Contains(t, msg, "libnccl.so.2 not found: tried /b/libnccl.so.2 (cannot open b); libnccl.so.2 (cannot open .)")
-	assert.Contains(t, msg, "LD_LIBRARY_PATH")
+	for _, s := range []string{
+		"NCCL (libnccl.so.2)", "searched /a, /b", "/b/libnccl.so.2: cannot open b", "; libnccl.so.2: cannot open .",
+		"pip install nvidia-nccl-cu12", "LD_LIBRARY_PATH",
+	} {
+		assert.Contains(t, msg, s)
+	}
 }
 
 func TestOpenNCCLWithTheSystemLoader(t *testing.T) {
-	lib, err := openNCCL(ncclSearchFromEnv(), dlopen)
+	lib, err := openNCCL(dl.OSEnv(), dl.OpenerFunc(dlopen))
 	if err == nil {
 		t.Logf("NCCL %s at %s", ncclVersionString(lib.version), lib.path)
 		assert.NotZero(t, lib.allReduce)
@@ -110,9 +130,9 @@ func TestOpenNCCLWithTheSystemLoader(t *testing.T) {
 		return
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "not found") {
-		assert.Contains(t, msg, "tried ")
-		assert.Contains(t, msg, "libnccl.so.2 (") // the bare soname is the last attempt
+	if errors.Is(err, dl.ErrNotFound) {
+		assert.Contains(t, msg, "searched ")
+		assert.Contains(t, msg, "; libnccl.so.2: ") // the bare soname is the last attempt
 		return
 	}
 	// Found but unusable: too old, or missing symbols.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/emberml/ember/cuda/internal/dl"
+	"github.com/emberml/ember/internal/dl"
 )
 
 // Handle is a cublasHandle_t.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/emberml/ember/cuda/internal/dl"
+	"github.com/emberml/ember/internal/dl"
 )
 
 func opener() dl.Opener {

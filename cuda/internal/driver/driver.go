@@ -11,7 +11,7 @@ import (
 
 	"github.com/ebitengine/purego"
 
-	"github.com/emberml/ember/cuda/internal/dl"
+	"github.com/emberml/ember/internal/dl"
 )
 
 // Handles of driver objects.

@@ -1,8 +1,10 @@
-// Package dl finds and opens the shared libraries of the CUDA stack at run
-// time. It knows where NVIDIA's libraries are installed (LD_LIBRARY_PATH,
-// CUDA_HOME, /usr/local/cuda, the lib folders of NVIDIA's Python wheels)
-// and falls back to the system loader's own search. Opening is delegated to
-// an Opener, so the search is testable without any library present.
+// Package dl finds and opens NVIDIA's shared libraries (the CUDA driver,
+// cuBLAS, cuDNN, NCCL) at run time for the cuda backend and the
+// distributed package's NCCL group. It knows where NVIDIA's libraries are
+// installed (LD_LIBRARY_PATH, CUDA_HOME, /usr/local/cuda, the lib folders of
+// NVIDIA's Python wheels) and falls back to the system loader's own search.
+// Opening is delegated to an Opener, so the search is testable without any
+// library present.
 package dl
 
 import (
