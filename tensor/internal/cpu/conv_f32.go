@@ -152,7 +152,7 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias, residual []
 				src := img
 				if phaseBuf != nil {
 					src = *phaseBuf
-					splitPhases(src, img, gg)
+					splitPhases(src, img, gg, th)
 				}
 				packB = im2colPacker(src, gg)
 			}
@@ -205,15 +205,31 @@ func phaseDims(g ConvGeom) (hp, wp int) {
 // phase (rh, rw) holds rows rh, rh+StrideH, ... and of each the columns
 // rw, rw+StrideW, ..., so that a strided convolution reads its column
 // matrix as from a unit-stride image. Cells past the image (a size not
-// divisible by the stride) are never read and are left as they are.
-func splitPhases(dst, img []float32, g ConvGeom) {
+// divisible by the stride) are never read and are left as they are. Large
+// images are split over up to threads goroutines by channel.
+func splitPhases(dst, img []float32, g ConvGeom, threads int) {
+	if threads <= 1 || g.C < 2 || g.C*g.H*g.W < parallelMinWork {
+		splitPhaseChannels(dst, img, g, 0, g.C)
+		return
+	}
+	workers := min(threads, g.C)
+	per := (g.C + workers - 1) / workers
+	var wg sync.WaitGroup
+	for c0 := 0; c0 < g.C; c0 += per {
+		wg.Go(func() { splitPhaseChannels(dst, img, g, c0, min(c0+per, g.C)) })
+	}
+	wg.Wait()
+}
+
+// splitPhaseChannels is splitPhases for channels [c0, c1).
+func splitPhaseChannels(dst, img []float32, g ConvGeom, c0, c1 int) {
 	sh, sw := g.StrideH, g.StrideW
 	hp, wp := phaseDims(g)
 	size := g.C * hp * wp
 	for rh := range sh {
 		for rw := range sw {
 			ph := dst[(rh*sw+rw)*size:][:size]
-			for c := range g.C {
+			for c := c0; c < c1; c++ {
 				for i, ih := 0, rh; ih < g.H; i, ih = i+1, ih+sh {
 					src := img[(c*g.H+ih)*g.W:][:g.W]
 					d := ph[(c*hp+i)*wp:][:wp]
