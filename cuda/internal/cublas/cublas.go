@@ -3,10 +3,7 @@
 package cublas
 
 import (
-	"fmt"
 	"strings"
-
-	"github.com/ebitengine/purego"
 
 	"github.com/emberml/ember/internal/dl"
 )
@@ -31,39 +28,18 @@ type Library struct {
 	cublasDgemmBatched func(h Handle, ta, tb Operation, m, n, k int32, alpha *float64, a uint64, lda int32, b uint64, ldb int32, beta *float64, c uint64, ldc int32, batch int32) int32
 }
 
-type symbol struct {
-	fptr any
-	name string
-}
-
-func (l *Library) symbols() []symbol {
-	return []symbol{
-		{&l.cublasGetProperty, "cublasGetProperty"},
-		{&l.cublasCreate, "cublasCreate_v2"},
-		{&l.cublasDestroy, "cublasDestroy_v2"},
-		{&l.cublasSetStream, "cublasSetStream_v2"},
-		{&l.cublasSetMathMode, "cublasSetMathMode"},
-		{&l.cublasSgemm, "cublasSgemm_v2"},
-		{&l.cublasDgemm, "cublasDgemm_v2"},
-		{&l.cublasSgemmBatched, "cublasSgemmBatched"},
-		{&l.cublasDgemmBatched, "cublasDgemmBatched"},
+func (l *Library) symbols() []dl.Symbol {
+	return []dl.Symbol{
+		{Name: "cublasGetProperty", Fptr: &l.cublasGetProperty},
+		{Name: "cublasCreate_v2", Fptr: &l.cublasCreate},
+		{Name: "cublasDestroy_v2", Fptr: &l.cublasDestroy},
+		{Name: "cublasSetStream_v2", Fptr: &l.cublasSetStream},
+		{Name: "cublasSetMathMode", Fptr: &l.cublasSetMathMode},
+		{Name: "cublasSgemm_v2", Fptr: &l.cublasSgemm},
+		{Name: "cublasDgemm_v2", Fptr: &l.cublasDgemm},
+		{Name: "cublasSgemmBatched", Fptr: &l.cublasSgemmBatched},
+		{Name: "cublasDgemmBatched", Fptr: &l.cublasDgemmBatched},
 	}
-}
-
-func bindSymbols(syms []symbol, lookup func(name string) (uintptr, error)) error {
-	var missing []string
-	for _, s := range syms {
-		addr, err := lookup(s.name)
-		if err != nil || addr == 0 {
-			missing = append(missing, s.name)
-			continue
-		}
-		purego.RegisterFunc(s.fptr, addr)
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("missing symbols %s", strings.Join(missing, ", "))
-	}
-	return nil
 }
 
 // Spec describes libcublas for dl: the newest major first, each preceded
@@ -83,14 +59,12 @@ func Spec() dl.Spec {
 // binds its functions. It never panics: a missing library or symbol is an
 // error.
 func Load(o dl.Opener, env dl.Env) (*Library, error) {
-	lib, err := dl.Open(o, env, Spec())
+	l := &Library{}
+	lib, err := dl.OpenAndBind(o, env, Spec(), l.symbols())
 	if err != nil {
 		return nil, err
 	}
-	l := &Library{Path: lib.Path}
-	if err := bindSymbols(l.symbols(), func(name string) (uintptr, error) { return purego.Dlsym(lib.Handle, name) }); err != nil {
-		return nil, fmt.Errorf("cuBLAS at %s: %w", lib.Path, err)
-	}
+	l.Path = lib.Path
 	return l, nil
 }
 

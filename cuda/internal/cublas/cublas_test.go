@@ -23,14 +23,14 @@ func opener() dl.Opener {
 // slots it has) without calling it.
 func TestBindSignatures(t *testing.T) {
 	l := &Library{}
-	require.NoError(t, bindSymbols(l.symbols(), func(string) (uintptr, error) { return 1, nil }))
+	require.NoError(t, dl.Bind(l.symbols(), func(string) (uintptr, error) { return 1, nil }))
 	assert.NotNil(t, l.cublasSgemmBatched)
 	assert.NotNil(t, l.cublasDgemmBatched)
 }
 
 func TestBindMissing(t *testing.T) {
 	l := &Library{}
-	err := bindSymbols(l.symbols(), func(name string) (uintptr, error) {
+	err := dl.Bind(l.symbols(), func(name string) (uintptr, error) {
 		if name == "cublasDgemmBatched" {
 			return 0, errors.New("undefined")
 		}

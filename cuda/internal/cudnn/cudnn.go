@@ -8,8 +8,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/ebitengine/purego"
-
 	"github.com/emberml/ember/internal/dl"
 )
 
@@ -61,55 +59,34 @@ type Library struct {
 	cudnnConvolutionBackwardFilter func(h Handle, alpha unsafe.Pointer, ad uintptr, a uint64, bd uintptr, b uint64, conv uintptr, algo int32, ws, wsBytes uint64, beta unsafe.Pointer, outd uintptr, out uint64) int32
 }
 
-type symbol struct {
-	fptr any
-	name string
-}
-
-func (l *Library) symbols() []symbol {
-	return []symbol{
-		{&l.cudnnGetVersion, "cudnnGetVersion"},
-		{&l.cudnnGetErrorString, "cudnnGetErrorString"},
-		{&l.cudnnCreate, "cudnnCreate"},
-		{&l.cudnnDestroy, "cudnnDestroy"},
-		{&l.cudnnSetStream, "cudnnSetStream"},
-		{&l.cudnnCreateTensorDescriptor, "cudnnCreateTensorDescriptor"},
-		{&l.cudnnDestroyTensorDescriptor, "cudnnDestroyTensorDescriptor"},
-		{&l.cudnnSetTensor4dDescriptor, "cudnnSetTensor4dDescriptor"},
-		{&l.cudnnCreateFilterDescriptor, "cudnnCreateFilterDescriptor"},
-		{&l.cudnnDestroyFilterDescriptor, "cudnnDestroyFilterDescriptor"},
-		{&l.cudnnSetFilter4dDescriptor, "cudnnSetFilter4dDescriptor"},
-		{&l.cudnnCreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor"},
-		{&l.cudnnDestroyConvolutionDescriptor, "cudnnDestroyConvolutionDescriptor"},
-		{&l.cudnnSetConvolution2dDescriptor, "cudnnSetConvolution2dDescriptor"},
-		{&l.cudnnSetConvolutionGroupCount, "cudnnSetConvolutionGroupCount"},
-		{&l.cudnnSetConvolutionMathType, "cudnnSetConvolutionMathType"},
-		{&l.cudnnGetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7"},
-		{&l.cudnnGetConvolutionForwardWorkspaceSize, "cudnnGetConvolutionForwardWorkspaceSize"},
-		{&l.cudnnGetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7"},
-		{&l.cudnnGetConvolutionBackwardDataWorkspaceSize, "cudnnGetConvolutionBackwardDataWorkspaceSize"},
-		{&l.cudnnGetConvolutionBackwardFilterAlgorithm_v7, "cudnnGetConvolutionBackwardFilterAlgorithm_v7"},
-		{&l.cudnnGetConvolutionBackwardFilterWorkspaceSize, "cudnnGetConvolutionBackwardFilterWorkspaceSize"},
-		{&l.cudnnConvolutionForward, "cudnnConvolutionForward"},
-		{&l.cudnnConvolutionBackwardData, "cudnnConvolutionBackwardData"},
-		{&l.cudnnConvolutionBackwardFilter, "cudnnConvolutionBackwardFilter"},
+func (l *Library) symbols() []dl.Symbol {
+	return []dl.Symbol{
+		{Name: "cudnnGetVersion", Fptr: &l.cudnnGetVersion},
+		{Name: "cudnnGetErrorString", Fptr: &l.cudnnGetErrorString},
+		{Name: "cudnnCreate", Fptr: &l.cudnnCreate},
+		{Name: "cudnnDestroy", Fptr: &l.cudnnDestroy},
+		{Name: "cudnnSetStream", Fptr: &l.cudnnSetStream},
+		{Name: "cudnnCreateTensorDescriptor", Fptr: &l.cudnnCreateTensorDescriptor},
+		{Name: "cudnnDestroyTensorDescriptor", Fptr: &l.cudnnDestroyTensorDescriptor},
+		{Name: "cudnnSetTensor4dDescriptor", Fptr: &l.cudnnSetTensor4dDescriptor},
+		{Name: "cudnnCreateFilterDescriptor", Fptr: &l.cudnnCreateFilterDescriptor},
+		{Name: "cudnnDestroyFilterDescriptor", Fptr: &l.cudnnDestroyFilterDescriptor},
+		{Name: "cudnnSetFilter4dDescriptor", Fptr: &l.cudnnSetFilter4dDescriptor},
+		{Name: "cudnnCreateConvolutionDescriptor", Fptr: &l.cudnnCreateConvolutionDescriptor},
+		{Name: "cudnnDestroyConvolutionDescriptor", Fptr: &l.cudnnDestroyConvolutionDescriptor},
+		{Name: "cudnnSetConvolution2dDescriptor", Fptr: &l.cudnnSetConvolution2dDescriptor},
+		{Name: "cudnnSetConvolutionGroupCount", Fptr: &l.cudnnSetConvolutionGroupCount},
+		{Name: "cudnnSetConvolutionMathType", Fptr: &l.cudnnSetConvolutionMathType},
+		{Name: "cudnnGetConvolutionForwardAlgorithm_v7", Fptr: &l.cudnnGetConvolutionForwardAlgorithm_v7},
+		{Name: "cudnnGetConvolutionForwardWorkspaceSize", Fptr: &l.cudnnGetConvolutionForwardWorkspaceSize},
+		{Name: "cudnnGetConvolutionBackwardDataAlgorithm_v7", Fptr: &l.cudnnGetConvolutionBackwardDataAlgorithm_v7},
+		{Name: "cudnnGetConvolutionBackwardDataWorkspaceSize", Fptr: &l.cudnnGetConvolutionBackwardDataWorkspaceSize},
+		{Name: "cudnnGetConvolutionBackwardFilterAlgorithm_v7", Fptr: &l.cudnnGetConvolutionBackwardFilterAlgorithm_v7},
+		{Name: "cudnnGetConvolutionBackwardFilterWorkspaceSize", Fptr: &l.cudnnGetConvolutionBackwardFilterWorkspaceSize},
+		{Name: "cudnnConvolutionForward", Fptr: &l.cudnnConvolutionForward},
+		{Name: "cudnnConvolutionBackwardData", Fptr: &l.cudnnConvolutionBackwardData},
+		{Name: "cudnnConvolutionBackwardFilter", Fptr: &l.cudnnConvolutionBackwardFilter},
 	}
-}
-
-func bindSymbols(syms []symbol, lookup func(name string) (uintptr, error)) error {
-	var missing []string
-	for _, s := range syms {
-		addr, err := lookup(s.name)
-		if err != nil || addr == 0 {
-			missing = append(missing, s.name)
-			continue
-		}
-		purego.RegisterFunc(s.fptr, addr)
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("missing symbols %s", strings.Join(missing, ", "))
-	}
-	return nil
 }
 
 // Spec describes libcudnn for dl: libcudnn.so.9, then libcudnn.so.8, each
@@ -124,16 +101,14 @@ func Spec() dl.Spec {
 // panics: a missing library or symbol is an error wrapping dl.ErrNotFound
 // or describing the mismatch.
 func Load(o dl.Opener, env dl.Env) (*Library, error) {
-	lib, err := dl.Open(o, env, Spec())
+	l := &Library{}
+	lib, err := dl.OpenAndBind(o, env, Spec(), l.symbols())
 	if err != nil {
 		return nil, err
 	}
-	l := &Library{Path: lib.Path}
+	l.Path = lib.Path
 	if strings.ContainsRune(lib.Path, '/') {
 		l.Dir = filepath.Dir(lib.Path)
-	}
-	if err := bindSymbols(l.symbols(), func(name string) (uintptr, error) { return purego.Dlsym(lib.Handle, name) }); err != nil {
-		return nil, fmt.Errorf("cuDNN at %s: %w", lib.Path, err)
 	}
 	l.Version = int(l.cudnnGetVersion())
 	major, _, _ := VersionParts(l.Version)

@@ -22,11 +22,11 @@ import (
 func TestBindSignatures(t *testing.T) {
 	l := &Library{}
 	syms := l.symbols()
-	require.NoError(t, bindSymbols(syms, func(string) (uintptr, error) { return 1, nil }))
+	require.NoError(t, dl.Bind(syms, func(string) (uintptr, error) { return 1, nil }))
 	for _, s := range syms {
-		f := reflect.ValueOf(s.fptr).Elem()
-		assert.False(t, f.IsNil(), s.name)
-		assert.LessOrEqual(t, f.Type().NumIn(), 15, "%s: purego passes at most 15 arguments", s.name)
+		f := reflect.ValueOf(s.Fptr).Elem()
+		assert.False(t, f.IsNil(), s.Name)
+		assert.LessOrEqual(t, f.Type().NumIn(), 15, "%s: purego passes at most 15 arguments", s.Name)
 	}
 	assert.Len(t, syms, reflect.TypeOf(Library{}).NumField()-3, "every function field is bound")
 }
@@ -84,7 +84,7 @@ func TestArgumentOrder(t *testing.T) {
 
 func TestBindMissing(t *testing.T) {
 	l := &Library{}
-	err := bindSymbols(l.symbols(), func(name string) (uintptr, error) {
+	err := dl.Bind(l.symbols(), func(name string) (uintptr, error) {
 		if name == "cudnnConvolutionBackwardFilter" {
 			return 0, errors.New("undefined")
 		}
