@@ -792,9 +792,7 @@ func (g *MPIGroup) RecvAsync(t *tensor.Tensor, src int) Work {
 
 // checkRank panics unless r is a rank of the group.
 func (g *MPIGroup) checkRank(op, what string, r int) {
-	if r < 0 || r >= g.size {
-		panic(fmt.Sprintf("distributed.%s: %s rank %d outside [0, %d)", op, what, r, g.size))
-	}
+	checkRankRange(op, what, r, g.size)
 }
 
 // checkList panics unless ts holds Size() tensors of ref's shape and dtype.
@@ -821,20 +819,7 @@ func (g *MPIGroup) checkList(op string, ts []*tensor.Tensor, ref *tensor.Tensor)
 // the operations of groups they share in an order that does not deadlock
 // (as with blocking MPI collectives on overlapping communicators).
 func (g *MPIGroup) NewSubgroup(ranks []int) (*MPIGroup, error) {
-	if g.root != g {
-		panic("distributed.NewSubgroup: called on a subgroup; call it on the world group")
-	}
-	if len(ranks) == 0 {
-		panic("distributed.NewSubgroup: no ranks")
-	}
-	seen := make(map[int]bool, len(ranks))
-	for _, r := range ranks {
-		g.checkRank("NewSubgroup", "member", r)
-		if seen[r] {
-			panic(fmt.Sprintf("distributed.NewSubgroup: rank %d listed twice in %v", r, ranks))
-		}
-		seen[r] = true
-	}
+	checkSubgroupRanks(g.root == g, g.size, ranks)
 	g.subMu.Lock()
 	g.nextSub++
 	tag := g.nextSub % (1 << 15) // MPI guarantees tags up to 32767

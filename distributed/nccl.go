@@ -661,20 +661,7 @@ func (g *NCCLGroup) SetTimeout(d time.Duration) {
 // subgroup. A failure in any group of the world aborts them all, and
 // closing the world group closes its subgroups.
 func (g *NCCLGroup) NewSubgroup(ranks []int) (*NCCLGroup, error) {
-	if g.root != g {
-		panic("distributed.NewSubgroup: called on a subgroup; call it on the world group")
-	}
-	if len(ranks) == 0 {
-		panic("distributed.NewSubgroup: no ranks")
-	}
-	seen := make(map[int]bool, len(ranks))
-	for _, r := range ranks {
-		g.checkRank("NewSubgroup", "member", r)
-		if seen[r] {
-			panic(fmt.Sprintf("distributed.NewSubgroup: rank %d listed twice in %v", r, ranks))
-		}
-		seen[r] = true
-	}
+	checkSubgroupRanks(g.root == g, g.size, ranks)
 	g.subMu.Lock()
 	defer g.subMu.Unlock()
 	if err := g.failure(); err != nil {
@@ -800,9 +787,7 @@ func (g *NCCLGroup) submit(fn func(seq uint64, deadline time.Time) error) Work {
 
 // checkRank panics unless r is a rank of the group.
 func (g *NCCLGroup) checkRank(op, what string, r int) {
-	if r < 0 || r >= g.size {
-		panic(fmt.Sprintf("distributed.%s: %s rank %d outside [0, %d)", op, what, r, g.size))
-	}
+	checkRankRange(op, what, r, g.size)
 }
 
 // checkNCCLDType panics unless NCCL moves t's dtype.

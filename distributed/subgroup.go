@@ -23,20 +23,7 @@ const maxGroups = 255
 // of the others, so ranks may interleave collectives of different groups
 // in different orders.
 func (g *TCPGroup) NewSubgroup(ranks []int) (*TCPGroup, error) {
-	if g.root != g {
-		panic("distributed.NewSubgroup: called on a subgroup; call it on the world group")
-	}
-	if len(ranks) == 0 {
-		panic("distributed.NewSubgroup: no ranks")
-	}
-	seen := make(map[int]bool, len(ranks))
-	for _, r := range ranks {
-		g.checkRank("NewSubgroup", "member", r)
-		if seen[r] {
-			panic(fmt.Sprintf("distributed.NewSubgroup: rank %d listed twice in %v", r, ranks))
-		}
-		seen[r] = true
-	}
+	checkSubgroupRanks(g.root == g, g.size, ranks)
 	g.subMu.Lock()
 	defer g.subMu.Unlock()
 	if g.nextGID >= maxGroups {
@@ -67,3 +54,31 @@ func (g *TCPGroup) NewSubgroup(ranks []int) (*TCPGroup, error) {
 
 // WorldRanks returns the world rank of each of the group's ranks.
 func (g *TCPGroup) WorldRanks() []int { return slices.Clone(g.members) }
+
+// checkSubgroupRanks panics, as NewSubgroup documents, unless it is called
+// on a world group (world) and ranks lists distinct ranks of [0, size).
+// Every backend's NewSubgroup starts with it.
+func checkSubgroupRanks(world bool, size int, ranks []int) {
+	if !world {
+		panic("distributed.NewSubgroup: called on a subgroup; call it on the world group")
+	}
+	if len(ranks) == 0 {
+		panic("distributed.NewSubgroup: no ranks")
+	}
+	seen := make(map[int]bool, len(ranks))
+	for _, r := range ranks {
+		checkRankRange("NewSubgroup", "member", r, size)
+		if seen[r] {
+			panic(fmt.Sprintf("distributed.NewSubgroup: rank %d listed twice in %v", r, ranks))
+		}
+		seen[r] = true
+	}
+}
+
+// checkRankRange panics unless r is a rank of a group of size ranks; op
+// and what name the operation and the rank's role in the message.
+func checkRankRange(op, what string, r, size int) {
+	if r < 0 || r >= size {
+		panic(fmt.Sprintf("distributed.%s: %s rank %d outside [0, %d)", op, what, r, size))
+	}
+}

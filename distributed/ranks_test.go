@@ -1,0 +1,39 @@
+package distributed
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestCheckSubgroupRanks(t *testing.T) {
+	tests := []struct {
+		name  string
+		world bool
+		ranks []int
+		panic string // "" when the ranks are accepted
+	}{
+		{"valid, any order", true, []int{3, 0, 2}, ""},
+		{"every rank", true, []int{0, 1, 2, 3}, ""},
+		{"on a subgroup", false, []int{0}, "distributed.NewSubgroup: called on a subgroup; call it on the world group"},
+		{"no ranks", true, nil, "distributed.NewSubgroup: no ranks"},
+		{"negative", true, []int{0, -1}, "distributed.NewSubgroup: member rank -1 outside [0, 4)"},
+		{"too large", true, []int{4}, "distributed.NewSubgroup: member rank 4 outside [0, 4)"},
+		{"listed twice", true, []int{1, 2, 1}, "distributed.NewSubgroup: rank 1 listed twice in [1 2 1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := func() { checkSubgroupRanks(tt.world, 4, tt.ranks) }
+			if tt.panic == "" {
+				assert.NotPanics(t, f)
+				return
+			}
+			assert.PanicsWithValue(t, tt.panic, f)
+		})
+	}
+}
+
+func TestCheckRankRange(t *testing.T) {
+	assert.NotPanics(t, func() { checkRankRange("Send", "destination", 2, 3) })
+	assert.PanicsWithValue(t, "distributed.Send: destination rank 3 outside [0, 3)", func() { checkRankRange("Send", "destination", 3, 3) })
+}
