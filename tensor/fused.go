@@ -251,9 +251,17 @@ func (cpuBackend) AddInto(n int, dst Span, src Buffer, sl Layout) {
 func addInto[T float32 | float64](dst, src []T, sl Layout) {
 	if strided.IsContiguous(sl.Shape, sl.Strides) {
 		src = src[sl.Offset : sl.Offset+len(dst)]
-		for i := range dst {
-			dst[i] += src[i]
-		}
+		parallelFor(len(dst), 64, func(lo, hi int) {
+			switch d := any(dst[lo:hi]).(type) {
+			case []float32:
+				vec.Add(d, d, any(src[lo:hi]).([]float32))
+			default:
+				d64, s64 := any(dst[lo:hi]).([]float64), any(src[lo:hi]).([]float64)
+				for i := range d64 {
+					d64[i] += s64[i]
+				}
+			}
+		})
 		return
 	}
 	strided.Walk(sl.Shape, [][]int{strided.Contiguous(sl.Shape), sl.Strides}, []int{0, sl.Offset}, func(offs []int, n int, inc []int) {

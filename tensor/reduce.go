@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 )
 
 // reduceAxes normalizes axes (nil or empty means every axis) into a sorted
@@ -325,24 +326,43 @@ func leadingSumF32(t *Tensor, red []bool, keepDim bool) (*Tensor, bool) {
 	src := t.st.buf.(*cpuBuffer).data.([]float32)[t.offset : t.offset+rows*cols]
 	out := emptyOut(t.st.backend, Float32, t.reducedShape(red, keepDim))
 	dst := out.st.buf.(*cpuBuffer).data.([]float32)
-	// Columns are split across threads in blocks that stay in the L1 cache.
+	// Columns are split across threads (in runs of 16, when there is enough
+	// work in all) and summed in blocks that stay in the L1 cache.
 	const block = 512
-	parallelFor(cols, block, func(lo, hi int) {
-		acc := make([]float64, min(block, hi-lo))
-		for c0 := lo; c0 < hi; c0 += block {
-			c1 := min(c0+block, hi)
-			a := acc[:c1-c0]
-			clear(a)
-			for r := range rows {
-				row := src[r*cols+c0 : r*cols+c1]
-				for j, v := range row {
-					a[j] += float64(v)
-				}
-			}
-			for j, v := range a {
-				dst[c0+j] = float32(v)
+	parts := 1
+	if rows*cols >= parallelMin {
+		parts = min(NumThreads(), (cols+15)/16)
+	}
+	per := ((cols+parts-1)/parts + 15) / 16 * 16
+	var wg sync.WaitGroup
+	for lo := 0; lo < cols; lo += per {
+		hi := min(lo+per, cols)
+		if hi == cols {
+			sumColumns(dst, src, rows, cols, lo, hi, block)
+			break
+		}
+		wg.Go(func() { sumColumns(dst, src, rows, cols, lo, hi, block) })
+	}
+	wg.Wait()
+	return out, true
+}
+
+// sumColumns writes the float64 sums of columns [lo, hi) of the rows×cols
+// matrix src into dst, block columns at a time.
+func sumColumns(dst, src []float32, rows, cols, lo, hi, block int) {
+	acc := make([]float64, min(block, hi-lo))
+	for c0 := lo; c0 < hi; c0 += block {
+		c1 := min(c0+block, hi)
+		a := acc[:c1-c0]
+		clear(a)
+		for r := range rows {
+			row := src[r*cols+c0 : r*cols+c1]
+			for j, v := range row {
+				a[j] += float64(v)
 			}
 		}
-	})
-	return out, true
+		for j, v := range a {
+			dst[c0+j] = float32(v)
+		}
+	}
 }
