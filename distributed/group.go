@@ -149,23 +149,32 @@ type work struct {
 
 // Wait implements Work.
 func (w *work) Wait(ctx context.Context) error {
-	select {
-	case <-w.done:
-		return w.err
-	default:
-	}
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		err := fmt.Errorf("distributed: wait abandoned: %w", ctx.Err())
-		w.g.abort(err)
-		return err
-	}
+	return waitDone(ctx, w.done, &w.err, w.g.abort)
 }
 
 // Done implements Work.
 func (w *work) Done() <-chan struct{} { return w.done }
+
+// waitDone is the Wait of every group's Work: it returns *err once done is
+// closed (finish writes *err before closing done), preferring that to an
+// ended ctx when both are ready. If ctx ends first it gives abandon (which
+// marks the group failed) and returns the error "wait abandoned", wrapping
+// ctx's.
+func waitDone(ctx context.Context, done <-chan struct{}, err *error, abandon func(error)) error {
+	select {
+	case <-done:
+		return *err
+	default:
+	}
+	select {
+	case <-done:
+		return *err
+	case <-ctx.Done():
+		e := fmt.Errorf("distributed: wait abandoned: %w", ctx.Err())
+		abandon(e)
+		return e
+	}
+}
 
 // finish records err and releases waiters.
 func (w *work) finish(err error) {

@@ -181,19 +181,7 @@ type mpiWork struct {
 // Wait implements Work. If ctx ends first the group is marked failed (MPI
 // cannot cancel the operation) and Wait returns ctx's error.
 func (w *mpiWork) Wait(ctx context.Context) error {
-	select {
-	case <-w.done:
-		return w.err
-	default:
-	}
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		err := fmt.Errorf("distributed: wait abandoned: %w", ctx.Err())
-		w.g.fail(err)
-		return err
-	}
+	return waitDone(ctx, w.done, &w.err, w.g.fail)
 }
 
 // Done implements Work.

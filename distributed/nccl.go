@@ -738,19 +738,7 @@ type ncclWork struct {
 // Wait implements Work. If ctx ends first the group's world is marked
 // failed (its communicators are aborted) and Wait returns ctx's error.
 func (w *ncclWork) Wait(ctx context.Context) error {
-	select {
-	case <-w.done:
-		return w.err
-	default:
-	}
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		err := fmt.Errorf("distributed: wait abandoned: %w", ctx.Err())
-		w.g.fail(err)
-		return err
-	}
+	return waitDone(ctx, w.done, &w.err, w.g.fail)
 }
 
 // Done implements Work.

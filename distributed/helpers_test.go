@@ -1,9 +1,12 @@
 package distributed
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCheckSubgroupRanks(t *testing.T) {
@@ -36,4 +39,42 @@ func TestCheckSubgroupRanks(t *testing.T) {
 func TestCheckRankRange(t *testing.T) {
 	assert.NotPanics(t, func() { checkRankRange("Send", "destination", 2, 3) })
 	assert.PanicsWithValue(t, "distributed.Send: destination rank 3 outside [0, 3)", func() { checkRankRange("Send", "destination", 3, 3) })
+}
+
+func TestWaitDone(t *testing.T) {
+	opErr := errors.New("peer 3 hung up")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	closed := make(chan struct{})
+	close(closed)
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		done      chan struct{}
+		err       error
+		want      error // errors.Is target
+		abandoned bool
+	}{
+		{"finished with an error", context.Background(), closed, opErr, opErr, false},
+		{"finished cleanly", context.Background(), closed, nil, nil, false},
+		{"finished wins over an ended context", cancelled, closed, opErr, opErr, false},
+		{"context ends first", cancelled, make(chan struct{}), nil, context.Canceled, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var gave error
+			err := waitDone(tt.ctx, tt.done, &tt.err, func(e error) { gave = e })
+			if tt.want == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tt.want)
+			}
+			if tt.abandoned {
+				assert.EqualError(t, err, "distributed: wait abandoned: context canceled")
+				assert.Equal(t, err, gave)
+			} else {
+				assert.NoError(t, gave)
+			}
+		})
+	}
 }
