@@ -131,7 +131,7 @@ func Conv2dPacked(x *Tensor, w *PackedConv2dWeight, b *Tensor, opt Conv2dOptions
 		}
 		if w.packed != nil && !depthwise(g, opt.Groups) && !convEmpty(g, w.w.shape[0]) {
 			if ops, ok := convOperands[float32](x, b, residual); ok {
-				y := empty(x.st.backend, x.dtype, outShape)
+				y := emptyOut(x.st.backend, x.dtype, outShape)
 				dst := y.st.buf.(*cpuBuffer).data.([]float32)
 				cpu.ConvForwardPackedF32(dst, ops[0], w.packed, ops[1], ops[2], cpu.ConvGeom(g), NumThreads(), relu)
 				return y

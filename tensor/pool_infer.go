@@ -17,13 +17,13 @@ func MaxPool2dValues(x *Tensor, opt Pool2dOptions) *Tensor {
 	switch x.dtype {
 	case Float32:
 		if src, ok := cpuDense[float32](x); ok {
-			y := empty(x.st.backend, x.dtype, os)
+			y := emptyOut(x.st.backend, x.dtype, os)
 			cpu.MaxPool2dValues(y.st.buf.(*cpuBuffer).data.([]float32), src, cpu.PoolGeom(g))
 			return y
 		}
 	case Float64:
 		if src, ok := cpuDense[float64](x); ok {
-			y := empty(x.st.backend, x.dtype, os)
+			y := emptyOut(x.st.backend, x.dtype, os)
 			cpu.MaxPool2dValues(y.st.buf.(*cpuBuffer).data.([]float64), src, cpu.PoolGeom(g))
 			return y
 		}
