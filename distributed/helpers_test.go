@@ -78,3 +78,31 @@ func TestWaitDone(t *testing.T) {
 		})
 	}
 }
+
+func TestOpQueue(t *testing.T) {
+	var q opQueue[int]
+	require.True(t, q.push(1))
+	require.True(t, q.push(2))
+	w, closed, ok := q.pop()
+	assert.Equal(t, []any{1, false, true}, []any{w, closed, ok})
+
+	// A pop waiting on an empty queue gets the next push.
+	got := make(chan int)
+	go func() {
+		_, _, _ = q.pop() // 2, already queued
+		w, _, _ := q.pop()
+		got <- w
+	}()
+	require.True(t, q.push(3))
+	assert.Equal(t, 3, <-got)
+
+	// Operations queued before close come out marked closed, then the
+	// queue reports it is drained; pushes after close are refused.
+	require.True(t, q.push(4))
+	q.close()
+	assert.False(t, q.push(5))
+	w, closed, ok = q.pop()
+	assert.Equal(t, []any{4, true, true}, []any{w, closed, ok})
+	w, closed, ok = q.pop()
+	assert.Equal(t, []any{0, true, false}, []any{w, closed, ok})
+}

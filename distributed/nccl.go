@@ -72,12 +72,9 @@ type NCCLGroup struct {
 	callState atomic.Int32 // callIdle, callBusy (inside an NCCL host call) or callAborting
 	barrier   *tensor.Tensor
 
-	qmu     sync.Mutex
-	qcond   *sync.Cond
-	queue   []*ncclWork
-	qclosed bool
-	wdone   chan struct{}
-	seq     uint64 // worker only
+	queue opQueue[*ncclWork]
+	wdone chan struct{}
+	seq   uint64 // worker only
 }
 
 var _ ProcessGroup = (*NCCLGroup)(nil)
@@ -481,7 +478,6 @@ func joinComm(ctx context.Context, lib *ncclLib, drv *cuDriver, ctrl *TCPGroup, 
 		done: make(chan struct{}), wdone: make(chan struct{}),
 	}
 	g.timeout.Store(int64(ctrl.Timeout()))
-	g.qcond = sync.NewCond(&g.qmu)
 	if root == nil {
 		g.root, g.ctrl = g, ctrl
 	} else {
@@ -528,18 +524,10 @@ func (g *NCCLGroup) worker(id [ncclUniqueIDBytes]byte, ready chan<- error, aband
 	}
 	defer func() { g.release(g.failure() != nil) }()
 	for {
-		g.qmu.Lock()
-		for len(g.queue) == 0 && !g.qclosed {
-			g.qcond.Wait()
-		}
-		if len(g.queue) == 0 {
-			g.qmu.Unlock()
+		w, closed, ok := g.queue.pop()
+		if !ok {
 			return
 		}
-		w := g.queue[0]
-		g.queue = g.queue[1:]
-		closed := g.qclosed
-		g.qmu.Unlock()
 		if closed {
 			w.finish(ErrClosed)
 			continue
@@ -709,10 +697,7 @@ func (g *NCCLGroup) Close() error {
 			s.Close()
 		}
 	}
-	g.qmu.Lock()
-	g.qclosed = true
-	g.qcond.Broadcast()
-	g.qmu.Unlock()
+	g.queue.close()
 	<-g.wdone
 	if g.root == g {
 		g.failMu.Lock()
@@ -762,14 +747,9 @@ func (g *NCCLGroup) failed(err error) Work {
 // submit queues fn and returns its Work.
 func (g *NCCLGroup) submit(fn func(seq uint64, deadline time.Time) error) Work {
 	w := &ncclWork{g: g, fn: fn, done: make(chan struct{})}
-	g.qmu.Lock()
-	defer g.qmu.Unlock()
-	if g.qclosed {
+	if !g.queue.push(w) {
 		w.finish(ErrClosed)
-		return w
 	}
-	g.queue = append(g.queue, w)
-	g.qcond.Signal()
 	return w
 }
 

@@ -3,7 +3,6 @@ package distributed
 import (
 	"fmt"
 	"slices"
-	"sync"
 )
 
 // maxGroups bounds the number of subgroups of one world group (the group
@@ -42,7 +41,6 @@ func (g *TCPGroup) NewSubgroup(ranks []int) (*TCPGroup, error) {
 		done: g.done, wdone: make(chan struct{}),
 	}
 	sub.timeout.Store(g.timeout.Load())
-	sub.qcond = sync.NewCond(&sub.qmu)
 	for i, r := range ranks {
 		if r != g.rank {
 			sub.peers[i] = &peer{rank: i, link: g.links[r]}

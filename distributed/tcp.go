@@ -175,11 +175,8 @@ type TCPGroup struct {
 	done   chan struct{}
 
 	// the operation queue and its worker.
-	qmu     sync.Mutex
-	qcond   *sync.Cond
-	queue   []*work
-	qclosed bool
-	wdone   chan struct{}
+	queue opQueue[*work]
+	wdone chan struct{}
 
 	seq uint64 // collective sequence number; worker goroutine only
 }
@@ -309,7 +306,6 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 		g.members[r] = r
 	}
 	g.timeout.Store(int64(cfg.Timeout))
-	g.qcond = sync.NewCond(&g.qmu)
 	if cfg.WorldSize > 1 {
 		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 		defer cancel()
@@ -789,10 +785,7 @@ func sendAbort(p *link, msg []byte) {
 // connections and so ends its subgroups too; closing a subgroup only stops
 // its own operations.
 func (g *TCPGroup) Close() error {
-	g.qmu.Lock()
-	g.qclosed = true
-	g.qcond.Broadcast()
-	g.qmu.Unlock()
+	g.queue.close()
 	if g.root == g {
 		g.failMu.Lock()
 		if g.err == nil {
@@ -813,15 +806,9 @@ func (g *TCPGroup) Close() error {
 // submit queues fn and returns its Work.
 func (g *TCPGroup) submit(fn func(deadline time.Time) error) Work {
 	w := &work{g: g, fn: fn, done: make(chan struct{})}
-	g.qmu.Lock()
-	if g.qclosed {
-		g.qmu.Unlock()
+	if !g.queue.push(w) {
 		w.finish(ErrClosed)
-		return w
 	}
-	g.queue = append(g.queue, w)
-	g.qcond.Signal()
-	g.qmu.Unlock()
 	return w
 }
 
@@ -829,18 +816,10 @@ func (g *TCPGroup) submit(fn func(deadline time.Time) error) Work {
 func (g *TCPGroup) worker() {
 	defer close(g.wdone)
 	for {
-		g.qmu.Lock()
-		for len(g.queue) == 0 && !g.qclosed {
-			g.qcond.Wait()
-		}
-		if len(g.queue) == 0 {
-			g.qmu.Unlock()
+		w, closed, ok := g.queue.pop()
+		if !ok {
 			return
 		}
-		w := g.queue[0]
-		g.queue = g.queue[1:]
-		closed := g.qclosed
-		g.qmu.Unlock()
 		if closed {
 			w.finish(ErrClosed)
 			continue
