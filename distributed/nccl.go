@@ -753,6 +753,22 @@ func (g *NCCLGroup) submit(fn func(seq uint64, deadline time.Time) error) Work {
 	return w
 }
 
+// submitOn is submit for an operation on the tensors ts: it fails at once
+// (without queueing) unless they are all on the group's device, and an
+// operation moving no elements (numel 0) completes in its turn without
+// running fn.
+func (g *NCCLGroup) submitOn(op string, ts []*tensor.Tensor, numel int, fn func(seq uint64, deadline time.Time) error) Work {
+	if err := g.onDevice(op, ts...); err != nil {
+		return g.failed(err)
+	}
+	return g.submit(func(seq uint64, deadline time.Time) error {
+		if numel == 0 {
+			return nil
+		}
+		return fn(seq, deadline)
+	})
+}
+
 // checkRank panics unless r is a rank of the group.
 func (g *NCCLGroup) checkRank(op, what string, r int) {
 	checkRankRange(op, what, r, g.size)
@@ -919,14 +935,8 @@ func (g *NCCLGroup) AllReduce(t *tensor.Tensor, op ReduceOp) error {
 func (g *NCCLGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 	checkNCCLDType("AllReduce", t)
 	checkReduceOp("AllReduce", op, t)
-	if err := g.onDevice("AllReduce", t); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
-		n := t.Numel()
-		if n == 0 {
-			return nil
-		}
+	n := t.Numel()
+	return g.submitOn("AllReduce", []*tensor.Tensor{t}, n, func(seq uint64, deadline time.Time) error {
 		c := t.Contiguous()
 		dt, _ := ncclDType(t.DType())
 		err := g.launch("AllReduce", seq, deadline, func(comm, stream uintptr) int32 {
@@ -954,14 +964,8 @@ func (g *NCCLGroup) Broadcast(t *tensor.Tensor, root int) error {
 func (g *NCCLGroup) BroadcastAsync(t *tensor.Tensor, root int) Work {
 	checkNCCLDType("Broadcast", t)
 	g.checkRank("Broadcast", "root", root)
-	if err := g.onDevice("Broadcast", t); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
-		n := t.Numel()
-		if n == 0 {
-			return nil
-		}
+	n := t.Numel()
+	return g.submitOn("Broadcast", []*tensor.Tensor{t}, n, func(seq uint64, deadline time.Time) error {
 		c := t.Contiguous()
 		dt, _ := ncclDType(t.DType())
 		err := g.launch("Broadcast", seq, deadline, func(comm, stream uintptr) int32 {
@@ -989,14 +993,8 @@ func (g *NCCLGroup) ReduceAsync(t *tensor.Tensor, root int, op ReduceOp) Work {
 	checkNCCLDType("Reduce", t)
 	checkReduceOp("Reduce", op, t)
 	g.checkRank("Reduce", "root", root)
-	if err := g.onDevice("Reduce", t); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
-		n := t.Numel()
-		if n == 0 {
-			return nil
-		}
+	n := t.Numel()
+	return g.submitOn("Reduce", []*tensor.Tensor{t}, n, func(seq uint64, deadline time.Time) error {
 		c := t.Contiguous()
 		dt, _ := ncclDType(t.DType())
 		err := g.launch("Reduce", seq, deadline, func(comm, stream uintptr) int32 {
@@ -1026,14 +1024,8 @@ func (g *NCCLGroup) AllGather(outs []*tensor.Tensor, in *tensor.Tensor) error {
 func (g *NCCLGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work {
 	checkNCCLDType("AllGather", in)
 	g.checkList("AllGather", outs, in)
-	if err := g.onDevice("AllGather", append([]*tensor.Tensor{in}, outs...)...); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
-		n := in.Numel()
-		if n == 0 {
-			return nil
-		}
+	n := in.Numel()
+	return g.submitOn("AllGather", append([]*tensor.Tensor{in}, outs...), n, func(seq uint64, deadline time.Time) error {
 		c := in.Contiguous()
 		all := scratch(in, g.size)
 		dt, _ := ncclDType(in.DType())
@@ -1062,14 +1054,8 @@ func (g *NCCLGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor,
 	checkNCCLDType("ReduceScatter", out)
 	checkReduceOp("ReduceScatter", op, out)
 	g.checkList("ReduceScatter", ins, out)
-	if err := g.onDevice("ReduceScatter", append([]*tensor.Tensor{out}, ins...)...); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
-		n := out.Numel()
-		if n == 0 {
-			return nil
-		}
+	n := out.Numel()
+	return g.submitOn("ReduceScatter", append([]*tensor.Tensor{out}, ins...), n, func(seq uint64, deadline time.Time) error {
 		send := tensor.Stack(ins, 0)
 		c := out.Contiguous()
 		if c.SharesStorage(send) {
@@ -1140,13 +1126,7 @@ func (g *NCCLGroup) GatherAsync(outs []*tensor.Tensor, in *tensor.Tensor, root i
 		g.checkList("Gather", outs, in)
 		ts = append(ts, outs...)
 	}
-	if err := g.onDevice("Gather", ts...); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
-		if in.Numel() == 0 {
-			return nil
-		}
+	return g.submitOn("Gather", ts, in.Numel(), func(seq uint64, deadline time.Time) error {
 		if g.rank != root {
 			return g.runP2P("Gather", seq, deadline, []p2p{{send: true, t: in.Contiguous(), peer: root}})
 		}
@@ -1183,13 +1163,7 @@ func (g *NCCLGroup) ScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, root 
 		g.checkList("Scatter", ins, out)
 		ts = append(ts, ins...)
 	}
-	if err := g.onDevice("Scatter", ts...); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
-		if out.Numel() == 0 {
-			return nil
-		}
+	return g.submitOn("Scatter", ts, out.Numel(), func(seq uint64, deadline time.Time) error {
 		if g.rank != root {
 			c := out.Contiguous()
 			if err := g.runP2P("Scatter", seq, deadline, []p2p{{t: c, peer: root}}); err != nil {
@@ -1244,13 +1218,7 @@ func (g *NCCLGroup) SendAsync(t *tensor.Tensor, dst int) Work {
 	if dst == g.rank {
 		panic(fmt.Sprintf("distributed.Send: rank %d cannot send to itself", dst))
 	}
-	if err := g.onDevice("Send", t); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
-		if t.Numel() == 0 {
-			return nil
-		}
+	return g.submitOn("Send", []*tensor.Tensor{t}, t.Numel(), func(seq uint64, deadline time.Time) error {
 		return g.runP2P("Send", seq, deadline, []p2p{{send: true, t: t.Contiguous(), peer: dst}})
 	})
 }
@@ -1272,10 +1240,7 @@ func (g *NCCLGroup) SendRecvAsync(send *tensor.Tensor, dst int, recv *tensor.Ten
 	if dst == g.rank || src == g.rank {
 		panic(fmt.Sprintf("distributed.SendRecv: rank %d cannot send to or receive from itself (dst %d, src %d)", g.rank, dst, src))
 	}
-	if err := g.onDevice("SendRecv", send, recv); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
+	return g.submitOn("SendRecv", []*tensor.Tensor{send, recv}, send.Numel()+recv.Numel(), func(seq uint64, deadline time.Time) error {
 		var xs []p2p
 		if send.Numel() > 0 {
 			xs = append(xs, p2p{send: true, t: send.Contiguous(), peer: dst})
@@ -1283,9 +1248,6 @@ func (g *NCCLGroup) SendRecvAsync(send *tensor.Tensor, dst int, recv *tensor.Ten
 		c := recv.Contiguous()
 		if recv.Numel() > 0 {
 			xs = append(xs, p2p{t: c, peer: src})
-		}
-		if len(xs) == 0 {
-			return nil
 		}
 		if err := g.runP2P("SendRecv", seq, deadline, xs); err != nil {
 			return err
@@ -1307,13 +1269,7 @@ func (g *NCCLGroup) RecvAsync(t *tensor.Tensor, src int) Work {
 	if src == g.rank {
 		panic(fmt.Sprintf("distributed.Recv: rank %d cannot receive from itself", src))
 	}
-	if err := g.onDevice("Recv", t); err != nil {
-		return g.failed(err)
-	}
-	return g.submit(func(seq uint64, deadline time.Time) error {
-		if t.Numel() == 0 {
-			return nil
-		}
+	return g.submitOn("Recv", []*tensor.Tensor{t}, t.Numel(), func(seq uint64, deadline time.Time) error {
 		c := t.Contiguous()
 		if err := g.runP2P("Recv", seq, deadline, []p2p{{t: c, peer: src}}); err != nil {
 			return err
