@@ -224,13 +224,16 @@ func (d *DDP) startBucket(k int) {
 		if g == nil {
 			g = d.params[i].Grad()
 		}
-		part := flat.Narrow(0, off, n)
-		if g == nil {
-			part.Fill(0)
-		} else {
-			part.CopyFrom(g.Reshape(-1))
+		switch {
+		case g == nil:
+			flat.Narrow(0, off, n).Fill(0)
+		case !copyHost(dst, off, g):
+			flat.Narrow(0, off, n).CopyFrom(g.Reshape(-1))
 		}
 		off += n
+	}
+	if dst != nil {
+		tensor.MarkWritten(flat)
 	}
 	if k == len(d.buckets)-1 {
 		flags := make([]float64, len(d.params))
@@ -257,6 +260,29 @@ func (d *DDP) startBucket(k int) {
 		}
 	}
 	d.works = append(d.works, d.pg.AllReduceAsync(flat, Avg))
+}
+
+// copyHost copies the contiguous CPU tensor src into dst[off:] when dst
+// (a HostData slice) has src's dtype, and reports whether it did; the
+// caller marks dst's tensor written.
+func copyHost(dst any, off int, src *tensor.Tensor) bool {
+	s, ok := tensor.HostData(src)
+	if !ok {
+		return false
+	}
+	switch d := dst.(type) {
+	case []float32:
+		if s, ok := s.([]float32); ok {
+			copy(d[off:off+len(s)], s)
+			return true
+		}
+	case []float64:
+		if s, ok := s.([]float64); ok {
+			copy(d[off:off+len(s)], s)
+			return true
+		}
+	}
+	return false
 }
 
 // Group returns the process group.
@@ -328,18 +354,23 @@ func (d *DDP) SyncGradients() error {
 		last := d.flats[len(d.flats)-1]
 		n := last.Numel()
 		used := last.Narrow(0, n-len(d.params), len(d.params)).Float64s()
+		// The averaged gradients are views of the bucket buffers, which
+		// are handed over to them: the next round flattens into fresh
+		// buffers, so no gradient is copied out here.
 		for k, bucket := range d.buckets {
 			off := 0
+			flat := d.flats[k]
 			for _, i := range bucket {
 				v := d.params[i].Value()
 				n := v.Numel()
 				if used[i] > 0 {
-					d.params[i].SetGrad(d.flats[k].Narrow(0, off, n).Reshape(v.Shape()...).Clone())
+					d.params[i].SetGrad(flat.Narrow(0, off, n).Reshape(v.Shape()...))
 				} else {
 					d.params[i].SetGrad(nil)
 				}
 				off += n
 			}
+			d.flats[k] = tensor.ZerosOn(flat.Device(), flat.Shape(), flat.DType())
 		}
 	}
 	if d.opts.BroadcastBuffers {

@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -52,11 +53,16 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed for initialization and shuffling")
 	digits := flag.String("digits", "examples/quickstart/digits.csv.gz", "gzipped digits CSV (64 pixels 0..16, then the label)")
 	mnist := flag.String("mnist", "", "directory of the MNIST idx files (used instead of -digits when set)")
+	cpuprofile := flag.String("cpuprofile", "", "write each rank's CPU profile of the training loop to FILE.rankN")
+	phases := flag.Bool("phases", false, "report the time each rank spends in each phase of the training step")
 	flag.Parse()
 	var err error
 	if _, worker := os.LookupEnv(distributed.EnvRank); worker || *nproc == 1 {
 		runtime.GOMAXPROCS(*threads)
-		err = train(*digits, *mnist, *epochs, *batch, *lr, *seed)
+		_, err = trainModel(options{
+			digits: *digits, mnist: *mnist, epochs: *epochs, batch: *batch, lr: *lr, seed: *seed,
+			cpuprofile: *cpuprofile, phases: *phases,
+		})
 	} else {
 		err = launch(*nproc)
 	}
@@ -174,15 +180,23 @@ func loadDigits(path string) (train, test data.Dataset, err error) {
 		data.NewTensorDataset(x.Narrow(0, cut, n-cut), y.Narrow(0, cut, n-cut)), nil
 }
 
-// train runs one rank of the job.
-func train(digits, mnist string, epochs, batch int, lr float64, seed uint64) error {
-	_, err := trainModel(digits, mnist, epochs, batch, lr, seed)
-	return err
+// options are the settings of one rank's training run.
+type options struct {
+	digits, mnist string
+	epochs, batch int
+	lr            float64
+	seed          uint64
+	cpuprofile    string // profile file prefix; the rank is appended
+	phases        bool   // report the time spent in each phase
 }
+
+// phaseNames names the phases of a training step, in order.
+var phaseNames = [...]string{"gather", "forward", "backward", "sync", "step"}
 
 // trainModel runs one rank of the job and returns rank 0's test accuracy
 // (0 on the other ranks).
-func trainModel(digits, mnist string, epochs, batch int, lr float64, seed uint64) (float64, error) {
+func trainModel(o options) (float64, error) {
+	digits, mnist, epochs, batch, lr, seed := o.digits, o.mnist, o.epochs, o.batch, o.lr, o.seed
 	ctx := context.Background()
 	var pg *distributed.TCPGroup
 	var err error
@@ -229,24 +243,48 @@ func trainModel(digits, mnist string, epochs, batch int, lr float64, seed uint64
 	if pg.Rank() == 0 {
 		fmt.Printf("%d process(es), %d training and %d test samples, global batch %d\n", pg.Size(), trainSet.Len(), testSet.Len(), batch)
 	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(fmt.Sprintf("%s.rank%d", o.cpuprofile, pg.Rank()))
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return 0, err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var spent [len(phaseNames)]time.Duration
+	mark := time.Now()
+	lap := func(phase int) {
+		now := time.Now()
+		spent[phase] += now.Sub(mark)
+		mark = now
+	}
 	start := time.Now()
 	samples := 0
 	for epoch := range epochs {
 		var sum float64
 		steps := 0
 		for idx := range sampler.Batches(epoch, perRank, true) {
+			mark = time.Now()
 			b := data.Gather(trainSet, idx)
+			lap(0)
 			opt.ZeroGrad()
 			loss := lossFn.Forward(model.Forward(autograd.New(b[0])), b[1])
+			lap(1)
 			if err := loss.Backward(); err != nil {
 				return 0, err
 			}
+			lap(2)
 			if err := model.SyncGradients(); err != nil {
 				return 0, err
 			}
+			lap(3)
 			if err := opt.Step(); err != nil {
 				return 0, err
 			}
+			lap(4)
 			sum += loss.Item()
 			steps++
 			samples += len(idx) * pg.Size()
@@ -256,6 +294,16 @@ func trainModel(digits, mnist string, epochs, batch int, lr float64, seed uint64
 		}
 	}
 	elapsed := time.Since(start)
+	if o.phases {
+		line := fmt.Sprintf("rank %d phases:", pg.Rank())
+		for i, d := range spent {
+			line += fmt.Sprintf(" %s %v", phaseNames[i], d.Round(time.Millisecond))
+		}
+		if user, sys, ok := processCPU(); ok {
+			line += fmt.Sprintf("; process CPU %v user %v system", user.Round(time.Millisecond), sys.Round(time.Millisecond))
+		}
+		fmt.Println(line)
+	}
 	if err := pg.Barrier(); err != nil {
 		return 0, err
 	}

@@ -11,7 +11,7 @@ func TestTrainOneProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains for a few seconds")
 	}
-	acc, err := trainModel("../quickstart/digits.csv.gz", "", 5, 64, 1e-3, 1)
+	acc, err := trainModel(options{digits: "../quickstart/digits.csv.gz", epochs: 5, batch: 64, lr: 1e-3, seed: 1})
 	require.NoError(t, err)
 	assert.Greater(t, acc, 0.7)
 }
