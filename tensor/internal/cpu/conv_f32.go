@@ -362,6 +362,10 @@ func ConvBackwardInputF32(dx, grad, w []float32, g ConvGeom, o, groups, threads 
 	cg, og := g.C/groups, o/groups
 	ck, l, hw := cg*g.KH*g.KW, g.OH*g.OW, g.H*g.W
 	pw := g.pointwise()
+	if !pw && g.StrideH == 1 && g.StrideW == 1 && g.PadH <= (g.KH-1)*g.DilationH && g.PadW <= (g.KW-1)*g.DilationW {
+		convBackwardInputAsForward(dx, grad, w, g, o, groups, threads)
+		return
+	}
 	forImages(g.N, o*ck*l, threads, func(_, n, th int) {
 		img := dx[n*g.C*hw:][:g.C*hw]
 		gy := grad[n*o*l:][:o*l]
@@ -386,6 +390,42 @@ func ConvBackwardInputF32(dx, grad, w []float32, g ConvGeom, o, groups, threads 
 		}
 		convScratch.Put(colBuf)
 	})
+}
+
+// convBackwardInputAsForward computes the input gradient of a unit-stride
+// convolution as a forward convolution of grad, which needs no column
+// matrix and no Col2Im: dx[c][h][w] = Σ grad[o][h+PH-kh·DH][w+PW-kw·DW] ·
+// w[o][c][kh][kw] is the convolution of grad (o channels, OH×OW) with the
+// weight w'[c][o][KH-1-kh][KW-1-kw] (per group: channels and output
+// channels swapped, taps reversed), padded by (KH-1)·DH-PH and
+// (KW-1)·DW-PW, which both must be non-negative; its output is H×W.
+func convBackwardInputAsForward(dx, grad, w []float32, g ConvGeom, o, groups, threads int) {
+	cg, og := g.C/groups, o/groups
+	taps := g.KH * g.KW
+	ck, ckT := cg*taps, og*taps
+	wtBuf := convScratch.Get(g.C * ckT)
+	wt := *wtBuf
+	for gi := range groups {
+		for oi := range og {
+			src := w[(gi*og+oi)*ck:][:ck]
+			for c := range cg {
+				row := wt[(gi*cg+c)*ckT+oi*taps:][:taps]
+				for t, v := range src[c*taps:][:taps] {
+					row[taps-1-t] = v
+				}
+			}
+		}
+	}
+	packBuf := convScratch.Get(groups * gemm.PackedSize(cg, ckT))
+	pwT := packConvWeights(*packBuf, wt, g.C, groups, ckT)
+	gt := ConvGeom{
+		N: g.N, C: o, H: g.OH, W: g.OW, KH: g.KH, KW: g.KW, StrideH: 1, StrideW: 1,
+		PadH: (g.KH-1)*g.DilationH - g.PadH, PadW: (g.KW-1)*g.DilationW - g.PadW,
+		DilationH: g.DilationH, DilationW: g.DilationW, OH: g.H, OW: g.W,
+	}
+	ConvForwardPackedF32(dx, grad, &pwT, nil, nil, gt, threads, false)
+	convScratch.Put(packBuf)
+	convScratch.Put(wtBuf)
 }
 
 // ConvBackwardWeightF32 computes dw ([O, C/groups, KH, KW]) = the gradient of
