@@ -172,6 +172,51 @@ func col2imChannels[T Float](dst, src []T, g ConvGeom, c0, c1 int) {
 // the plane into idx, exactly as PyTorch's CPU kernel chooses it: the first
 // strict maximum in row-major window order, or the last NaN.
 func MaxPool2d[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
+	if g.KH == 2 && g.KW == 2 && g.StrideH == 2 && g.StrideW == 2 && g.PadH == 0 && g.PadW == 0 &&
+		g.DilationH == 1 && g.DilationW == 1 && 2*g.OH <= g.H && 2*g.OW <= g.W {
+		maxPool2x2(dst, idx, src, g)
+		return
+	}
+	maxPool2dGeneric(dst, idx, src, g)
+}
+
+// maxPool2x2 is MaxPool2d for 2×2 windows at stride 2 without padding or
+// dilation, all inside the plane: each window's four values are compared in
+// MaxPool2d's scan order (row by row), so the maxima and positions are the
+// same (the first of equal maxima, the last NaN).
+func maxPool2x2[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
+	hw, ohw, w, ow := g.H*g.W, g.OH*g.OW, g.W, g.OW
+	parallelFor(g.Planes, ohw*4, func(p0, p1 int) {
+		for p := p0; p < p1; p++ {
+			plane := src[p*hw:][:hw]
+			out := dst[p*ohw:][:ohw]
+			oidx := idx[p*ohw:][:ohw]
+			for oh := range g.OH {
+				base := 2 * oh * w
+				r0, r1 := plane[base:][:2*ow], plane[base+w:][:2*ow]
+				o, oi := out[oh*ow:][:ow], oidx[oh*ow:][:ow]
+				for j := range o {
+					a, b := r0[2*j:][:2], r1[2*j:][:2]
+					best, bi := a[0], base+2*j
+					if v := a[1]; v > best || v != v {
+						best, bi = v, base+2*j+1
+					}
+					if v := b[0]; v > best || v != v {
+						best, bi = v, base+w+2*j
+					}
+					if v := b[1]; v > best || v != v {
+						best, bi = v, base+w+2*j+1
+					}
+					o[j] = best
+					oi[j] = int64(bi)
+				}
+			}
+		}
+	})
+}
+
+// maxPool2dGeneric is MaxPool2d for any window geometry.
+func maxPool2dGeneric[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 	hw, ohw := g.H*g.W, g.OH*g.OW
 	w, ow, dh, dw := g.W, g.OW, g.DilationH, g.DilationW
 	h0, h1 := maxWindows(g.OH, g.StrideH, g.PadH, g.KH, dh, g.H)

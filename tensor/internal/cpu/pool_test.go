@@ -71,3 +71,40 @@ func TestMaxPool2dValuesMatchesIndexed(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxPool2x2MatchesGeneric checks MaxPool2d's 2×2 stride-2 path against
+// the generic loop on odd plane sizes (a last row and column outside every
+// window), with NaNs, ties and -Inf, and outputs and positions poisoned.
+func TestMaxPool2x2MatchesGeneric(t *testing.T) {
+	cases := []struct{ planes, h, w int }{{1, 2, 2}, {3, 5, 7}, {2, 8, 9}, {4, 11, 6}}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range cases {
+		g := PoolGeom{Planes: c.planes, H: c.h, W: c.w, KH: 2, KW: 2, StrideH: 2, StrideW: 2,
+			DilationH: 1, DilationW: 1, OH: c.h / 2, OW: c.w / 2}
+		src := make([]float32, c.planes*c.h*c.w)
+		for i := range src {
+			// Few distinct values, so windows hold ties.
+			src[i] = float32(rng.IntN(5) - 2)
+		}
+		src[1] = float32(math.NaN())
+		src[c.w] = float32(math.NaN())
+		src[len(src)-1] = float32(math.Inf(-1))
+		src[len(src)/2] = float32(math.Inf(-1))
+		n := c.planes * g.OH * g.OW
+		want, wantIdx := make([]float32, n), make([]int64, n)
+		maxPool2dGeneric(want, wantIdx, src, g)
+		got, gotIdx := make([]float32, n), make([]int64, n)
+		for i := range got {
+			got[i], gotIdx[i] = 12345, -7
+		}
+		MaxPool2d(got, gotIdx, src, g)
+		require.Equal(t, wantIdx, gotIdx, "positions %+v", c)
+		for i := range want {
+			if math.IsNaN(float64(want[i])) {
+				require.True(t, math.IsNaN(float64(got[i])), "output %d of %+v: got %v, want NaN", i, c, got[i])
+				continue
+			}
+			require.Equal(t, want[i], got[i], "output %d of %+v", i, c)
+		}
+	}
+}
