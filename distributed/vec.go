@@ -399,39 +399,18 @@ func minInto[T number](dst, src []T) {
 	}
 }
 
-// divide divides every element by n (Avg's final step; floats only). For
-// n = 1 it does nothing, and when n is a power of two it multiplies by 1/n
-// instead: 1/n is then exact, and x·(1/n) and x/n are the correctly rounded
-// values of the same real number, so the bits are those of the division at
-// a fraction of its cost.
+// divide divides every element by n (Avg's final step; floats only): not
+// at all for n = 1, else with the SIMD division kernels, whose quotients
+// are correctly rounded like the scalar ones.
 func (v vec) divide(n int) {
 	if n == 1 {
 		return
 	}
-	pow2 := n&(n-1) == 0
 	switch d := v.data.(type) {
 	case []float32:
-		if pow2 {
-			r := 1 / float32(n)
-			for i := range d {
-				d[i] *= r
-			}
-			return
-		}
-		for i := range d {
-			d[i] /= float32(n)
-		}
+		reduce.DivFloat32s(d, float32(n))
 	case []float64:
-		if pow2 {
-			r := 1 / float64(n)
-			for i := range d {
-				d[i] *= r
-			}
-			return
-		}
-		for i := range d {
-			d[i] /= float64(n)
-		}
+		reduce.DivFloat64s(d, float64(n))
 	}
 }
 

@@ -9,9 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestVecDivideBitsMatchDivision checks that divide's multiplication by the
-// reciprocal of a power of two gives the bits of a true division, for
-// normal, subnormal, huge and special values (NaNs stay NaN;
+// TestVecDivideBitsMatchDivision checks that divide gives the bits of a
+// scalar division, for normal, subnormal, huge and special values (NaNs stay NaN;
 // their payload bits are not compared).
 func TestVecDivideBitsMatchDivision(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
