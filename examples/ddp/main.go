@@ -16,6 +16,13 @@
 // data.DistributedSampler, and distributed.DataParallel averages the
 // gradients, so N processes train the same model as one process would with
 // the same global batch.
+//
+// -phases makes every rank print, after training, the time it spent
+// gathering batches, in forward, in backward, in SyncGradients (waiting for
+// the all-reduce and for the slower ranks) and in the optimizer step, and
+// the CPU time of the process; -cpuprofile FILE writes each rank's CPU
+// profile of the training loop to FILE.rank0, FILE.rank1, ... for go tool
+// pprof.
 package main
 
 import (
