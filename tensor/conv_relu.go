@@ -19,51 +19,11 @@ func Conv2dRelu(x, w, b *Tensor, opt Conv2dOptions) *Tensor {
 		opt := opt.withDefaults("Conv2dRelu")
 		g := conv2dGeom("Conv2dRelu", x.shape, w.shape, opt)
 		checkBias("Conv2dRelu", b, w.shape[0])
-		if y := cpuConvReluForward(x, w, b, g, opt.Groups); y != nil {
+		if y := cpuConvForward(x, w, b, g, opt.Groups, true); y != nil {
 			return y
 		}
 		return Conv2d(x, w, b, opt).Relu()
 	})
-}
-
-// cpuConvReluForward is cpuConvForward followed by a ReLU in place on the
-// fresh output (inside the depthwise kernel's pass, or on each tile of the
-// matrix product), or nil when the CPU kernels do not apply.
-func cpuConvReluForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
-	o := w.shape[0]
-	if convEmpty(g, o) {
-		return nil
-	}
-	threads := NumThreads()
-	switch x.dtype {
-	case Float32:
-		ops, ok := convOperands[float32](x, w, b)
-		if !ok {
-			return nil
-		}
-		y := empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
-		dst := y.st.buf.(*cpuBuffer).data.([]float32)
-		if depthwise(g, groups) {
-			cpu.DepthwiseForward(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, true)
-		} else {
-			// The matrix product clamps each finished tile while it is in
-			// cache.
-			cpu.ConvForwardF32(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, groups, threads, true)
-		}
-		return y
-	case Float64:
-		if !depthwise(g, groups) {
-			return nil
-		}
-		ops, ok := convOperands[float64](x, w, b)
-		if !ok {
-			return nil
-		}
-		y := empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
-		cpu.DepthwiseForward(y.st.buf.(*cpuBuffer).data.([]float64), ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, true)
-		return y
-	}
-	return nil
 }
 
 // PackedConv2dWeight is a convolution weight ([O, C/groups, KH, KW])

@@ -290,7 +290,7 @@ func Conv2d(x, w, b *Tensor, opt Conv2dOptions) *Tensor {
 		opt := opt.withDefaults("Conv2d")
 		g := conv2dGeom("Conv2d", x.shape, w.shape, opt)
 		checkBias("Conv2d", b, w.shape[0])
-		if y := cpuConvForward(x, w, b, g, opt.Groups); y != nil {
+		if y := cpuConvForward(x, w, b, g, opt.Groups, false); y != nil {
 			return y
 		}
 		y := conv2dForward(x, w, g, opt.Groups)
@@ -345,8 +345,9 @@ func convEmpty(g ConvGeom, o int) bool {
 // cpuConvForward computes the convolution of x with w plus the optional
 // bias b with the CPU kernels (float32 through the packed GEMM, depthwise
 // ones of either float type by direct loops), or returns nil when they do
-// not apply.
-func cpuConvForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
+// not apply. With relu the kernels clamp the fresh output in their own pass
+// (the depthwise loop, or each finished tile of the matrix product).
+func cpuConvForward(x, w, b *Tensor, g ConvGeom, groups int, relu bool) *Tensor {
 	o := w.shape[0]
 	if convEmpty(g, o) {
 		return nil
@@ -361,9 +362,9 @@ func cpuConvForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
 		y := empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
 		dst := y.st.buf.(*cpuBuffer).data.([]float32)
 		if depthwise(g, groups) {
-			cpu.DepthwiseForward(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, false)
+			cpu.DepthwiseForward(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, relu)
 		} else {
-			cpu.ConvForwardF32(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, groups, threads, false)
+			cpu.ConvForwardF32(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, groups, threads, relu)
 		}
 		return y
 	case Float64:
@@ -375,7 +376,7 @@ func cpuConvForward(x, w, b *Tensor, g ConvGeom, groups int) *Tensor {
 			return nil
 		}
 		y := empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
-		cpu.DepthwiseForward(y.st.buf.(*cpuBuffer).data.([]float64), ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, false)
+		cpu.DepthwiseForward(y.st.buf.(*cpuBuffer).data.([]float64), ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, relu)
 		return y
 	}
 	return nil
@@ -451,7 +452,7 @@ func conv2dForward(x, w *Tensor, g ConvGeom, groups int) *Tensor {
 	if g.N == 0 || l == 0 || o == 0 {
 		return empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
 	}
-	if y := cpuConvForward(x, w, nil, g, groups); y != nil {
+	if y := cpuConvForward(x, w, nil, g, groups, false); y != nil {
 		return y
 	}
 	if y := backendConvForward(x, w, g, groups); y != nil {
