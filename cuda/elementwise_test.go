@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
-	"os/exec"
-	"regexp"
 	"runtime"
 	"testing"
 
@@ -21,23 +19,14 @@ import (
 
 // ---- tests that need no GPU ------------------------------------------------
 
-func TestElementwisePTXAssembles(t *testing.T) {
-	ptxas, err := exec.LookPath("ptxas")
-	if err != nil {
-		t.Skip("ptxas not found; it comes with the CUDA toolkit")
-	}
-	out, err := exec.Command(ptxas, "-arch=sm_80", "internal/kernels/elementwise.ptx", "-o", "/dev/null").CombinedOutput()
-	require.NoError(t, err, "ptxas: %s", out)
-}
-
 // ptxEntries returns the .entry names of the embedded PTX module file.
 func ptxEntries(t *testing.T, file string) map[string]bool {
 	t.Helper()
 	src, err := fs.ReadFile(kernels.PTX, file)
 	require.NoError(t, err)
 	entries := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\.entry\s+([A-Za-z_][A-Za-z0-9_]*)`).FindAllSubmatch(src, -1) {
-		entries[string(m[1])] = true
+	for _, name := range parsePTXEntries(src) {
+		entries[name] = true
 	}
 	return entries
 }

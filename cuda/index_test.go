@@ -3,13 +3,10 @@
 package cuda
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -20,7 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/emberml/ember/cuda/internal/kernels"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -269,36 +265,15 @@ var ktAllDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int64, t
 
 // ---- Tests that need no GPU ----------------------------------------------
 
-// ktCheckPTX assembles the embedded PTX module file with ptxas for sm_80
-// (when ptxas is installed) and requires every name to be one of its
-// .entry points.
+// ktCheckPTX requires every name to be an .entry of the embedded PTX
+// module file (TestPTXAssembles runs ptxas on every module).
 func ktCheckPTX(t *testing.T, file string, names []string) {
 	t.Helper()
-	src, err := kernels.PTX.ReadFile(file)
-	require.NoError(t, err)
-	entries := map[string]bool{}
-	re := regexp.MustCompile(`^\.visible \.entry ([A-Za-z_][A-Za-z0-9_]*)\(`)
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			entries[m[1]] = true
-		}
-	}
-	require.NoError(t, sc.Err())
 	require.NotEmpty(t, names)
+	entries := ptxEntries(t, file)
 	for _, name := range names {
 		assert.True(t, entries[name], "kernel %s is not an .entry of %s", name, file)
 	}
-	ptxas, err := exec.LookPath("ptxas")
-	if err != nil {
-		t.Logf("ptxas not installed; %s not assembled", file)
-		return
-	}
-	path := filepath.Join(t.TempDir(), file)
-	require.NoError(t, os.WriteFile(path, src, 0o600))
-	out, err := exec.Command(ptxas, "-arch=sm_80", "-o", os.DevNull, path).CombinedOutput()
-	require.NoError(t, err, "ptxas %s: %s", file, out)
 }
 
 // ktDefines returns the integer #define values of a .cu source.
