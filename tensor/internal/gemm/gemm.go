@@ -296,19 +296,9 @@ func packB(dst []float32, ps int, transB bool, b []float32, ldb, pc, jc, kb, nb,
 		if cols < nr {
 			clear(panel)
 		}
-		// op(B)[p][j] = b[j*ldb+p]: walk each row of B (a column of op(B)),
-		// four at a time so each step of k writes four adjacent values.
-		base := (jc+jr)*ldb + pc
-		full := cols &^ 3
-		for col := 0; col < full; col += 4 {
-			interleave4(panel[col:], nr, b[base+col*ldb:], ldb, kb)
-		}
-		for col := full; col < cols; col++ {
-			src := b[(jc+jr+col)*ldb+pc:][:kb]
-			for p, v := range src {
-				panel[p*nr+col] = v
-			}
-		}
+		// op(B)[p][j] = b[j*ldb+p]: the rows of B (columns of op(B)) run
+		// along k, and the panel is their transpose.
+		transpose(panel, nr, b[(jc+jr)*ldb+pc:], ldb, cols, kb)
 	}
 }
 

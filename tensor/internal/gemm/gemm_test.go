@@ -291,3 +291,44 @@ func TestSplitColumns(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSgemmShapes measures the products of the training workloads of
+// `ember bench` (mlp: batch 128, 784→512→512; gru: batch 64, hidden 100;
+// transformer: 2048 tokens of 256), where packing and fixed costs weigh
+// more than in square products.
+func BenchmarkSgemmShapes(b *testing.B) {
+	shapes := []struct {
+		name           string
+		transA, transB bool
+		m, n, k        int
+	}{
+		{"mlp_fc1_NT", false, true, 128, 512, 784},
+		{"mlp_fc2_NT", false, true, 128, 512, 512},
+		{"mlp_dx2_NN", false, false, 128, 512, 512},
+		{"mlp_dw1_TN", true, false, 512, 784, 128},
+		{"gru_step_NT", false, true, 64, 300, 100},
+		{"gru_dh_NN", false, false, 64, 100, 300},
+		{"ffn_NT", false, true, 2048, 1024, 256},
+		{"ffn_dw_TN", true, false, 1024, 256, 2048},
+	}
+	for _, s := range shapes {
+		b.Run(s.name, func(b *testing.B) {
+			r := rand.New(rand.NewPCG(7, 8))
+			ar, ac := s.m, s.k
+			if s.transA {
+				ar, ac = ac, ar
+			}
+			br, bc := s.k, s.n
+			if s.transB {
+				br, bc = bc, br
+			}
+			x, y, z := make([]float32, ar*ac), make([]float32, br*bc), make([]float32, s.m*s.n)
+			randFill(r, x, ar, ac, ac)
+			randFill(r, y, br, bc, bc)
+			for b.Loop() {
+				Sgemm(s.transA, s.transB, s.m, s.n, s.k, 1, x, ac, y, bc, 0, z, s.n)
+			}
+			b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+	}
+}

@@ -69,3 +69,46 @@ func PanelRowPart(dst []float32, ps, p, nr, col0 int, vals []float32) {
 		copy(dst[(col0+full)/nr*ps+p*nr:][:len(vals)-full], vals[full:])
 	}
 }
+
+// transpose writes the first kb elements of rows rows of a (rows lda apart)
+// into dst as kb steps w elements apart: dst[p*w+r] = a[r*lda+p]. This is
+// how a panel is packed from operand rows that run along k (B transposed,
+// or A as stored). Whole 8×8 blocks go through the vector routine where
+// the CPU has one, the edges through transposeGo.
+func transpose(dst []float32, w int, a []float32, lda, rows, kb int) {
+	if rows <= 0 || kb <= 0 {
+		return
+	}
+	// Every access below lies within these two.
+	_ = dst[(kb-1)*w+rows-1]
+	_ = a[(rows-1)*lda+kb-1]
+	r8, k8 := rows&^7, kb&^7
+	if r8 == 0 || k8 == 0 || !canTranspose8() {
+		transposeGo(dst, w, a, lda, rows, kb)
+		return
+	}
+	for r := 0; r < r8; r += 8 {
+		transpose8(dst[r:], w, a[r*lda:], lda, k8/8)
+	}
+	if k8 < kb {
+		transposeGo(dst[k8*w:], w, a[k8:], lda, r8, kb-k8)
+	}
+	if r8 < rows {
+		transposeGo(dst[r8:], w, a[r8*lda:], lda, rows-r8, kb)
+	}
+}
+
+// transposeGo is transpose in Go: four rows at a time, so each step of k
+// writes four adjacent values, then the rows left one by one.
+func transposeGo(dst []float32, w int, a []float32, lda, rows, kb int) {
+	full := rows &^ 3
+	for r := 0; r < full; r += 4 {
+		interleave4(dst[r:], w, a[r*lda:], lda, kb)
+	}
+	for r := full; r < rows; r++ {
+		src := a[r*lda:][:kb]
+		for p, v := range src {
+			dst[p*w+r] = v
+		}
+	}
+}

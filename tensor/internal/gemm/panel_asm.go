@@ -20,6 +20,22 @@ func scatter32AVX512(dst *float32, stride int, src *float32, n int)
 //go:noescape
 func scatter16AVX(dst *float32, stride int, src *float32, n int)
 
+// transpose8AVX transposes n blocks of 8×8 floats: for block b, row r and
+// column c, src[r*lds+8b+c] goes to dst[(8b+c)*ldd+r].
+//
+//go:noescape
+func transpose8AVX(dst *float32, ldd int, src *float32, lds int, n int)
+
+// canTranspose8 reports whether transpose8 has a vector routine on this CPU.
+func canTranspose8() bool { return cpu.X86.HasAVX }
+
+// transpose8 transposes the 8×8n block of src (rows lds apart) into the
+// 8n×8 block of dst (rows ldd apart) with transpose8AVX. The caller has
+// checked canTranspose8 and that both blocks fit.
+func transpose8(dst []float32, ldd int, src []float32, lds, n int) {
+	transpose8AVX(unsafe.SliceData(dst), ldd, unsafe.SliceData(src), lds, n)
+}
+
 // scatterPanels copies the len(src)/nr blocks of nr floats of src to
 // dst[i*stride:] with vector moves when an assembly routine fits nr and the
 // CPU, reporting whether it did. The caller has checked that dst holds

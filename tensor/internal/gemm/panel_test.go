@@ -90,3 +90,51 @@ func TestPanelRowPart(t *testing.T) {
 	require.Panics(t, func() { PanelRowPart(make([]float32, 64), 8, 0, 4, -1, make([]float32, 2)) })
 	require.Panics(t, func() { PanelRowPart(make([]float32, 64), 7, 1, 4, 0, make([]float32, 2)) })
 }
+
+// TestTranspose checks transpose (8×8 vector blocks where the CPU has them)
+// and transposeGo against the definition on odd sizes, with dst poisoned:
+// every cell of the kb×rows block is written, nothing else is.
+func TestTranspose(t *testing.T) {
+	impls := []struct {
+		name string
+		f    func(dst []float32, w int, a []float32, lda, rows, kb int)
+	}{{"transpose", transpose}, {"transposeGo", transposeGo}}
+	for _, impl := range impls {
+		for _, rows := range []int{1, 3, 7, 8, 9, 12, 16, 31, 32, 67} {
+			for _, kb := range []int{1, 5, 8, 15, 16, 17, 67} {
+				t.Run(fmt.Sprintf("%s/rows%d/kb%d", impl.name, rows, kb), func(t *testing.T) {
+					lda, w := kb+3, rows+5
+					a := make([]float32, (rows-1)*lda+kb)
+					for i := range a {
+						a[i] = float32(i + 1)
+					}
+					dst := make([]float32, kb*w+7)
+					for i := range dst {
+						dst[i] = float32(math.NaN())
+					}
+					impl.f(dst, w, a, lda, rows, kb)
+					for i, v := range dst {
+						p, r := i/w, i%w
+						if p >= kb || r >= rows {
+							require.True(t, math.IsNaN(float64(v)), "element %d (step %d, row %d) was written", i, p, r)
+							continue
+						}
+						require.Equal(t, a[r*lda+p], v, "step %d row %d", p, r)
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkPackBTrans measures packing a 384×512 block of op(B) = Bᵀ (the
+// rows of B run along k) into panels of 32 columns.
+func BenchmarkPackBTrans(b *testing.B) {
+	const kb, nb, nr, ldb = 384, 512, 32, 784
+	src := make([]float32, nb*ldb)
+	dst := make([]float32, nb*kb)
+	for b.Loop() {
+		packB(dst, nr*kb, true, src, ldb, 0, 0, kb, nb, nr)
+	}
+	b.ReportMetric(float64(kb*nb)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gfloat/s")
+}
