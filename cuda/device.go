@@ -291,6 +291,7 @@ func (b *Backend) ptr(buf tensor.Buffer, off int) uint64 {
 // newBuffer returns uninitialised device memory for n elements of dt. The
 // block returns to the allocator when the buffer becomes unreachable.
 func (b *Backend) newBuffer(dt tensor.DType, n int) *buffer {
+	checkDType(dt)
 	if n < 0 {
 		panic(fmt.Sprintf("cuda: negative buffer length %d", n))
 	}
@@ -469,6 +470,7 @@ func (b *Backend) toHostBytes(addr uint64, dst []byte) {
 // hostBytes returns the bytes of a host slice of dt's Go type (uint16 bits
 // for Float16 and BFloat16) and its length in elements.
 func hostBytes(dt tensor.DType, data any) ([]byte, int) {
+	checkDType(dt)
 	bs := func(p unsafe.Pointer, n, size int) []byte {
 		if n == 0 {
 			return nil
@@ -502,6 +504,16 @@ func hostBytes(dt tensor.DType, data any) ([]byte, int) {
 		}
 	}
 	panic(fmt.Sprintf("cuda: host data of type %T does not hold %s elements", data, dt))
+}
+
+// checkDType panics for the dtypes the device has no kernels for (the
+// narrow integers), so that they fail where they enter the device rather
+// than in some kernel picked by element size.
+func checkDType(dt tensor.DType) {
+	switch dt {
+	case tensor.Uint8, tensor.Int8, tensor.Int16:
+		panic(fmt.Sprintf("cuda: dtype %s not supported on cuda; keep the tensor on the CPU or convert it with To first", dt))
+	}
 }
 
 // makeHost returns a new host slice of n elements of dt's Go type.

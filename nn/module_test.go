@@ -286,6 +286,9 @@ func TestEncodeTensorsDTypes(t *testing.T) {
 		"i64":    tensor.FromSlice([]int64{-1, 1 << 40}),
 		"i32":    tensor.FromSlice([]int32{-7, 7}),
 		"bool":   tensor.FromSlice([]bool{true, false, true}),
+		"i16":    tensor.FromSlice([]int16{-32768, 5, 32767}),
+		"i8":     tensor.FromSlice([]int8{-128, -1, 127, 0}, 2, 2).T(), // non-contiguous
+		"u8":     tensor.FromSlice([]uint8{0, 128, 255}),
 		"f16":    tensor.FromHalfBits(tensor.Float16, []uint16{0x3c00, 0xc000}, 2),
 		"bf16":   tensor.FromHalfBits(tensor.BFloat16, []uint16{0x3f80}, 1),
 		"scalar": tensor.Scalar(2.5),

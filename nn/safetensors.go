@@ -38,7 +38,7 @@ func EncodeTensors(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[
 
 // DecodeTensors parses a safetensors file held in b into CPU tensors (their
 // own copies of the data) and the header's metadata. Dtypes Ember lacks
-// (I8, I16, U8) are an error.
+// (U16, U32, U64, the 8-bit floats) are an error.
 func DecodeTensors(b []byte) (map[string]*tensor.Tensor, map[string]string, error) {
 	raw, meta, err := safetensors.Decode(b)
 	if err != nil {
@@ -132,6 +132,9 @@ var rawNames = map[tensor.DType]string{
 	tensor.BFloat16: "BF16",
 	tensor.Int64:    "I64",
 	tensor.Int32:    "I32",
+	tensor.Int16:    "I16",
+	tensor.Int8:     "I8",
+	tensor.Uint8:    "U8",
 	tensor.Bool:     "BOOL",
 }
 
@@ -172,6 +175,18 @@ func toRaw(t *tensor.Tensor) (safetensors.Tensor, error) {
 		for _, v := range t.Int32s() {
 			data = le.AppendUint32(data, uint32(v))
 		}
+	case tensor.Int16:
+		data = make([]byte, 0, 2*n)
+		for _, v := range t.Int16s() {
+			data = le.AppendUint16(data, uint16(v))
+		}
+	case tensor.Int8:
+		data = make([]byte, n)
+		for i, v := range t.Int8s() {
+			data[i] = byte(v)
+		}
+	case tensor.Uint8:
+		data = t.Uint8s()
 	case tensor.Bool:
 		data = make([]byte, n)
 		for i, v := range t.Bools() {
@@ -229,6 +244,20 @@ func fromRaw(r safetensors.Tensor) (*tensor.Tensor, error) {
 			v[i] = int32(le.Uint32(d[4*i:]))
 		}
 		return tensor.FromSlice(v, shape...), nil
+	case "I16":
+		v := make([]int16, n)
+		for i := range v {
+			v[i] = int16(le.Uint16(d[2*i:]))
+		}
+		return tensor.FromSlice(v, shape...), nil
+	case "I8":
+		v := make([]int8, n)
+		for i := range v {
+			v[i] = int8(d[i])
+		}
+		return tensor.FromSlice(v, shape...), nil
+	case "U8":
+		return tensor.FromSlice(d[:n], shape...), nil // FromSlice copies
 	case "BOOL":
 		v := make([]bool, n)
 		for i := range v {
@@ -252,5 +281,5 @@ func fromRaw(r safetensors.Tensor) (*tensor.Tensor, error) {
 		}
 		return tensor.FromHalfBits(dt, v, shape...), nil
 	}
-	return nil, fmt.Errorf("safetensors dtype %s is not supported by Ember (supported: F32, F64, F16, BF16, I64, I32, BOOL)", r.DType)
+	return nil, fmt.Errorf("safetensors dtype %s is not supported by Ember (supported: F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL)", r.DType)
 }

@@ -49,6 +49,12 @@ func makeHostUninit(dt DType, n int) any {
 		return uninitSlice[int64](n)
 	case Int32:
 		return uninitSlice[int32](n)
+	case Int16:
+		return uninitSlice[int16](n)
+	case Int8:
+		return uninitSlice[int8](n)
+	case Uint8:
+		return uninitSlice[uint8](n)
 	case Bool:
 		return uninitSlice[bool](n)
 	case Float16, BFloat16:

@@ -13,7 +13,8 @@ import (
 )
 
 // cpuBuffer is host memory: data is a []float32, []float64, []int64, []int32,
-// []bool, or []uint16 (the bits of Float16 and BFloat16 elements).
+// []int16, []int8, []uint8, []bool, or []uint16 (the bits of Float16 and
+// BFloat16 elements).
 type cpuBuffer struct {
 	dtype DType
 	data  any
@@ -30,6 +31,12 @@ func (b *cpuBuffer) Len() int {
 	case []int64:
 		return len(d)
 	case []int32:
+		return len(d)
+	case []int16:
+		return len(d)
+	case []int8:
+		return len(d)
+	case []uint8:
 		return len(d)
 	case []bool:
 		return len(d)
@@ -55,6 +62,12 @@ func makeHost(dt DType, n int) any {
 		return make([]int64, n)
 	case Int32:
 		return make([]int32, n)
+	case Int16:
+		return make([]int16, n)
+	case Int8:
+		return make([]int8, n)
+	case Uint8:
+		return make([]uint8, n)
 	case Bool:
 		return make([]bool, n)
 	case Float16, BFloat16:
@@ -78,6 +91,12 @@ func (c cpuBackend) FromHost(dt DType, data any) Buffer {
 		copy(d, data.([]int64))
 	case []int32:
 		copy(d, data.([]int32))
+	case []int16:
+		copy(d, data.([]int16))
+	case []int8:
+		copy(d, data.([]int8))
+	case []uint8:
+		copy(d, data.([]uint8))
 	case []bool:
 		copy(d, data.([]bool))
 	case []uint16:
@@ -108,6 +127,12 @@ func (cpuBackend) Copy(dst, src Buffer, l Layout) {
 			cpu.Copy(d.data.([]int64), sd, l.Shape, l.Strides, l.Offset)
 		case []int32:
 			cpu.Copy(d.data.([]int32), sd, l.Shape, l.Strides, l.Offset)
+		case []int16:
+			cpu.Copy(d.data.([]int16), sd, l.Shape, l.Strides, l.Offset)
+		case []int8:
+			cpu.Copy(d.data.([]int8), sd, l.Shape, l.Strides, l.Offset)
+		case []uint8:
+			cpu.Copy(d.data.([]uint8), sd, l.Shape, l.Strides, l.Offset)
 		case []bool:
 			cpu.Copy(d.data.([]bool), sd, l.Shape, l.Strides, l.Offset)
 		case []uint16:
@@ -124,7 +149,10 @@ func (cpuBackend) Copy(dst, src Buffer, l Layout) {
 // PyTorch's static_cast does: float→int truncates toward zero, int→int
 // wraps, int64→float32 rounds directly (not through float64), anything→bool
 // is "!= 0" (NaN is true), and float64→float16/bfloat16 goes through float32
-// as c10::Half and c10::BFloat16 do.
+// as c10::Half and c10::BFloat16 do. Float→uint8/int8/int16 truncates to
+// int32 first and then wraps, which is what PyTorch computes on x86: -1.5
+// becomes uint8 255 and 300.7 becomes 44, while NaN and values outside
+// int32's range become 0.
 func castCopy(d, s *cpuBuffer, l Layout) {
 	sh, st, off := l.Shape, l.Strides, l.Offset
 	// Direct loops for the common float conversions.
@@ -153,6 +181,12 @@ func castCopy(d, s *cpuBuffer, l Layout) {
 		castInto(dd, s, l, func(v float64) int64 { return int64(v) }, func(v int64) int64 { return v })
 	case []int32:
 		castInto(dd, s, l, func(v float64) int32 { return int32(v) }, func(v int64) int32 { return int32(v) })
+	case []int16:
+		castInto(dd, s, l, func(v float64) int16 { return int16(floatToInt32x86(v)) }, func(v int64) int16 { return int16(v) })
+	case []int8:
+		castInto(dd, s, l, func(v float64) int8 { return int8(floatToInt32x86(v)) }, func(v int64) int8 { return int8(v) })
+	case []uint8:
+		castInto(dd, s, l, func(v float64) uint8 { return uint8(floatToInt32x86(v)) }, func(v int64) uint8 { return uint8(v) })
 	case []bool:
 		castInto(dd, s, l, func(v float64) bool { return v != 0 }, func(v int64) bool { return v != 0 })
 	case []uint16:
@@ -166,6 +200,16 @@ func castCopy(d, s *cpuBuffer, l Layout) {
 				func(v int64) uint16 { return BFloat16FromFloat32(float32(v)) })
 		}
 	}
+}
+
+// floatToInt32x86 truncates v toward zero to int32 the way x86's cvttsd2si
+// does: NaN and values outside int32's range give the "integer indefinite"
+// math.MinInt32, whose low 8 and 16 bits are zero.
+func floatToInt32x86(v float64) int32 {
+	if !(v > math.MinInt32-1 && v < math.MaxInt32+1) {
+		return math.MinInt32
+	}
+	return int32(v)
 }
 
 // castInto gathers the view l of s into dst, converting float sources with
@@ -182,6 +226,12 @@ func castInto[D any](dst []D, s *cpuBuffer, l Layout, fromF func(float64) D, fro
 		cpu.Map(dst, sd, sh, st, off, fromI)
 	case []int32:
 		cpu.Map(dst, sd, sh, st, off, func(v int32) D { return fromI(int64(v)) })
+	case []int16:
+		cpu.Map(dst, sd, sh, st, off, func(v int16) D { return fromI(int64(v)) })
+	case []int8:
+		cpu.Map(dst, sd, sh, st, off, func(v int8) D { return fromI(int64(v)) })
+	case []uint8:
+		cpu.Map(dst, sd, sh, st, off, func(v uint8) D { return fromI(int64(v)) })
 	case []bool:
 		one, zero := fromI(1), fromI(0)
 		cpu.Map(dst, sd, sh, st, off, func(v bool) D {
@@ -210,6 +260,12 @@ func (cpuBackend) Fill(dst Buffer, v float64) {
 		cpu.Fill(dd, int64(v))
 	case []int32:
 		cpu.Fill(dd, int32(v))
+	case []int16:
+		cpu.Fill(dd, int16(floatToInt32x86(v)))
+	case []int8:
+		cpu.Fill(dd, int8(floatToInt32x86(v)))
+	case []uint8:
+		cpu.Fill(dd, uint8(floatToInt32x86(v)))
 	case []bool:
 		cpu.Fill(dd, v != 0)
 	case []uint16:
@@ -235,6 +291,12 @@ func (cpuBackend) Unary(op UnaryOp, dst, src Buffer, l Layout) {
 		cpu.Map(d.data.([]int64), sd, l.Shape, l.Strides, l.Offset, unaryInt[int64](op))
 	case []int32:
 		cpu.Map(d.data.([]int32), sd, l.Shape, l.Strides, l.Offset, unaryInt[int32](op))
+	case []int16:
+		cpu.Map(d.data.([]int16), sd, l.Shape, l.Strides, l.Offset, unaryInt[int16](op))
+	case []int8:
+		cpu.Map(d.data.([]int8), sd, l.Shape, l.Strides, l.Offset, unaryInt[int8](op))
+	case []uint8:
+		cpu.Map(d.data.([]uint8), sd, l.Shape, l.Strides, l.Offset, unaryInt[uint8](op))
 	case []bool:
 		if op.Kind != OpLogicalNot {
 			panic(fmt.Sprintf("tensor: unary op %d is not defined for bool", op.Kind))
@@ -394,24 +456,30 @@ func unaryF32(op UnaryOp) func(float32) float32 {
 	return func(x float32) float32 { return float32(f(float64(x))) }
 }
 
-func unaryInt[T int64 | int32](op UnaryOp) func(T) T {
+// intElem is the set of integer element types; arithmetic on them wraps.
+type intElem interface {
+	int64 | int32 | int16 | int8 | uint8
+}
+
+func unaryInt[T intElem](op UnaryOp) func(T) T {
 	switch op.Kind {
 	case OpNeg:
 		return func(x T) T { return -x }
 	case OpAbs:
 		return func(x T) T {
-			if x < 0 {
+			if x < 0 { // never for uint8
 				return -x
 			}
 			return x
 		}
 	case OpSign:
 		return func(x T) T {
+			one := T(1)
 			switch {
 			case x > 0:
-				return 1
-			case x < 0:
-				return -1
+				return one
+			case x < 0: // never for uint8, hence -one rather than -1
+				return -one
 			}
 			return 0
 		}
@@ -423,23 +491,33 @@ func unaryInt[T int64 | int32](op UnaryOp) func(T) T {
 		lo, hi := intBound[T](math.Ceil(op.A)), intBound[T](math.Floor(op.B))
 		return func(x T) T { return min(max(x, lo), hi) }
 	case OpAffine:
-		a, b := T(op.A), T(op.B)
+		// Through int64 so that a negative factor wraps for uint8 instead
+		// of hitting Go's implementation-defined float→unsigned conversion.
+		a, b := T(int64(op.A)), T(int64(op.B))
 		return func(x T) T { return x*a + b }
 	case OpSquare:
 		return func(x T) T { return x * x }
 	case OpPowScalar:
-		e := T(op.A)
-		return func(x T) T { return intPow(x, e) }
+		return func(x T) T { return intPowBy(x, int64(op.A)) }
 	}
 	panic(fmt.Sprintf("tensor: unary op %d is not defined for integers", op.Kind))
 }
 
 // intBound converts a whole (or infinite) float bound to T, saturating at
 // T's range so that ±Inf means "no bound".
-func intBound[T int64 | int32](v float64) T {
-	var lo, hi int64 = math.MinInt32, math.MaxInt32
-	if _, is64 := any(T(0)).(int64); is64 {
+func intBound[T intElem](v float64) T {
+	var lo, hi int64
+	switch any(T(0)).(type) {
+	case int64:
 		lo, hi = math.MinInt64, math.MaxInt64
+	case int32:
+		lo, hi = math.MinInt32, math.MaxInt32
+	case int16:
+		lo, hi = math.MinInt16, math.MaxInt16
+	case int8:
+		lo, hi = math.MinInt8, math.MaxInt8
+	case uint8:
+		lo, hi = 0, math.MaxUint8
 	}
 	switch {
 	case v != v:
@@ -449,21 +527,24 @@ func intBound[T int64 | int32](v float64) T {
 	case v >= float64(hi):
 		return T(hi)
 	}
-	return T(v)
+	return T(int64(v))
 }
 
-// intPow returns x**e by repeated squaring, with PyTorch's integer rule for
+// intPow returns x**e for an exponent of x's own type.
+func intPow[T intElem](x, e T) T { return intPowBy(x, int64(e)) }
+
+// intPowBy returns x**e by repeated squaring, with PyTorch's integer rule for
 // negative exponents: 1 and -1 keep their magnitude, everything else is 0.
-func intPow[T int64 | int32](x, e T) T {
+func intPowBy[T intElem](x T, e int64) T {
 	if e < 0 {
-		switch x {
-		case 1:
+		switch {
+		case x == 1:
 			return 1
-		case -1:
+		case x < 0 && x+1 == 0: // x == -1, written to compile for uint8
 			if e%2 == 0 {
 				return 1
 			}
-			return -1
+			return x
 		}
 		return 0
 	}
@@ -496,6 +577,12 @@ func (cpuBackend) Binary(op BinaryOp, dst, a Buffer, la Layout, b Buffer, lb Lay
 		binaryNum(op, d, shape, ad, la, bb.data.([]int64), lb, binInt[int64](op))
 	case []int32:
 		binaryNum(op, d, shape, ad, la, bb.data.([]int32), lb, binInt[int32](op))
+	case []int16:
+		binaryNum(op, d, shape, ad, la, bb.data.([]int16), lb, binInt[int16](op))
+	case []int8:
+		binaryNum(op, d, shape, ad, la, bb.data.([]int8), lb, binInt[int8](op))
+	case []uint8:
+		binaryNum(op, d, shape, ad, la, bb.data.([]uint8), lb, binInt[uint8](op))
 	case []bool:
 		bd := bb.data.([]bool)
 		var f func(x, y bool) bool
@@ -614,7 +701,7 @@ func binF32(op BinaryOp) func(x, y float32) float32 {
 	return nil
 }
 
-func binInt[T int64 | int32](op BinaryOp) func(x, y T) T {
+func binInt[T intElem](op BinaryOp) func(x, y T) T {
 	switch op {
 	case OpAdd:
 		return func(x, y T) T { return x + y }
@@ -654,6 +741,12 @@ func (cpuBackend) Where(dst, cond Buffer, lc Layout, a Buffer, la Layout, b Buff
 		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int64), la.Strides, la.Offset, bv.([]int64), lb.Strides, lb.Offset)
 	case []int32:
 		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int32), la.Strides, la.Offset, bv.([]int32), lb.Strides, lb.Offset)
+	case []int16:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int16), la.Strides, la.Offset, bv.([]int16), lb.Strides, lb.Offset)
+	case []int8:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int8), la.Strides, la.Offset, bv.([]int8), lb.Strides, lb.Offset)
+	case []uint8:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]uint8), la.Strides, la.Offset, bv.([]uint8), lb.Strides, lb.Offset)
 	case []bool:
 		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]bool), la.Strides, la.Offset, bv.([]bool), lb.Strides, lb.Offset)
 	case []uint16:
@@ -675,6 +768,12 @@ func (cpuBackend) Reduce(op ReduceOp, dst, src Buffer, outer, n int) {
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int64), sd, outer, n)
 	case []int32:
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int32), sd, outer, n)
+	case []int16:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int16), sd, outer, n)
+	case []int8:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int8), sd, outer, n)
+	case []uint8:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]uint8), sd, outer, n)
 	default:
 		panic("tensor: reduction on " + src.DType().String())
 	}
@@ -691,6 +790,12 @@ func (cpuBackend) ArgReduce(max bool, dst, src Buffer, outer, n, inner int) {
 		cpu.ArgReduce(max, dd, sd, outer, n, inner)
 	case []int32:
 		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	case []int16:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	case []int8:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	case []uint8:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
 	default:
 		panic("tensor: argmax/argmin on " + src.DType().String())
 	}
@@ -706,6 +811,12 @@ func (cpuBackend) Scan(prod bool, dst, src Buffer, outer, n, inner int) {
 		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int64), sd, outer, n, inner)
 	case []int32:
 		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int32), sd, outer, n, inner)
+	case []int16:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int16), sd, outer, n, inner)
+	case []int8:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int8), sd, outer, n, inner)
+	case []uint8:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]uint8), sd, outer, n, inner)
 	default:
 		panic("tensor: cumulative op on " + src.DType().String())
 	}
@@ -744,12 +855,18 @@ func (cpuBackend) MatMul(dst, a, b Buffer, p MatMulParams) {
 		matmulInt(dd, a.(*cpuBuffer).data.([]int64), b.(*cpuBuffer).data.([]int64), p)
 	case []int32:
 		matmulInt(dd, a.(*cpuBuffer).data.([]int32), b.(*cpuBuffer).data.([]int32), p)
+	case []int16:
+		matmulInt(dd, a.(*cpuBuffer).data.([]int16), b.(*cpuBuffer).data.([]int16), p)
+	case []int8:
+		matmulInt(dd, a.(*cpuBuffer).data.([]int8), b.(*cpuBuffer).data.([]int8), p)
+	case []uint8:
+		matmulInt(dd, a.(*cpuBuffer).data.([]uint8), b.(*cpuBuffer).data.([]uint8), p)
 	default:
 		panic("tensor: matmul on " + dst.DType().String())
 	}
 }
 
-func matmulInt[T int64 | int32](dst, a, b []T, p MatMulParams) {
+func matmulInt[T intElem](dst, a, b []T, p MatMulParams) {
 	for bi := range p.AOffsets {
 		ao, bo := p.AOffsets[bi], p.BOffsets[bi]
 		c := dst[bi*p.M*p.N:]

@@ -73,6 +73,12 @@ func (cpuBackend) Gather(dst, src Buffer, sl Layout, axis int, idx Buffer, il La
 		cpu.Gather(d, sh, s.([]int64), ss, so, as, vals, is)
 	case []int32:
 		cpu.Gather(d, sh, s.([]int32), ss, so, as, vals, is)
+	case []int16:
+		cpu.Gather(d, sh, s.([]int16), ss, so, as, vals, is)
+	case []int8:
+		cpu.Gather(d, sh, s.([]int8), ss, so, as, vals, is)
+	case []uint8:
+		cpu.Gather(d, sh, s.([]uint8), ss, so, as, vals, is)
 	case []bool:
 		cpu.Gather(d, sh, s.([]bool), ss, so, as, vals, is)
 	case []uint16:
@@ -114,6 +120,12 @@ func (cpuBackend) Scatter(dst Buffer, dl Layout, axis int, idx Buffer, il Layout
 		} else {
 			cpu.Scatter(d, ds, do, as, sh, vals, is, s.([]int32), ss, so)
 		}
+	case []int16:
+		scatterInt(d, ds, do, as, sh, vals, is, s.([]int16), ss, so, accumulate)
+	case []int8:
+		scatterInt(d, ds, do, as, sh, vals, is, s.([]int8), ss, so, accumulate)
+	case []uint8:
+		scatterInt(d, ds, do, as, sh, vals, is, s.([]uint8), ss, so, accumulate)
 	case []bool:
 		if accumulate {
 			cpu.ScatterOr(d, ds, do, as, sh, vals, is, s.([]bool), ss, so)
@@ -129,6 +141,16 @@ func (cpuBackend) Scatter(dst Buffer, dl Layout, axis int, idx Buffer, il Layout
 	return nil
 }
 
+// scatterInt is Scatter's case for the narrow integers, which accumulate
+// with wrapping adds.
+func scatterInt[T int16 | int8 | uint8](d []T, ds []int, do, as int, sh, vals, is []int, s []T, ss []int, so int, accumulate bool) {
+	if accumulate {
+		cpu.ScatterAdd(d, ds, do, as, sh, vals, is, s, ss, so)
+	} else {
+		cpu.Scatter(d, ds, do, as, sh, vals, is, s, ss, so)
+	}
+}
+
 func (cpuBackend) MaskedSelect(dst, src Buffer, sl Layout, mask Buffer, ml Layout) {
 	m := mask.(*cpuBuffer).data.([]bool)
 	sh, ss, so, ms, mo := sl.Shape, sl.Strides, sl.Offset, ml.Strides, ml.Offset
@@ -142,6 +164,12 @@ func (cpuBackend) MaskedSelect(dst, src Buffer, sl Layout, mask Buffer, ml Layou
 		cpu.MaskedSelect(d, sh, s.([]int64), ss, so, m, ms, mo)
 	case []int32:
 		cpu.MaskedSelect(d, sh, s.([]int32), ss, so, m, ms, mo)
+	case []int16:
+		cpu.MaskedSelect(d, sh, s.([]int16), ss, so, m, ms, mo)
+	case []int8:
+		cpu.MaskedSelect(d, sh, s.([]int8), ss, so, m, ms, mo)
+	case []uint8:
+		cpu.MaskedSelect(d, sh, s.([]uint8), ss, so, m, ms, mo)
 	case []bool:
 		cpu.MaskedSelect(d, sh, s.([]bool), ss, so, m, ms, mo)
 	case []uint16:
@@ -165,6 +193,12 @@ func (c cpuBackend) MaskedScatter(dst Buffer, dl Layout, mask Buffer, ml Layout,
 		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]int64))
 	case []int32:
 		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]int32))
+	case []int16:
+		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]int16))
+	case []int8:
+		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]int8))
+	case []uint8:
+		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]uint8))
 	case []bool:
 		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]bool))
 	case []uint16:

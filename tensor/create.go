@@ -8,7 +8,7 @@ import (
 
 // Element is the set of Go types a tensor can be built from or read into.
 type Element interface {
-	float32 | float64 | int64 | int32 | bool
+	float32 | float64 | int64 | int32 | int16 | int8 | uint8 | bool
 }
 
 func dtypeOf[T Element]() DType {
@@ -22,6 +22,12 @@ func dtypeOf[T Element]() DType {
 		return Int64
 	case int32:
 		return Int32
+	case int16:
+		return Int16
+	case int8:
+		return Int8
+	case uint8:
+		return Uint8
 	case bool:
 		return Bool
 	}
@@ -240,6 +246,18 @@ func (t *Tensor) Int64s() []int64 { return t.To(Int64).host().([]int64) }
 
 // Int32s returns a copy of t's elements in row-major order as int32.
 func (t *Tensor) Int32s() []int32 { return t.To(Int32).host().([]int32) }
+
+// Int16s returns a copy of t's elements in row-major order as int16
+// (conversions wrap; see To).
+func (t *Tensor) Int16s() []int16 { return t.To(Int16).host().([]int16) }
+
+// Int8s returns a copy of t's elements in row-major order as int8
+// (conversions wrap; see To).
+func (t *Tensor) Int8s() []int8 { return t.To(Int8).host().([]int8) }
+
+// Uint8s returns a copy of t's elements in row-major order as uint8
+// (conversions wrap; see To).
+func (t *Tensor) Uint8s() []uint8 { return t.To(Uint8).host().([]uint8) }
 
 // Bools returns a copy of t's elements in row-major order as bool (non-zero
 // is true).

@@ -10,6 +10,9 @@ type DType uint8
 
 // The element types. Float16 and BFloat16 are storage types: they convert on
 // load and store, and compute ops ask for a conversion to Float32 first.
+// Uint8, Int8 and Int16 are full integer types whose arithmetic wraps, as
+// PyTorch's does; they come after the others so that the older values keep
+// their numbers.
 const (
 	Float32 DType = iota
 	Float64
@@ -18,10 +21,13 @@ const (
 	Bool
 	Float16
 	BFloat16
+	Uint8
+	Int8
+	Int16
 )
 
-var dtypeNames = [...]string{"float32", "float64", "int64", "int32", "bool", "float16", "bfloat16"}
-var dtypeSizes = [...]int{4, 8, 8, 4, 1, 2, 2}
+var dtypeNames = [...]string{"float32", "float64", "int64", "int32", "bool", "float16", "bfloat16", "uint8", "int8", "int16"}
+var dtypeSizes = [...]int{4, 8, 8, 4, 1, 2, 2, 1, 1, 2}
 
 // String returns PyTorch's name for the dtype ("float32", "int64", ...).
 func (d DType) String() string {
@@ -40,7 +46,17 @@ func (d DType) IsFloat() bool {
 }
 
 // IsInt reports whether d is an integer type.
-func (d DType) IsInt() bool { return d == Int64 || d == Int32 }
+func (d DType) IsInt() bool {
+	switch d {
+	case Int64, Int32, Uint8, Int8, Int16:
+		return true
+	}
+	return false
+}
+
+// widensToInt64 reports whether sums, products and cumulative ops over d
+// compute in Int64, as PyTorch's do for bool and every integer type.
+func widensToInt64(d DType) bool { return d == Bool || d.IsInt() }
 
 // ParseDType returns the dtype named s (PyTorch spelling, e.g. "float32").
 func ParseDType(s string) (DType, error) {
@@ -62,8 +78,12 @@ func computeDType(d DType) DType {
 }
 
 // promoteRank orders dtypes for type promotion, as PyTorch does for tensors of
-// the same category: bool < int32 < int64 < float16/bfloat16 < float32 < float64.
-var promoteRank = [...]int{Float32: 5, Float64: 6, Int64: 2, Int32: 1, Bool: 0, Float16: 3, BFloat16: 4}
+// the same category: bool < uint8, int8 < int16 < int32 < int64 <
+// float16/bfloat16 < float32 < float64.
+var promoteRank = [...]int{
+	Bool: 0, Uint8: 1, Int8: 1, Int16: 2, Int32: 3, Int64: 4,
+	Float16: 5, BFloat16: 6, Float32: 7, Float64: 8,
+}
 
 // PromoteTypes returns the dtype a binary op on a and b computes in.
 func PromoteTypes(a, b DType) DType {
@@ -72,6 +92,9 @@ func PromoteTypes(a, b DType) DType {
 	}
 	if (a == Float16 && b == BFloat16) || (a == BFloat16 && b == Float16) {
 		return Float32
+	}
+	if (a == Uint8 && b == Int8) || (a == Int8 && b == Uint8) {
+		return Int16 // the smallest type holding both ranges
 	}
 	if promoteRank[a] >= promoteRank[b] {
 		return a

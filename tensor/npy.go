@@ -11,8 +11,8 @@ import (
 
 // ReadNpy reads one array in NumPy's .npy format from r into a new CPU
 // tensor. Element types map to dtypes as float16 → Float16, float32 →
-// Float32, float64 → Float64, int32 → Int32, int64 → Int64 and bool → Bool;
-// the narrow integers int8, int16 and uint8 are widened to Int32 (exactly).
+// Float32, float64 → Float64, int64 → Int64, int32 → Int32, int16 → Int16,
+// int8 → Int8, uint8 → Uint8 and bool → Bool.
 // Both byte orders, Fortran order and format versions 1.0 to 3.0 are
 // accepted. Malformed input gives an error, never a panic.
 func ReadNpy(r io.Reader) (*Tensor, error) {
@@ -101,23 +101,19 @@ func fromNpy(a npy.Array) (*Tensor, error) {
 		}
 		return FromSlice(v, shape...), nil
 	case npy.DescrInt16:
-		v := make([]int32, n)
+		v := make([]int16, n)
 		for i := range v {
-			v[i] = int32(int16(le.Uint16(d[2*i:])))
+			v[i] = int16(le.Uint16(d[2*i:]))
 		}
 		return FromSlice(v, shape...), nil
 	case npy.DescrInt8:
-		v := make([]int32, n)
+		v := make([]int8, n)
 		for i := range v {
-			v[i] = int32(int8(d[i]))
+			v[i] = int8(d[i])
 		}
 		return FromSlice(v, shape...), nil
 	case npy.DescrUint8:
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(d[i])
-		}
-		return FromSlice(v, shape...), nil
+		return FromSlice(d[:n], shape...), nil // FromSlice copies
 	case npy.DescrBool:
 		v := make([]bool, n)
 		for i := range v {
@@ -168,6 +164,20 @@ func toNpy(t *Tensor) (npy.Array, error) {
 		for _, x := range v {
 			a.Data = le.AppendUint32(a.Data, uint32(x))
 		}
+	case Int16, Int8:
+		a.Descr = npy.DescrInt16
+		if t.dtype == Int8 {
+			a.Descr = npy.DescrInt8
+		}
+		// Fixed-size integer slices always encode, so err is always nil.
+		d, err := byteorder.Append(nil, le, t.host())
+		if err != nil {
+			return npy.Array{}, fmt.Errorf("tensor.WriteNpy: %w", err)
+		}
+		a.Data = d
+	case Uint8:
+		a.Descr = npy.DescrUint8
+		a.Data = t.host().([]uint8)
 	case Bool:
 		a.Descr = npy.DescrBool
 		v := t.host().([]bool)

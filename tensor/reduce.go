@@ -53,7 +53,7 @@ func (t *Tensor) reduce(name string, op ReduceOp, axes []int, keepDim bool) *Ten
 		panic(fmt.Sprintf("tensor.%s: %s is a storage dtype; call To(Float32) first", name, t.dtype))
 	}
 	src := t
-	if src.dtype == Bool || (op == ReduceSum || op == ReduceProd) && src.dtype == Int32 {
+	if src.dtype == Bool || (op == ReduceSum || op == ReduceProd) && widensToInt64(src.dtype) {
 		src = src.To(Int64) // PyTorch sums integers and bools as int64
 	}
 	red := t.reduceAxes(name, axes)
@@ -279,7 +279,7 @@ func (t *Tensor) scan(name string, prod bool, axis int) *Tensor {
 		return t.Reshape(1).scan(name, prod, 0).Reshape()
 	}
 	src := t
-	if src.dtype == Bool || src.dtype == Int32 {
+	if widensToInt64(src.dtype) {
 		src = src.To(Int64)
 	}
 	a := normAxis(name, axis, t.Dim())

@@ -13,6 +13,12 @@ func (cpuBackend) Assign(dst Buffer, dl Layout, src Buffer, sl Layout) {
 		assignStrided(dd, dl, s.data.([]int64), sl)
 	case []int32:
 		assignStrided(dd, dl, s.data.([]int32), sl)
+	case []int16:
+		assignStrided(dd, dl, s.data.([]int16), sl)
+	case []int8:
+		assignStrided(dd, dl, s.data.([]int8), sl)
+	case []uint8:
+		assignStrided(dd, dl, s.data.([]uint8), sl)
 	case []bool:
 		assignStrided(dd, dl, s.data.([]bool), sl)
 	case []uint16:

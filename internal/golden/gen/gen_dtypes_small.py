@@ -1,0 +1,145 @@
+"""Golden values for the narrow integer dtypes uint8, int8 and int16
+(tensor/dtype.go, tensor/cpu_backend.go): conversions to and from every
+dtype, wrapping arithmetic, comparisons, reductions and a few index ops.
+
+The fixture format knows only float32, float64, int64, int32 and bool, so
+narrow tensors are stored as int64 (exact) and their real dtypes travel in
+the attrs "in_dtypes" and "out_dtypes" (one name per input and output).
+"""
+
+import torch
+
+from golden import Case, seed, write
+
+NARROW = {torch.uint8: "uint8", torch.int8: "int8", torch.int16: "int16"}
+OTHER = {
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.bool: "bool",
+}
+
+
+def name(dt):
+    return NARROW.get(dt) or OTHER[dt]
+
+
+def enc(t):
+    """Store narrow tensors as int64; the real dtype goes in the attrs."""
+    return t.to(torch.int64) if t.dtype in NARROW else t
+
+
+def case(label, op, inputs, outputs, **attrs):
+    return Case(
+        label,
+        op,
+        [enc(x) for x in inputs],
+        [enc(y) for y in outputs],
+        in_dtypes=[name(x.dtype) for x in inputs],
+        out_dtypes=[name(y.dtype) for y in outputs],
+        **attrs,
+    )
+
+
+cases = []
+seed(0)
+
+# Conversions from floats: truncation toward zero, then wrapping through
+# int32 (x86 PyTorch); NaN, infinities and values outside int32 give 0.
+edge = torch.tensor(
+    [-1.5, -0.7, 0.0, 0.7, 1.5, 127.9, 128.5, 255.9, 256.2, 300.7, -129.5,
+     -32768.5, 40000.0, 70000.9, -70000.2, 1e10, -1e10,
+     float("nan"), float("inf"), float("-inf")]
+)
+for src in (torch.float32, torch.float64):
+    for dst in NARROW:
+        x = edge.to(src)
+        cases.append(case("cast/%s/%s" % (name(src), name(dst)), "cast", [x], [x.to(dst)]))
+
+# Conversions from the wide integers (wrap) and bool.
+wide = torch.tensor([-70000, -32769, -129, -1, 0, 1, 127, 128, 255, 256, 32767, 70000, 2**40 + 3])
+for src in (torch.int64, torch.int32):
+    for dst in NARROW:
+        x = wide.to(src)
+        cases.append(case("cast/%s/%s" % (name(src), name(dst)), "cast", [x], [x.to(dst)]))
+flags = torch.tensor([True, False, True])
+for dst in NARROW:
+    cases.append(case("cast/bool/%s" % name(dst), "cast", [flags], [flags.to(dst)]))
+
+# Conversions from the narrow types to every dtype.
+narrow_vals = {
+    torch.uint8: torch.tensor([0, 1, 2, 127, 128, 200, 255], dtype=torch.uint8),
+    torch.int8: torch.tensor([-128, -100, -1, 0, 1, 100, 127], dtype=torch.int8),
+    torch.int16: torch.tensor([-32768, -300, -1, 0, 1, 300, 32767], dtype=torch.int16),
+}
+for src, x in narrow_vals.items():
+    for dst in list(NARROW) + list(OTHER):
+        if dst != src:
+            cases.append(case("cast/%s/%s" % (name(src), name(dst)), "cast", [x], [x.to(dst)]))
+
+
+def rand_narrow(dt, *shape):
+    lo, hi = {torch.uint8: (0, 256), torch.int8: (-128, 128), torch.int16: (-300, 300)}[dt]
+    return torch.randint(lo, hi, shape).to(dt)
+
+
+# Elementwise arithmetic wraps; comparisons give bool.
+for dt in NARROW:
+    seed(1)
+    a = rand_narrow(dt, 3, 4)
+    b = rand_narrow(dt, 4)  # broadcasts along rows
+    nz = torch.where(b == 0, torch.ones_like(b), b)
+    dn = name(dt)
+    cases.append(case("add/%s" % dn, "add", [a, b], [a + b]))
+    cases.append(case("sub/%s" % dn, "sub", [a, b], [a - b]))
+    cases.append(case("mul/%s" % dn, "mul", [a, b], [a * b]))
+    cases.append(case("floordiv/%s" % dn, "floordiv", [a, nz], [torch.div(a, nz, rounding_mode="floor")]))
+    cases.append(case("div/%s" % dn, "div", [a, nz], [a / nz]))
+    cases.append(case("maximum/%s" % dn, "maximum", [a, b], [torch.maximum(a, b)]))
+    cases.append(case("minimum/%s" % dn, "minimum", [a, b], [torch.minimum(a, b)]))
+    cases.append(case("eq/%s" % dn, "eq", [a, b], [a == b]))
+    cases.append(case("lt/%s" % dn, "lt", [a, b], [a < b]))
+    cases.append(case("ge/%s" % dn, "ge", [a, b], [a >= b]))
+    cases.append(case("neg/%s" % dn, "neg", [a], [-a]))
+    cases.append(case("abs/%s" % dn, "abs", [a], [a.abs()]))
+    cases.append(case("sign/%s" % dn, "sign", [a], [a.sign()]))
+    cases.append(case("square/%s" % dn, "square", [a], [a * a]))
+    cases.append(case("addscalar/%s" % dn, "addscalar", [a], [a + 7], s=7.0))
+    cases.append(case("mulscalar/%s" % dn, "mulscalar", [a], [a * -3], s=-3.0))
+    cases.append(case("clamp/%s" % dn, "clamp", [a], [a.clamp(5, 100)], lo=5.0, hi=100.0))
+    cases.append(case("pow/%s" % dn, "pow", [a], [a.pow(3)], e=3.0))
+    cases.append(case("where/%s" % dn, "where", [a > b, a, b], [torch.where(a > b, a, b)]))
+    # Reductions: sums, products and cumulative sums widen to int64.
+    cases.append(case("sum/%s" % dn, "sum", [a], [a.sum(1)], axis=1))
+    cases.append(case("prod/%s" % dn, "prod", [a], [a.prod(0)], axis=0))
+    cases.append(case("max/%s" % dn, "max", [a], [a.amax(1)], axis=1))
+    cases.append(case("min/%s" % dn, "min", [a], [a.amin(0)], axis=0))
+    cases.append(case("argmax/%s" % dn, "argmax", [a], [a.argmax(1)], axis=1))
+    cases.append(case("cumsum/%s" % dn, "cumsum", [a], [a.cumsum(1)], axis=1))
+    # Index and join ops keep the dtype.
+    idx = torch.tensor([[2, 0], [1, 1], [3, 2]])
+    cases.append(case("gather/%s" % dn, "gather", [a, idx], [torch.gather(a, 1, idx)], axis=1))
+    cases.append(case("cat/%s" % dn, "cat", [a, b.reshape(1, 4)], [torch.cat([a, b.reshape(1, 4)], 0)], axis=0))
+    cases.append(case("transpose_contig/%s" % dn, "transpose", [a], [a.t().contiguous()]))
+    m = rand_narrow(dt, 4, 2)
+    cases.append(case("matmul/%s" % dn, "matmul", [a, m], [a @ m]))
+
+# Type promotion between the narrow types and with the others.
+seed(2)
+u = rand_narrow(torch.uint8, 5)
+i8 = rand_narrow(torch.int8, 5)
+i16 = rand_narrow(torch.int16, 5)
+others = {
+    "float32": torch.randn(5),
+    "int64": torch.randint(-1000, 1000, (5,)),
+    "int32": torch.randint(-1000, 1000, (5,)).to(torch.int32),
+    "bool": torch.tensor([True, False, True, True, False]),
+}
+for x, y in ((u, i8), (u, i16), (i8, i16)):
+    cases.append(case("promote/%s/%s" % (name(x.dtype), name(y.dtype)), "add", [x, y], [x + y]))
+for x in (u, i8, i16):
+    for on, y in others.items():
+        cases.append(case("promote/%s/%s" % (name(x.dtype), on), "add", [x, y], [x + y]))
+
+write("tensor/testdata/golden_dtypes_small.json", cases)
