@@ -70,6 +70,12 @@ type DDP struct {
 	flats    []*tensor.Tensor // bucket buffers, reused across rounds
 	works    []Work           // started all-reduces, in bucket order
 	roundErr error            // a gradient arrived for a started bucket
+
+	// zero, when set by NewZeroOptimizer, reduce-scatters the buckets
+	// instead; synced records that this round's reduce-scatters are done
+	// and wait for its Step.
+	zero   *ZeroOptimizer
+	synced bool
 }
 
 // DataParallel wraps model for data-parallel training over pg. Every rank
@@ -215,6 +221,11 @@ func (d *DDP) gradReady(i int, g *tensor.Tensor) {
 // starts its all-reduce; the last bucket also carries one flag per
 // parameter, 1 where this rank has a gradient. d.mu must be held.
 func (d *DDP) startBucket(k int) {
+	if d.zero != nil {
+		d.synced = false
+		d.works = append(d.works, d.zero.startBucket(k))
+		return
+	}
 	flat := d.flats[k]
 	dst, _ := tensor.HostData(flat)
 	off := 0
@@ -323,9 +334,13 @@ func (d *DDP) NoSync(fn func() error) error {
 // received no gradient on some ranks counts as zero there; one unused on
 // every rank keeps a nil gradient, so optimizers skip it as they would
 // locally. Inside NoSync it does nothing.
+//
+// With a ZeroOptimizer it finishes the reduce-scatter of the gradients
+// instead and leaves the parameters' gradients alone; the optimizer's Step
+// calls it, so calling it first is optional.
 func (d *DDP) SyncGradients() error {
 	d.mu.Lock()
-	if d.noSync {
+	if d.noSync || (d.zero != nil && d.synced && len(d.works) == 0) {
 		d.mu.Unlock()
 		return nil
 	}
@@ -350,7 +365,11 @@ func (d *DDP) SyncGradients() error {
 	if roundErr != nil {
 		return roundErr
 	}
-	if len(d.buckets) > 0 {
+	if d.zero != nil {
+		d.mu.Lock()
+		d.synced = true
+		d.mu.Unlock()
+	} else if len(d.buckets) > 0 {
 		last := d.flats[len(d.flats)-1]
 		n := last.Numel()
 		used := last.Narrow(0, n-len(d.params), len(d.params)).Float64s()

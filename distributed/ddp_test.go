@@ -31,6 +31,18 @@ func ddpStep(t *testing.T, m nn.Module, x, y *tensor.Tensor) {
 	require.NoError(t, loss.Backward())
 }
 
+// assertReplicasMatch checks that rank 0's parameters got are within 1e-5
+// of want and that every rank's equal rank 0's bit for bit.
+func assertReplicasMatch(t *testing.T, want [][]float32, got [][][]float32) {
+	t.Helper()
+	for i := range want {
+		assert.InDeltaSlice(t, want[i], got[0][i], 1e-5, "parameter %d", i)
+	}
+	for r := 1; r < len(got); r++ {
+		assert.Equal(t, got[0], got[r], "rank %d's parameters differ from rank 0's", r)
+	}
+}
+
 // paramValues returns copies of m's parameter values.
 func paramValues(m nn.Module) [][]float32 {
 	var out [][]float32
@@ -93,12 +105,7 @@ func TestDataParallelMatchesSingleProcess(t *testing.T) {
 				got[g.Rank()] = paramValues(m)
 				return nil
 			})
-			for i := range want {
-				assert.InDeltaSlice(t, want[i], got[0][i], 1e-5, "parameter %d", i)
-			}
-			for r := 1; r < w; r++ {
-				assert.Equal(t, got[0], got[r], "rank %d's parameters differ from rank 0's", r)
-			}
+			assertReplicasMatch(t, want, got)
 		})
 	}
 }

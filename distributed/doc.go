@@ -40,6 +40,14 @@
 // gradients are ready, so communication overlaps the rest of backward;
 // SyncGradients waits for them.
 //
+// NewZeroOptimizer shards the optimizer over the ranks (ZeRO stage 1): the
+// buckets are reduce-scattered instead of all-reduced, each rank updates
+// and keeps optimizer state for its 1/N of the parameter elements, and an
+// all-gather of the updated parameters ends the step. It sends the same
+// bytes as the all-reduce and divides the optimizer's time and memory by
+// N; Consolidate gathers its state for a checkpoint in the unsharded
+// optimizer's layout.
+//
 // Failures never hang: each operation has a timeout (DefaultTimeout, 5
 // minutes, settable), and a rank that loses a peer aborts the group and
 // tells the other ranks which rank failed, so every rank returns a

@@ -43,14 +43,16 @@ const (
 	opGather
 	opScatter
 	opP2P
-	opLast = opP2P
+	opRingReduceScatter
+	opRingAllGather
+	opLast = opRingAllGather
 )
 
 // opNames names the op codes for error messages.
 var opNames = [...]string{
 	opBarrier: "Barrier", opBroadcast: "Broadcast", opAllReduce: "AllReduce", opReduce: "Reduce",
 	opAllGather: "AllGather", opReduceScatter: "ReduceScatter", opGather: "Gather", opScatter: "Scatter",
-	opP2P: "Send/Recv",
+	opP2P: "Send/Recv", opRingReduceScatter: "ReduceScatter (ring)", opRingAllGather: "AllGather (ring)",
 }
 
 // opName returns the name of op code c.
