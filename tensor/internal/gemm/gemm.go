@@ -264,7 +264,12 @@ func packA(dst []float32, transA bool, a []float32, lda, ic, pc, mb, kb, mr int,
 			}
 			continue
 		}
-		// op(A)[i][p] = a[i*lda+p]: walk each row of A along k.
+		// op(A)[i][p] = a[i*lda+p]: the rows of A run along k, and the
+		// panel is their transpose (scaled by alpha, when it is not 1).
+		if alpha == 1 {
+			transpose(panel, mr, a[(ic+ir)*lda+pc:], lda, rows, kb)
+			continue
+		}
 		if rows == 12 && mr == 12 {
 			base := (ic+ir)*lda + pc
 			packRows12(panel, a[base:], lda, kb, alpha)
@@ -320,15 +325,6 @@ func packRows12(dst, a []float32, lda, kb int, alpha float32) {
 	r10 := a[10*lda:][:kb]
 	r11 := a[11*lda:][:kb]
 	dst = dst[:12*kb]
-	if alpha == 1 {
-		for p := range r0 {
-			d := dst[12*p : 12*p+12 : 12*p+12]
-			d[0], d[1], d[2], d[3] = r0[p], r1[p], r2[p], r3[p]
-			d[4], d[5], d[6], d[7] = r4[p], r5[p], r6[p], r7[p]
-			d[8], d[9], d[10], d[11] = r8[p], r9[p], r10[p], r11[p]
-		}
-		return
-	}
 	for p := range r0 {
 		d := dst[12*p : 12*p+12 : 12*p+12]
 		d[0], d[1], d[2], d[3] = alpha*r0[p], alpha*r1[p], alpha*r2[p], alpha*r3[p]

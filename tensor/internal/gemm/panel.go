@@ -73,8 +73,8 @@ func PanelRowPart(dst []float32, ps, p, nr, col0 int, vals []float32) {
 // transpose writes the first kb elements of rows rows of a (rows lda apart)
 // into dst as kb steps w elements apart: dst[p*w+r] = a[r*lda+p]. This is
 // how a panel is packed from operand rows that run along k (B transposed,
-// or A as stored). Whole 8×8 blocks go through the vector routine where
-// the CPU has one, the edges through transposeGo.
+// or A as stored). Whole 8×8 and 4×8 blocks go through the vector routines
+// where the CPU has them, the edges through transposeGo.
 func transpose(dst []float32, w int, a []float32, lda, rows, kb int) {
 	if rows <= 0 || kb <= 0 {
 		return
@@ -82,19 +82,23 @@ func transpose(dst []float32, w int, a []float32, lda, rows, kb int) {
 	// Every access below lies within these two.
 	_ = dst[(kb-1)*w+rows-1]
 	_ = a[(rows-1)*lda+kb-1]
-	r8, k8 := rows&^7, kb&^7
-	if r8 == 0 || k8 == 0 || !canTranspose8() {
+	r4, k8 := rows&^3, kb&^7
+	if r4 == 0 || k8 == 0 || !canTranspose8() {
 		transposeGo(dst, w, a, lda, rows, kb)
 		return
 	}
-	for r := 0; r < r8; r += 8 {
+	r := 0
+	for ; r+8 <= r4; r += 8 {
 		transpose8(dst[r:], w, a[r*lda:], lda, k8/8)
 	}
-	if k8 < kb {
-		transposeGo(dst[k8*w:], w, a[k8:], lda, r8, kb-k8)
+	if r < r4 {
+		transpose4(dst[r:], w, a[r*lda:], lda, k8/8)
 	}
-	if r8 < rows {
-		transposeGo(dst[r8:], w, a[r8*lda:], lda, rows-r8, kb)
+	if k8 < kb {
+		transposeGo(dst[k8*w:], w, a[k8:], lda, r4, kb-k8)
+	}
+	if r4 < rows {
+		transposeGo(dst[r4:], w, a[r4*lda:], lda, rows-r4, kb)
 	}
 }
 

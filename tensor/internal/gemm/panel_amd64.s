@@ -48,11 +48,10 @@ done16:
 	VZEROUPPER
 	RET
 
-// TRANSPOSE4X4_STORE transposes the 4×4 blocks in each 128-bit lane of
-// r0-r3 (row i of a block in ri) and stores column j of the blocks, both
-// lanes, at the dst row j (rows DX bytes apart, R11 = 3·DX). Clobbers
-// Y8-Y11 and r0-r3.
-#define TRANSPOSE4X4_STORE(r0, r1, r2, r3, dst) \
+// TRANSPOSE4X4 transposes the 4×4 blocks in each 128-bit lane of r0-r3
+// (row i of a block in ri), leaving column j of the blocks in rj. Clobbers
+// Y8-Y11.
+#define TRANSPOSE4X4(r0, r1, r2, r3) \
 	VUNPCKLPS r1, r0, Y8; \
 	VUNPCKHPS r1, r0, Y9; \
 	VUNPCKLPS r3, r2, Y10; \
@@ -60,7 +59,10 @@ done16:
 	VSHUFPS $0x44, Y10, Y8, r0; \
 	VSHUFPS $0xEE, Y10, Y8, r1; \
 	VSHUFPS $0x44, Y11, Y9, r2; \
-	VSHUFPS $0xEE, Y11, Y9, r3; \
+	VSHUFPS $0xEE, Y11, Y9, r3
+
+// STORE4 stores r0-r3 at the rows dst, dst+DX, dst+2·DX and dst+R11.
+#define STORE4(r0, r1, r2, r3, dst) \
 	VMOVUPS r0, (dst); \
 	VMOVUPS r1, (dst)(DX*1); \
 	VMOVUPS r2, (dst)(DX*2); \
@@ -106,8 +108,10 @@ loopT8:
 	VMOVUPS 16(SI)(R8*1), X7
 	VINSERTF128 $1, 16(R9)(R8*1), Y7, Y7
 
-	TRANSPOSE4X4_STORE(Y0, Y1, Y2, Y3, DI)
-	TRANSPOSE4X4_STORE(Y4, Y5, Y6, Y7, R10)
+	TRANSPOSE4X4(Y0, Y1, Y2, Y3)
+	STORE4(Y0, Y1, Y2, Y3, DI)
+	TRANSPOSE4X4(Y4, Y5, Y6, Y7)
+	STORE4(Y4, Y5, Y6, Y7, R10)
 
 	ADDQ $32, SI
 	ADDQ $32, R9
@@ -116,5 +120,44 @@ loopT8:
 	DECQ CX
 	JNE loopT8
 doneT8:
+	VZEROUPPER
+	RET
+
+// func transpose4AVX(dst *float32, ldd int, src *float32, lds int, n int)
+// Transposes n blocks of 4×8 floats: for block b, row r < 4 and column
+// c < 8, src[r*lds + 8b + c] goes to dst[(8b+c)*ldd + r]. The 4×4 halves
+// of a block share registers, one per 128-bit lane.
+TEXT ·transpose4AVX(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), DX
+	SHLQ $2, DX
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), BX
+	SHLQ $2, BX
+	MOVQ n+32(FP), CX
+	TESTQ CX, CX
+	JEQ doneT4
+	LEAQ (BX)(BX*2), R8  // 3 rows of src
+	LEAQ (DX)(DX*2), R11 // 3 rows of dst
+	LEAQ (DI)(DX*4), R10 // dst row 4
+	MOVQ DX, R12
+	SHLQ $3, R12         // 8 rows of dst
+loopT4:
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(BX*1), Y1
+	VMOVUPS (SI)(BX*2), Y2
+	VMOVUPS (SI)(R8*1), Y3
+	TRANSPOSE4X4(Y0, Y1, Y2, Y3)
+	STORE4(X0, X1, X2, X3, DI)
+	VEXTRACTF128 $1, Y0, (R10)
+	VEXTRACTF128 $1, Y1, (R10)(DX*1)
+	VEXTRACTF128 $1, Y2, (R10)(DX*2)
+	VEXTRACTF128 $1, Y3, (R10)(R11*1)
+	ADDQ $32, SI
+	ADDQ R12, DI
+	ADDQ R12, R10
+	DECQ CX
+	JNE loopT4
+doneT4:
 	VZEROUPPER
 	RET

@@ -26,7 +26,13 @@ func scatter16AVX(dst *float32, stride int, src *float32, n int)
 //go:noescape
 func transpose8AVX(dst *float32, ldd int, src *float32, lds int, n int)
 
-// canTranspose8 reports whether transpose8 has a vector routine on this CPU.
+// transpose4AVX is transpose8AVX for blocks of 4 rows (4×8 floats).
+//
+//go:noescape
+func transpose4AVX(dst *float32, ldd int, src *float32, lds int, n int)
+
+// canTranspose8 reports whether transpose8 and transpose4 have vector
+// routines on this CPU.
 func canTranspose8() bool { return cpu.X86.HasAVX }
 
 // transpose8 transposes the 8×8n block of src (rows lds apart) into the
@@ -34,6 +40,11 @@ func canTranspose8() bool { return cpu.X86.HasAVX }
 // checked canTranspose8 and that both blocks fit.
 func transpose8(dst []float32, ldd int, src []float32, lds, n int) {
 	transpose8AVX(unsafe.SliceData(dst), ldd, unsafe.SliceData(src), lds, n)
+}
+
+// transpose4 is transpose8 for a block of 4 rows (4×8n into 8n×4).
+func transpose4(dst []float32, ldd int, src []float32, lds, n int) {
+	transpose4AVX(unsafe.SliceData(dst), ldd, unsafe.SliceData(src), lds, n)
 }
 
 // scatterPanels copies the len(src)/nr blocks of nr floats of src to
