@@ -53,7 +53,7 @@ func PackConv2dWeight(w *Tensor, groups int) *PackedConv2dWeight {
 		return p
 	}
 	if d, ok := cpuDense[float32](w); ok {
-		p.packed = cpu.PackConvWeightsF32(d, w.shape[0], groups, ck)
+		p.packed = cpu.PackConvWeightsF32(d, w.shape[0], groups, w.shape[1], w.shape[2], w.shape[3])
 	}
 	return p
 }

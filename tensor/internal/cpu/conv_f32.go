@@ -80,36 +80,75 @@ func im2colImage(col, img []float32, gg ConvGeom, threads int) {
 // and then max(·, 0) when relu is set. All slices start at their first
 // element and are dense. The weight is packed for the GEMM into scratch on
 // every call; ConvForwardPackedF32 reuses a pack.
+//
+// A 3×3 unit-stride convolution with enough channels runs Winograd
+// F(2×2, 3×3) (winogradForward) when its filter transform, made on every
+// call here, pays for itself: see winogradPerCall.
 func ConvForwardF32(dst, x, w, bias []float32, g ConvGeom, o, groups, threads int, relu bool) {
+	if winogradGeom(g, groups) && winogradPerCall(g, o) {
+		buf := convScratch.Get(winogradWeightsSize(o, g.C))
+		ww := packWinogradWeights(*buf, w, o, g.C)
+		winogradForward(dst, x, ww, bias, nil, g, threads, relu)
+		convScratch.Put(buf)
+		return
+	}
 	ck := g.C / groups * g.KH * g.KW
 	og := o / groups
 	buf := convScratch.Get(groups * gemm.PackedSize(og, ck))
 	pw := packConvWeights(*buf, w, o, groups, ck)
-	ConvForwardPackedF32(dst, x, &pw, bias, nil, g, threads, relu)
+	ConvForwardPackedF32(dst, x, pw, bias, nil, g, threads, relu)
 	convScratch.Put(buf)
 }
 
 // PackedConvF32 is a float32 convolution weight ([O, C/groups, KH, KW])
 // packed once, per group, into the GEMM's left-operand layout, for
-// ConvForwardPackedF32. It is read-only and safe for concurrent use.
+// ConvForwardPackedF32, and for a 3×3 kernel that Winograd suits also
+// transformed for it. It is read-only and safe for concurrent use.
 type PackedConvF32 struct {
 	o, groups, ck int
 	parts         []gemm.PackedA
+	// With a Winograd transform the direct pack is made on first use
+	// (a strided call), from w.
+	wino   *winogradWeights
+	w      []float32
+	direct sync.Once
 }
 
-// PackConvWeightsF32 packs the dense weight w of o output channels, split
-// into groups, each output channel reading ck = C/groups·KH·KW values.
-func PackConvWeightsF32(w []float32, o, groups, ck int) *PackedConvF32 {
-	pw := packConvWeights(make([]float32, groups*gemm.PackedSize(o/groups, ck)), w, o, groups, ck)
-	return &pw
+// PackConvWeightsF32 packs the dense weight w ([o, cg, kh, kw]) of o
+// output channels split into groups, each output channel reading cg
+// input channels through a kh×kw kernel. A 3×3 kernel of one group with
+// enough channels (winogradWorth) is transformed for Winograd, which
+// ConvForwardPackedF32 then runs for unit-stride, undilated calls; w must
+// then stay unchanged while the pack is used.
+func PackConvWeightsF32(w []float32, o, groups, cg, kh, kw int) *PackedConvF32 {
+	ck := cg * kh * kw
+	if groups == 1 && kh == 3 && kw == 3 && winogradWorth(cg, o) {
+		ww := packWinogradWeights(make([]float32, winogradWeightsSize(o, cg)), w, o, cg)
+		return &PackedConvF32{o: o, groups: groups, ck: ck, wino: ww, w: w}
+	}
+	return packConvWeightsFresh(w, o, groups, ck)
+}
+
+// packConvWeightsFresh packs w for the direct path only, into fresh memory.
+func packConvWeightsFresh(w []float32, o, groups, ck int) *PackedConvF32 {
+	return packConvWeights(make([]float32, groups*gemm.PackedSize(o/groups, ck)), w, o, groups, ck)
+}
+
+// directParts returns the direct path's packed groups, packing them on
+// first use when the weight was packed for Winograd.
+func (pw *PackedConvF32) directParts() []gemm.PackedA {
+	if pw.wino != nil {
+		pw.direct.Do(func() { pw.parts = packConvWeightsFresh(pw.w, pw.o, pw.groups, pw.ck).parts })
+	}
+	return pw.parts
 }
 
 // packConvWeights packs w into buf (groups·PackedSize(o/groups, ck)
 // elements).
-func packConvWeights(buf, w []float32, o, groups, ck int) PackedConvF32 {
+func packConvWeights(buf, w []float32, o, groups, ck int) *PackedConvF32 {
 	og := o / groups
 	size := gemm.PackedSize(og, ck)
-	pw := PackedConvF32{o: o, groups: groups, ck: ck, parts: make([]gemm.PackedA, groups)}
+	pw := &PackedConvF32{o: o, groups: groups, ck: ck, parts: make([]gemm.PackedA, groups)}
 	for gi := range groups {
 		pw.parts[gi] = gemm.PackAInto(buf[gi*size:][:size], false, og, ck, 1, w[gi*og*ck:], max(ck, 1))
 	}
@@ -130,6 +169,11 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias, residual []
 	if ck != pw.ck || g.C%groups != 0 {
 		panic(fmt.Sprintf("cpu: ConvForwardPackedF32: weights packed for %d groups of %d values per output channel do not fit %d input channels with a %dx%d kernel", groups, pw.ck, g.C, g.KH, g.KW))
 	}
+	if pw.wino != nil && winogradGeom(g, groups) && winogradFits(g, o) {
+		winogradForward(dst, x, pw.wino, bias, residual, g, threads, relu)
+		return
+	}
+	parts := pw.directParts()
 	pointwise := g.pointwise()
 	forImages(g.N, o*ck*l, threads, func(_, n, th int) {
 		out := dst[n*o*l:][:o*l]
@@ -160,7 +204,7 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias, residual []
 			if bias != nil || res != nil {
 				ep.Init = convInit(bias, res, gi*og, l)
 			}
-			gemm.SgemmPackedEpilogue(th, &pw.parts[gi], l, packB, out[gi*og*l:], l, ep)
+			gemm.SgemmPackedEpilogue(th, &parts[gi], l, packB, out[gi*og*l:], l, ep)
 		}
 		if phaseBuf != nil {
 			convScratch.Put(phaseBuf)
@@ -416,15 +460,12 @@ func convBackwardInputAsForward(dx, grad, w []float32, g ConvGeom, o, groups, th
 			}
 		}
 	}
-	packBuf := convScratch.Get(groups * gemm.PackedSize(cg, ckT))
-	pwT := packConvWeights(*packBuf, wt, g.C, groups, ckT)
 	gt := ConvGeom{
 		N: g.N, C: o, H: g.OH, W: g.OW, KH: g.KH, KW: g.KW, StrideH: 1, StrideW: 1,
 		PadH: (g.KH-1)*g.DilationH - g.PadH, PadW: (g.KW-1)*g.DilationW - g.PadW,
 		DilationH: g.DilationH, DilationW: g.DilationW, OH: g.H, OW: g.W,
 	}
-	ConvForwardPackedF32(dx, grad, &pwT, nil, nil, gt, threads, false)
-	convScratch.Put(packBuf)
+	ConvForwardF32(dx, grad, wt, nil, gt, g.C, groups, threads, false)
 	convScratch.Put(wtBuf)
 }
 

@@ -146,7 +146,7 @@ func TestConvKernelsMatchDefinition(t *testing.T) {
 				ConvForwardF32(got, toF32(x), toF32(w), toF32(bias), g, c.o, c.groups, threads, true)
 				requireClose(t, relu, got, 1e-4, "forward+relu")
 				packed := poisoned[float32](len(y))
-				pw := PackConvWeightsF32(toF32(w), c.o, c.groups, c.c/c.groups*c.kh*c.kw)
+				pw := PackConvWeightsF32(toF32(w), c.o, c.groups, c.c/c.groups, c.kh, c.kw)
 				ConvForwardPackedF32(packed, toF32(x), pw, toF32(bias), nil, g, threads, true)
 				require.Equal(t, got, packed, "pre-packed forward+relu")
 				res := randSlice(r, len(y))

@@ -1,0 +1,52 @@
+package gemm
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestSgemmPrepackedMatchesSgemm(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct{ m, n, k int }{
+		{1, 1, 1}, {5, 3, 7}, {13, 33, 17}, {64, 64, 64}, {67, 95, 400}, {100, 40, 800}, {12, 32, 384}, {3, 0, 5}, {4, 6, 0},
+	} {
+		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
+			a, b := make([]float32, c.m*c.k), make([]float32, c.k*c.n)
+			for i := range a {
+				a[i] = r.Float32()*2 - 1
+			}
+			for i := range b {
+				b[i] = r.Float32()*2 - 1
+			}
+			want := make([]float32, c.m*c.n)
+			Sgemm(false, false, c.m, c.n, c.k, 1, a, max(c.k, 1), b, max(c.n, 1), 0, want, max(c.n, 1))
+			pa := PackA(false, c.m, c.k, 1, a, max(c.k, 1))
+			l := pa.BLayout(c.n)
+			packed := make([]float32, l.Size())
+			for i := range packed {
+				packed[i] = float32(math.NaN())
+			}
+			for row := range c.k {
+				// Two writes per row: the panels take any split.
+				h := c.n / 3
+				l.WriteRow(packed, row, 0, b[row*c.n:][:h])
+				l.WriteRow(packed, row, h, b[row*c.n+h:][:c.n-h])
+			}
+			ldc := c.n + 3
+			got := make([]float32, max(c.m*ldc, 1))
+			for i := range got {
+				got[i] = float32(math.NaN())
+			}
+			SgemmPrepacked(pa, packed, c.n, got, ldc)
+			for i := range c.m {
+				for j := range c.n {
+					require.InDelta(t, want[i*c.n+j], got[i*ldc+j], 1e-4, "C[%d][%d]", i, j)
+				}
+			}
+		})
+	}
+}
