@@ -2,6 +2,26 @@
 
 #include "textflag.h"
 
+// TRANSPOSE_ARGS loads the arguments (dst *float32, ldd int, src *float32,
+// lds int, n int) of a transpose: DI = dst, DX = ldd and BX = lds in bytes,
+// SI = src, CX = n (jumping to done when it is 0), R8 = 3·BX, R11 = 3·DX,
+// R10 = dst row 4 and R12 = 8·DX.
+#define TRANSPOSE_ARGS(done) \
+	MOVQ dst+0(FP), DI; \
+	MOVQ ldd+8(FP), DX; \
+	SHLQ $2, DX; \
+	MOVQ src+16(FP), SI; \
+	MOVQ lds+24(FP), BX; \
+	SHLQ $2, BX; \
+	MOVQ n+32(FP), CX; \
+	TESTQ CX, CX; \
+	JEQ done; \
+	LEAQ (BX)(BX*2), R8; \
+	LEAQ (DX)(DX*2), R11; \
+	LEAQ (DI)(DX*4), R10; \
+	MOVQ DX, R12; \
+	SHLQ $3, R12
+
 // func scatter32AVX512(dst *float32, stride int, src *float32, n int)
 // Copies n blocks of 32 floats, block i from src[32*i:] to dst[stride*i:].
 TEXT ·scatter32AVX512(SB), NOSPLIT, $0-32
@@ -74,21 +94,8 @@ done16:
 // loaded as four 4×4 quarters (the rows 4 apart share a register, one per
 // 128-bit lane) and transposed within the lanes.
 TEXT ·transpose8AVX(SB), NOSPLIT, $0-40
-	MOVQ dst+0(FP), DI
-	MOVQ ldd+8(FP), DX
-	SHLQ $2, DX
-	MOVQ src+16(FP), SI
-	MOVQ lds+24(FP), BX
-	SHLQ $2, BX
-	MOVQ n+32(FP), CX
-	TESTQ CX, CX
-	JEQ doneT8
-	LEAQ (BX)(BX*2), R8  // 3 rows of src
-	LEAQ (SI)(BX*4), R9  // src row 4
-	LEAQ (DX)(DX*2), R11 // 3 rows of dst
-	LEAQ (DI)(DX*4), R10 // dst row 4
-	MOVQ DX, R12
-	SHLQ $3, R12         // 8 rows of dst
+	TRANSPOSE_ARGS(doneT8)
+	LEAQ (SI)(BX*4), R9 // src row 4
 loopT8:
 	// Columns 0-3 of rows r and r+4 in Y0-Y3, columns 4-7 in Y4-Y7.
 	VMOVUPS (SI), X0
@@ -128,20 +135,7 @@ doneT8:
 // c < 8, src[r*lds + 8b + c] goes to dst[(8b+c)*ldd + r]. The 4×4 halves
 // of a block share registers, one per 128-bit lane.
 TEXT ·transpose4AVX(SB), NOSPLIT, $0-40
-	MOVQ dst+0(FP), DI
-	MOVQ ldd+8(FP), DX
-	SHLQ $2, DX
-	MOVQ src+16(FP), SI
-	MOVQ lds+24(FP), BX
-	SHLQ $2, BX
-	MOVQ n+32(FP), CX
-	TESTQ CX, CX
-	JEQ doneT4
-	LEAQ (BX)(BX*2), R8  // 3 rows of src
-	LEAQ (DX)(DX*2), R11 // 3 rows of dst
-	LEAQ (DI)(DX*4), R10 // dst row 4
-	MOVQ DX, R12
-	SHLQ $3, R12         // 8 rows of dst
+	TRANSPOSE_ARGS(doneT4)
 loopT4:
 	VMOVUPS (SI), Y0
 	VMOVUPS (SI)(BX*1), Y1
