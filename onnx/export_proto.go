@@ -236,6 +236,20 @@ func rawData(name string, t *tensor.Tensor) ([]byte, error) {
 		for i, v := range vs {
 			binary.LittleEndian.PutUint32(raw[4*i:], uint32(v))
 		}
+	case tensor.Uint8:
+		raw = t.Uint8s()
+	case tensor.Int8:
+		vs := t.Int8s()
+		raw = make([]byte, len(vs))
+		for i, v := range vs {
+			raw[i] = byte(v)
+		}
+	case tensor.Int16:
+		vs := t.Int16s()
+		raw = make([]byte, 2*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
+		}
 	case tensor.Bool:
 		vs := t.Bools()
 		raw = make([]byte, len(vs))

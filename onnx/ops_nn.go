@@ -480,6 +480,15 @@ func opMaxPool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if dt := x.DType(); dt == tensor.Uint8 || dt == tensor.Int8 || dt == tensor.Int16 {
+		// The pooling kernels are float; these values are exact in float32
+		// and a maximum is one of them, so the round trip is exact.
+		outs, err := opMaxPool(n, []*tensor.Tensor{x.To(tensor.Float32)})
+		if err == nil {
+			outs[0] = outs[0].To(dt)
+		}
+		return outs, err
+	}
 	p, x4, lifted, err := n.poolSetup(x)
 	if err != nil {
 		return nil, err

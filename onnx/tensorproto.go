@@ -59,6 +59,12 @@ func dtypeFromONNX(t int64) (tensor.DType, error) {
 		return tensor.Int64, nil
 	case dtInt32:
 		return tensor.Int32, nil
+	case dtInt16:
+		return tensor.Int16, nil
+	case dtInt8:
+		return tensor.Int8, nil
+	case dtUint8:
+		return tensor.Uint8, nil
 	case dtBool:
 		return tensor.Bool, nil
 	case dtFloat16:
@@ -80,6 +86,12 @@ func dtypeToONNX(d tensor.DType) int64 {
 		return dtInt64
 	case tensor.Int32:
 		return dtInt32
+	case tensor.Int16:
+		return dtInt16
+	case tensor.Int8:
+		return dtInt8
+	case tensor.Uint8:
+		return dtUint8
 	case tensor.Bool:
 		return dtBool
 	case tensor.Float16:
@@ -91,14 +103,14 @@ func dtypeToONNX(d tensor.DType) int64 {
 }
 
 // DTypeError reports an ONNX element type that Ember's tensor package cannot
-// hold (e.g. UINT8, STRING, COMPLEX64).
+// hold (e.g. UINT16, STRING, COMPLEX64).
 type DTypeError struct {
 	Type string
 }
 
 // Error names the type and the supported ones.
 func (e *DTypeError) Error() string {
-	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, BOOL, FLOAT16, BFLOAT16)"
+	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, INT16, INT8, UINT8, BOOL, FLOAT16, BFLOAT16)"
 }
 
 // maxElements caps the element count of any tensor an ONNX model makes Ember
@@ -176,13 +188,16 @@ func (tp *tensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
 		}
 		return tensor.FromSlice(tp.int64Data, shape...), nil
 	}
-	// INT32, BOOL, FLOAT16 and BFLOAT16 live in int32_data.
+	// INT32, INT16, INT8, UINT8, BOOL, FLOAT16 and BFLOAT16 live in
+	// int32_data, one value per element.
 	if err := count(len(tp.int32Data)); err != nil {
 		return nil, err
 	}
 	switch dt {
 	case tensor.Int32:
 		return tensor.FromSlice(tp.int32Data, shape...), nil
+	case tensor.Int16, tensor.Int8, tensor.Uint8:
+		return tensor.FromSlice(tp.int32Data, shape...).To(dt), nil
 	case tensor.Bool:
 		b := make([]bool, n)
 		for i, v := range tp.int32Data {
@@ -226,6 +241,20 @@ func fromRaw(dt tensor.DType, raw []byte, shape []int) *tensor.Tensor {
 			v[i] = int32(le.Uint32(raw[4*i:]))
 		}
 		return tensor.FromSlice(v, shape...)
+	case tensor.Int16:
+		v := make([]int16, len(raw)/2)
+		for i := range v {
+			v[i] = int16(le.Uint16(raw[2*i:]))
+		}
+		return tensor.FromSlice(v, shape...)
+	case tensor.Int8:
+		v := make([]int8, len(raw))
+		for i := range v {
+			v[i] = int8(raw[i])
+		}
+		return tensor.FromSlice(v, shape...)
+	case tensor.Uint8:
+		return tensor.FromSlice(raw, shape...) // FromSlice copies
 	case tensor.Bool:
 		v := make([]bool, len(raw))
 		for i := range v {

@@ -91,15 +91,16 @@ func decodeTensor(name string, w wireTensor, dt tensor.DType, maxElems int) (*te
 			v[i] = f
 		}
 		return tensor.FromSlice(v, w.Shape...).To(dt), nil
-	case tensor.Int64, tensor.Int32:
+	case tensor.Int64, tensor.Int32, tensor.Int16, tensor.Int8, tensor.Uint8:
+		lo, hi := intRange(dt)
 		v := make([]int64, n)
 		for i, s := range w.Data {
 			x, err := strconv.ParseInt(string(s), 10, 64)
 			if err != nil {
 				return nil, fmt.Errorf("input %q: value %d: %q is not an integer", name, i, s)
 			}
-			if dt == tensor.Int32 && (x < math.MinInt32 || x > math.MaxInt32) {
-				return nil, fmt.Errorf("input %q: value %d: %d overflows int32", name, i, x)
+			if x < lo || x > hi {
+				return nil, fmt.Errorf("input %q: value %d: %d overflows %s", name, i, x, dt)
 			}
 			v[i] = x
 		}
@@ -118,6 +119,21 @@ func decodeTensor(name string, w wireTensor, dt tensor.DType, maxElems int) (*te
 		return tensor.FromSlice(v, w.Shape...), nil
 	}
 	return nil, fmt.Errorf("input %q: dtype %s is not accepted", name, dt)
+}
+
+// intRange returns the smallest and largest value of the integer dtype dt.
+func intRange(dt tensor.DType) (lo, hi int64) {
+	switch dt {
+	case tensor.Int32:
+		return math.MinInt32, math.MaxInt32
+	case tensor.Int16:
+		return math.MinInt16, math.MaxInt16
+	case tensor.Int8:
+		return math.MinInt8, math.MaxInt8
+	case tensor.Uint8:
+		return 0, math.MaxUint8
+	}
+	return math.MinInt64, math.MaxInt64
 }
 
 // encodeTensor turns an output tensor into its wire form.

@@ -1,0 +1,70 @@
+package onnx
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// mkInt32DataTensor encodes a TensorProto whose values are in int32_data,
+// where ONNX stores INT8, UINT8 and INT16 elements one per entry.
+func mkInt32DataTensor(dt int64, dims []int64, v ...int32) []byte {
+	var b []byte
+	for _, d := range dims {
+		b = pbVarint(b, 1, d)
+	}
+	b = pbVarint(b, 2, dt)
+	var packed []byte
+	for _, x := range v {
+		packed = protowire.AppendVarint(packed, uint64(int64(x)))
+	}
+	return pbBytes(b, 5, packed)
+}
+
+func TestReadTensorNarrowInts(t *testing.T) {
+	tests := []struct {
+		name  string
+		pb    []byte
+		dtype tensor.DType
+		want  []int64
+	}{
+		{"uint8 raw", mkTensor("", dtUint8, []int64{2, 2}, []byte{0, 1, 128, 255}), tensor.Uint8, []int64{0, 1, 128, 255}},
+		{"int8 raw", mkTensor("", dtInt8, []int64{3}, []byte{0x80, 0xff, 0x7f}), tensor.Int8, []int64{-128, -1, 127}},
+		{"int16 raw", mkTensor("", dtInt16, []int64{2}, []byte{0x00, 0x80, 0x2c, 0x01}), tensor.Int16, []int64{-32768, 300}},
+		{"uint8 int32_data", mkInt32DataTensor(dtUint8, []int64{3}, 0, 200, 255), tensor.Uint8, []int64{0, 200, 255}},
+		{"int8 int32_data", mkInt32DataTensor(dtInt8, []int64{2}, -128, 127), tensor.Int8, []int64{-128, 127}},
+		{"int16 int32_data", mkInt32DataTensor(dtInt16, []int64{2, 1}, -32768, 32767), tensor.Int16, []int64{-32768, 32767}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x, err := ReadTensor(bytes.NewReader(tt.pb))
+			require.NoError(t, err)
+			assert.Equal(t, tt.dtype, x.DType())
+			assert.Equal(t, tt.want, x.Int64s())
+		})
+	}
+}
+
+func TestRawDataNarrowIntsRoundTrip(t *testing.T) {
+	for _, x := range []*tensor.Tensor{
+		tensor.FromSlice([]uint8{0, 7, 255, 128}, 2, 2).T(),
+		tensor.FromSlice([]int8{-128, -1, 0, 127}),
+		tensor.FromSlice([]int16{-32768, -2, 300, 32767}, 4, 1),
+	} {
+		t.Run(x.DType().String(), func(t *testing.T) {
+			raw, err := rawData("w", x)
+			require.NoError(t, err)
+			require.Len(t, raw, x.Numel()*x.DType().Size())
+			dt, err := dtypeFromONNX(dtypeToONNX(x.DType()))
+			require.NoError(t, err)
+			got := fromRaw(dt, raw, x.Shape())
+			assert.Equal(t, x.DType(), got.DType())
+			assert.Equal(t, x.Int64s(), got.Int64s())
+		})
+	}
+}
