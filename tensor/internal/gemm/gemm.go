@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/emberml/ember/tensor/internal/pool"
 )
@@ -113,8 +114,8 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 		blocked(kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, overwrite)
 		return
 	}
-	var wg sync.WaitGroup
 	if splitColumns(kern, threads, transA, transB, m, n, k) {
+		var wg sync.WaitGroup
 		// Split the columns of op(B) and C into runs of whole NR panels.
 		per := roundUp((n+threads-1)/threads, kern.nr)
 		for j0 := 0; j0 < n; j0 += per {
@@ -127,21 +128,10 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 				blocked(kern, transA, transB, m, nj, k, alpha, a, lda, b[boff:], ldb, c[j0:], ldc, overwrite)
 			})
 		}
-	} else {
-		// Split the rows of op(A) and C into runs of whole MR panels.
-		per := roundUp((m+threads-1)/threads, kern.mr)
-		for i0 := 0; i0 < m; i0 += per {
-			mi := min(per, m-i0)
-			aoff := i0 * lda
-			if transA {
-				aoff = i0
-			}
-			wg.Go(func() {
-				blocked(kern, transA, transB, mi, n, k, alpha, a[aoff:], lda, b, ldb, c[i0*ldc:], ldc, overwrite)
-			})
-		}
+		wg.Wait()
+		return
 	}
-	wg.Wait()
+	sharedB(kern, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, overwrite)
 }
 
 // gatherCost is how many times dearer it is to pack an element of A or B
@@ -202,36 +192,142 @@ func blocked(kern *kernel, transA, transB bool, m, n, k int, alpha float32, a []
 			for ic := 0; ic < m; ic += kern.mc {
 				mb := min(kern.mc, m-ic)
 				packA(bufA, transA, a, lda, ic, pc, mb, kb, mr, alpha)
-				for jr := 0; jr < nb; jr += nr {
-					nrr := min(nr, nb-jr)
-					bp := bufB[jr*kb:]
-					for ir := 0; ir < mb; ir += mr {
-						mrr := min(mr, mb-ir)
-						ap := bufA[ir*kb:]
-						ci := (ic+ir)*ldc + jc + jr
-						if mrr == mr && nrr == nr {
-							kern.fn(kb, ap, bp, c[ci:], ldc, add)
-							continue
-						}
-						// Edge tile: compute the full tile into scratch and
-						// add (or store) back only the part inside C.
-						kern.fn(kb, ap, bp, tile, nr, false)
-						for i := range mrr {
-							row := c[ci+i*ldc : ci+i*ldc+nrr]
-							t := tile[i*nr : i*nr+nrr]
-							if !add {
-								copy(row, t)
-								continue
-							}
-							for j := range row {
-								row[j] += t[j]
-							}
-						}
-					}
-				}
+				macroKernel(kern, bufA, bufB, nr*kb, kb, mb, nb, c[ic*ldc+jc:], ldc, add, false, tile)
 			}
 		}
 	}
+}
+
+// macroKernel adds (or, when add is false, stores) the product of the
+// packed mb×kb block of A in ap (panels of MR rows, kb·MR apart) and the
+// packed kb×nb block of B in bp (panels of NR columns, ps apart) to the
+// mb×nb block of C at c[0], tile by tile; relu clamps each finished tile at
+// zero. Edge tiles are computed whole into tile (MR×NR scratch) and only
+// their part inside C is added or stored.
+func macroKernel(kern *kernel, ap, bp []float32, ps, kb, mb, nb int, c []float32, ldc int, add, relu bool, tile []float32) {
+	mr, nr := kern.mr, kern.nr
+	for jr := 0; jr < nb; jr += nr {
+		nrr := min(nr, nb-jr)
+		bpj := bp[jr/nr*ps:]
+		for ir := 0; ir < mb; ir += mr {
+			mrr := min(mr, mb-ir)
+			api := ap[ir*kb:]
+			ci := ir*ldc + jr
+			if mrr == mr && nrr == nr {
+				kern.fn(kb, api, bpj, c[ci:], ldc, add)
+				if relu {
+					reluRows(c[ci:], ldc, mr, nr)
+				}
+				continue
+			}
+			kern.fn(kb, api, bpj, tile, nr, false)
+			for i := range mrr {
+				row := c[ci+i*ldc : ci+i*ldc+nrr]
+				t := tile[i*nr : i*nr+nrr]
+				if !add {
+					copy(row, t)
+					continue
+				}
+				for j := range row {
+					row[j] += t[j]
+				}
+			}
+			if relu {
+				reluRows(c[ci:], ldc, mrr, nrr)
+			}
+		}
+	}
+}
+
+// maxSharedB is the most elements sharedB packs B into at once (64 MiB),
+// unless k alone is deeper than that over NR.
+const maxSharedB = 16 << 20
+
+// sharedB runs C += alpha·op(A)·op(B) (or C = … with overwrite, as blocked)
+// on threads goroutines that share one packed copy of B: for each block of
+// (at most NC) columns, all of op(B) is packed first, the goroutines taking a run of
+// panels each, and then the goroutines take runs of rows of A from a
+// shared counter, each packing its rows of A and computing their rows of C
+// over every KC block. Runs shrink as the rows run out (guided
+// scheduling), so a goroutine held up by another process on a busy machine
+// leaves little work behind. Every tile of C sees the same KC blocks in the
+// same order as in blocked, so the result does not depend on the count.
+func sharedB(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, overwrite bool) {
+	mr, nr := kern.mr, kern.nr
+	nc := sharedCols(kern, k)
+	kcMax := min(kern.kc, k)
+	for jc := 0; jc < n; jc += nc {
+		nb := min(nc, n-jc)
+		nbp := roundUp(nb, nr)
+		pb := getBuf(k * nbp)
+		bufB := *pb
+		// KC block pc of B starts at bufB[pc*nbp], its panels kb·NR apart.
+		per := roundUp((nbp+threads-1)/threads, nr)
+		onEach(threads, func(t int) {
+			j0 := t * per
+			if j0 >= nb {
+				return
+			}
+			nj := min(per, nb-j0)
+			for pc := 0; pc < k; pc += kern.kc {
+				kb := min(kern.kc, k-pc)
+				packB(bufB[pc*nbp+j0*kb:], nr*kb, transB, b, ldb, pc, jc+j0, kb, nj, nr)
+			}
+		})
+		var next atomic.Int64
+		onEach(threads, func(int) {
+			pa := getBuf(roundUp(min(kern.mc, m), mr) * kcMax)
+			pt := getBuf(mr * nr)
+			defer bufPool.Put(pa)
+			defer bufPool.Put(pt)
+			for {
+				i0, mb := takeRows(&next, m, threads, mr, kern.mc)
+				if mb == 0 {
+					return
+				}
+				for pc := 0; pc < k; pc += kern.kc {
+					kb := min(kern.kc, k-pc)
+					packA(*pa, transA, a, lda, i0, pc, mb, kb, mr, alpha)
+					macroKernel(kern, *pa, bufB[pc*nbp:], nr*kb, kb, mb, nb, c[i0*ldc+jc:], ldc, pc > 0 || !overwrite, false, *pt)
+				}
+			}
+		})
+		bufPool.Put(pb)
+	}
+}
+
+// sharedCols is the width of the column blocks sharedB packs B in for a
+// depth of k: NC, or fewer (whole NR panels) to keep the packed block
+// within maxSharedB elements.
+func sharedCols(kern *kernel, k int) int {
+	return min(kern.nc, max(kern.nr, maxSharedB/k/kern.nr*kern.nr))
+}
+
+// takeRows takes the next run of rows [i0, i0+size) of m from next: a
+// share of what is left (half of it over threads, in whole MR panels), at
+// most mc and at least one panel; size 0 when none are left.
+func takeRows(next *atomic.Int64, m, threads, mr, mc int) (i0, size int) {
+	for {
+		at := int(next.Load())
+		if at >= m {
+			return m, 0
+		}
+		size = min(max(roundUp((m-at)/(2*threads), mr), mr), mc, m-at)
+		if next.CompareAndSwap(int64(at), int64(at+size)) {
+			return at, size
+		}
+	}
+}
+
+// onEach calls f(0), …, f(threads-1) concurrently, f(0) on the calling
+// goroutine, and returns when all have.
+func onEach(threads int, f func(t int)) {
+	var wg sync.WaitGroup
+	for t := 1; t < threads; t++ {
+		wg.Go(func() { f(t) })
+	}
+	f(0)
+	wg.Wait()
 }
 
 // packA copies alpha·op(A)[ic:ic+mb, pc:pc+kb] into dst as consecutive

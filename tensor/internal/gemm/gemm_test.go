@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -331,4 +332,53 @@ func BenchmarkSgemmShapes(b *testing.B) {
 			b.ReportMetric(2*float64(s.m)*float64(s.n)*float64(s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})
 	}
+}
+
+// TestSgemmThreadsIdentical requires products split over goroutines (by
+// rows over a shared packed B, or by columns) to equal the one-goroutine
+// product bit for bit, across MC, KC and NC block edges.
+func TestSgemmThreadsIdentical(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, kern := range availableKernels() {
+		for _, p := range []problem{
+			{false, false, 600, 2100, 40, 1, 0, 3},
+			{false, false, 1000, 70, 790, 1, 0.5, 0},
+			{true, false, 200, 200, 400, -1, 0, 1},
+			{false, true, 97, 300, 100, 1, 1, 0},
+			{true, true, 150, 45, 520, 2, 0, 1},
+		} {
+			t.Run(fmt.Sprintf("%s/%v%v_%dx%dx%d", kern.name, p.transA, p.transB, p.m, p.n, p.k), func(t *testing.T) {
+				lda, ldb, ldc := p.k+p.pad, p.n+p.pad, p.n+p.pad
+				if p.transA {
+					lda = p.m + p.pad
+				}
+				if p.transB {
+					ldb = p.k + p.pad
+				}
+				a, b := make([]float32, p.m*lda+p.k*lda), make([]float32, p.n*ldb+p.k*ldb)
+				randFill(r, a, 1, len(a), len(a))
+				randFill(r, b, 1, len(b), len(b))
+				c0 := make([]float32, p.m*ldc)
+				randFill(r, c0, 1, len(c0), len(c0))
+				one := slices.Clone(c0)
+				sgemm(kern, 1, p.transA, p.transB, p.m, p.n, p.k, p.alpha, a, lda, b, ldb, p.beta, one, ldc)
+				for _, threads := range []int{2, 3, 4} {
+					got := slices.Clone(c0)
+					sgemm(kern, threads, p.transA, p.transB, p.m, p.n, p.k, p.alpha, a, lda, b, ldb, p.beta, got, ldc)
+					require.Equal(t, one, got, "%d goroutines", threads)
+				}
+			})
+		}
+	}
+}
+
+// TestSharedCols checks the width of the column blocks sharedB packs B in:
+// NC, narrowed when k is so deep that the block would pass maxSharedB.
+func TestSharedCols(t *testing.T) {
+	kern := &kernel{name: "test", mr: 12, nr: 32, nc: 2048}
+	assert.Equal(t, 2048, sharedCols(kern, 1000))
+	assert.Equal(t, 2048, sharedCols(kern, maxSharedB/2048))
+	assert.Equal(t, 1024, sharedCols(kern, maxSharedB/1024))
+	assert.Equal(t, 992, sharedCols(kern, maxSharedB/1000))
+	assert.Equal(t, 32, sharedCols(kern, maxSharedB))
 }

@@ -257,37 +257,7 @@ func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc
 			block := a.data[pc*a.mp:]
 			for ic := 0; ic < m; ic += kern.mc {
 				mb := min(kern.mc, m-ic)
-				for jr := 0; jr < nb; jr += nr {
-					nrr := min(nr, nb-jr)
-					bp := bufB[jr/nr*ps:]
-					for ir := 0; ir < mb; ir += mr {
-						mrr := min(mr, mb-ir)
-						ap := block[(i0+ic+ir)*kb:]
-						ci := (ic+ir)*ldc + jc + jr
-						if mrr == mr && nrr == nr {
-							kern.fn(kb, ap, bp, c[ci:], ldc, add)
-							if relu {
-								reluRows(c[ci:], ldc, mr, nr)
-							}
-							continue
-						}
-						kern.fn(kb, ap, bp, tile, nr, false)
-						for i := range mrr {
-							row := c[ci+i*ldc : ci+i*ldc+nrr]
-							t := tile[i*nr : i*nr+nrr]
-							if !add {
-								copy(row, t)
-								continue
-							}
-							for j := range row {
-								row[j] += t[j]
-							}
-						}
-						if relu {
-							reluRows(c[ci:], ldc, mrr, nrr)
-						}
-					}
-				}
+				macroKernel(kern, block[(i0+ic)*kb:], bufB, ps, kb, mb, nb, c[ic*ldc+jc:], ldc, add, relu, tile)
 			}
 		}
 	}
