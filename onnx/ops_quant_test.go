@@ -1,0 +1,129 @@
+package onnx
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Values worked out by hand from the ONNX operator specifications; the
+// conformance test runs the official node tests of these operators too.
+
+func quantNode(op string, attrs map[string]int64) *node {
+	a := map[string]*attribute{}
+	for k, v := range attrs {
+		a[k] = &attribute{name: k, i: v}
+	}
+	return &node{opType: op, opset: 13, attrs: a}
+}
+
+func TestQuantizeLinear(t *testing.T) {
+	f32 := func(v ...float32) *tensor.Tensor { return tensor.FromSlice(v) }
+	tests := []struct {
+		name  string
+		attrs map[string]int64
+		in    []*tensor.Tensor
+		dtype tensor.DType
+		want  []int64
+	}{
+		{"uint8 ties to even and saturation", nil,
+			[]*tensor.Tensor{f32(0, 0.5, 1.5, 2.5, -0.5, 300, -300), tensor.Scalar(1), tensor.ScalarOf(128, tensor.Uint8)},
+			tensor.Uint8, []int64{128, 128, 130, 130, 128, 255, 0}},
+		{"int8 zero point", nil,
+			[]*tensor.Tensor{f32(3, 5, -255, 1000), tensor.Scalar(2), tensor.ScalarOf(-1, tensor.Int8)},
+			tensor.Int8, []int64{1, 1, -128, 127}},
+		{"no zero point gives uint8", nil,
+			[]*tensor.Tensor{f32(-1, 2, 254.5), tensor.Scalar(1)},
+			tensor.Uint8, []int64{0, 2, 254}},
+		{"per axis 0", map[string]int64{"axis": 0},
+			[]*tensor.Tensor{tensor.FromSlice([]float32{1, 2, 4, 6}, 2, 2), f32(1, 2), tensor.FromSlice([]uint8{0, 10})},
+			tensor.Uint8, []int64{1, 2, 12, 13}},
+		{"int16 output dtype attribute", map[string]int64{"output_dtype": dtInt16},
+			[]*tensor.Tensor{f32(-40000, 7), tensor.Scalar(1)},
+			tensor.Int16, []int64{-32768, 7}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := opQuantizeLinear(quantNode("QuantizeLinear", tt.attrs), tt.in)
+			require.NoError(t, err)
+			assert.Equal(t, tt.dtype, out[0].DType())
+			assert.Equal(t, tt.want, out[0].Int64s())
+		})
+	}
+}
+
+func TestDequantizeLinear(t *testing.T) {
+	out, err := opDequantizeLinear(quantNode("DequantizeLinear", nil), []*tensor.Tensor{
+		tensor.FromSlice([]int8{-128, 0, 127}), tensor.Scalar(0.5), tensor.ScalarOf(-1, tensor.Int8),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, tensor.Float32, out[0].DType())
+	assert.Equal(t, []float32{-63.5, 0.5, 64}, out[0].Float32s())
+
+	out, err = opDequantizeLinear(quantNode("DequantizeLinear", map[string]int64{"axis": -1}), []*tensor.Tensor{
+		tensor.FromSlice([]int32{10, -10, 10, -10}, 2, 2), tensor.FromSlice([]float32{1, 0.25}),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{10, -2.5, 10, -2.5}, out[0].Float32s())
+
+	_, err = opDequantizeLinear(quantNode("DequantizeLinear", nil), []*tensor.Tensor{
+		tensor.FromSlice([]int8{1}), tensor.Scalar(1), tensor.ScalarOf(0, tensor.Uint8),
+	})
+	assert.ErrorContains(t, err, "zero point of type uint8")
+
+	_, err = opDequantizeLinear(quantNode("DequantizeLinear", map[string]int64{"block_size": 2}), []*tensor.Tensor{
+		tensor.FromSlice([]int8{1, 2}), tensor.Scalar(1),
+	})
+	assert.ErrorContains(t, err, "block_size")
+}
+
+func TestDynamicQuantizeLinear(t *testing.T) {
+	out, err := opDynamicQuantizeLinear(quantNode("DynamicQuantizeLinear", nil), []*tensor.Tensor{
+		tensor.FromSlice([]float32{-1, 0, 1, 3}),
+	})
+	require.NoError(t, err)
+	require.Len(t, out, 3)
+	scale := float32(4) / 255
+	assert.Equal(t, []float32{scale}, out[1].Float32s())
+	// zero point round(1/scale) = round(63.75) = 64
+	assert.Equal(t, []uint8{64}, out[2].Uint8s())
+	assert.Equal(t, []uint8{0, 64, 128, 255}, out[0].Uint8s())
+	assert.Equal(t, 0, out[1].Dim())
+}
+
+func TestMatMulInteger(t *testing.T) {
+	a := tensor.FromSlice([]uint8{1, 2, 3, 4}, 2, 2)
+	b := tensor.FromSlice([]uint8{5, 6}, 2, 1)
+	out, err := opMatMulInteger(quantNode("MatMulInteger", nil), []*tensor.Tensor{
+		a, b, tensor.FromSlice([]uint8{1, 3}), tensor.ScalarOf(5, tensor.Uint8),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, tensor.Int32, out[0].DType())
+	assert.Equal(t, []int32{1, 1}, out[0].Int32s()) // [[0 1] [0 1]] @ [[0] [1]]
+
+	out, err = opMatMulInteger(quantNode("MatMulInteger", nil), []*tensor.Tensor{
+		tensor.FromSlice([]int8{-128, 127}, 1, 2), tensor.FromSlice([]int8{-128, 127}, 2, 1),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []int32{128*128 + 127*127}, out[0].Int32s())
+
+	_, err = opMatMulInteger(quantNode("MatMulInteger", nil), []*tensor.Tensor{
+		tensor.FromSlice([]float32{1}, 1, 1), b,
+	})
+	assert.ErrorContains(t, err, "want uint8 or int8")
+}
+
+func TestQLinearMatMulRequantizes(t *testing.T) {
+	// acc = (10-0)*(3-1) = 20; 20 * (0.5*0.25/0.125) = 20; + zp 100 = 120.
+	out, err := opQLinearMatMul(quantNode("QLinearMatMul", nil), []*tensor.Tensor{
+		tensor.FromSlice([]uint8{10}, 1, 1), tensor.Scalar(0.5), tensor.ScalarOf(0, tensor.Uint8),
+		tensor.FromSlice([]uint8{3}, 1, 1), tensor.Scalar(0.25), tensor.ScalarOf(1, tensor.Uint8),
+		tensor.Scalar(0.125), tensor.ScalarOf(100, tensor.Int8),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, tensor.Int8, out[0].DType())
+	assert.Equal(t, []int8{120}, out[0].Int8s())
+}
