@@ -279,14 +279,23 @@ func requantize(n *node, acc, as, bs, ys, yzp *tensor.Tensor) (*tensor.Tensor, e
 	return quantize(n, acc.To(f).Mul(mult), yzp, yzp.DType())
 }
 
-func opQLinearMatMul(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	var args [8]*tensor.Tensor
-	for i := range args {
+// needFirst returns inputs 0..k-1, all required.
+func (n *node) needFirst(in []*tensor.Tensor, k int) ([]*tensor.Tensor, error) {
+	out := make([]*tensor.Tensor, k)
+	for i := range out {
 		t, err := n.need(in, i)
 		if err != nil {
 			return nil, err
 		}
-		args[i] = t
+		out[i] = t
+	}
+	return out, nil
+}
+
+func opQLinearMatMul(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	args, err := n.needFirst(in, 8)
+	if err != nil {
+		return nil, err
 	}
 	a, as, azp, b, bs, bzp, ys, yzp := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
 	acc, err := integerMatMul(n, a, azp, b, bzp)
@@ -308,13 +317,9 @@ func opQLinearMatMul(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 }
 
 func opQLinearConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	var args [8]*tensor.Tensor
-	for i := range args {
-		t, err := n.need(in, i)
-		if err != nil {
-			return nil, err
-		}
-		args[i] = t
+	args, err := n.needFirst(in, 8)
+	if err != nil {
+		return nil, err
 	}
 	x, xs, xzp, w, ws, wzp, ys, yzp := args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7]
 	acc, err := integerConv(n, x, xzp, w, wzp, arg(in, 8))
