@@ -87,7 +87,7 @@ func im2colImage(col, img []float32, gg ConvGeom, threads int) {
 func ConvForwardF32(dst, x, w, bias []float32, g ConvGeom, o, groups, threads int, relu bool) {
 	if winogradGeom(g, groups) && winogradPerCall(g, o) {
 		buf := convScratch.Get(winogradWeightsSize(o, g.C))
-		ww := packWinogradWeights(*buf, w, o, g.C)
+		ww := packWinogradWeights(*buf, w, o, g.C, true)
 		winogradForward(dst, x, ww, bias, nil, g, threads, relu)
 		convScratch.Put(buf)
 		return
@@ -123,7 +123,7 @@ type PackedConvF32 struct {
 func PackConvWeightsF32(w []float32, o, groups, cg, kh, kw int) *PackedConvF32 {
 	ck := cg * kh * kw
 	if groups == 1 && kh == 3 && kw == 3 && winogradWorth(cg, o) {
-		ww := packWinogradWeights(make([]float32, winogradWeightsSize(o, cg)), w, o, cg)
+		ww := packWinogradWeights(make([]float32, winogradWeightsSize(o, cg)), w, o, cg, false)
 		return &PackedConvF32{o: o, groups: groups, ck: ck, wino: ww, w: w}
 	}
 	return packConvWeightsFresh(w, o, groups, ck)

@@ -48,7 +48,7 @@ func winogradGeom(g ConvGeom, groups int) bool {
 // c input and k output channels: the transforms cost per channel what the
 // GEMM saves per channel pair, so both counts must be large enough.
 // Measured on ResNet-18's 3×3 layers (see BenchmarkWinograd).
-func winogradWorth(c, k int) bool { return c >= 32 && k >= 32 }
+func winogradWorth(c, k int) bool { return c >= 16 && k >= 16 }
 
 // winogradPerCall reports whether Winograd beats the direct convolution
 // when the filter is transformed on every call (ConvForwardF32): besides
@@ -63,10 +63,19 @@ func winogradWeightsSize(k, c int) int { return winoPositions * gemm.PackedSize(
 
 // packWinogradWeights transforms the [K, C, 3, 3] filter w and packs it
 // into buf (winogradWeightsSize(k, c) elements), which the result owns.
-func packWinogradWeights(buf, w []float32, k, c int) *winogradWeights {
+// The transform passes through a scratch buffer of 16·K·C elements, from
+// convScratch when pooled is set (calls that repeat), else from the heap
+// (a one-time pack, whose scratch the pool would otherwise keep).
+func packWinogradWeights(buf, w []float32, k, c int, pooled bool) *winogradWeights {
 	kc := k * c
-	tBuf := convScratch.Get(winoPositions * kc)
-	u := *tBuf
+	var u []float32
+	if pooled {
+		tBuf := convScratch.Get(winoPositions * kc)
+		defer convScratch.Put(tBuf)
+		u = *tBuf
+	} else {
+		u = make([]float32, winoPositions*kc)
+	}
 	for i := range kc {
 		transformFilter(u, i, kc, w[i*9:][:9])
 	}
@@ -75,7 +84,6 @@ func packWinogradWeights(buf, w []float32, k, c int) *winogradWeights {
 	for xi := range winoPositions {
 		ww.parts[xi] = gemm.PackAInto(buf[xi*size:][:size], false, k, c, 1, u[xi*kc:][:kc], max(c, 1))
 	}
-	convScratch.Put(tBuf)
 	return ww
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/emberml/ember/tensor/internal/gemm"
 	"github.com/stretchr/testify/require"
 )
 
@@ -70,7 +71,7 @@ func TestWinogradMatchesDefinition(t *testing.T) {
 			}
 			want, scale := winoReference(x, w, bias, res, g, c.k, c.relu)
 			got := poisoned[float32](l)
-			ww := packWinogradWeights(make([]float32, winogradWeightsSize(c.k, c.c)), toF32(w), c.k, c.c)
+			ww := packWinogradWeights(make([]float32, winogradWeightsSize(c.k, c.c)), toF32(w), c.k, c.c, false)
 			winogradForward(got, toF32(x), ww, toF32(bias), toF32(res), g, c.threads, c.relu)
 			for i := range want {
 				e := math.Abs(float64(got[i])-want[i]) / scale[i]
@@ -165,7 +166,7 @@ func BenchmarkWinograd(b *testing.B) {
 		bias := toF32(randSlice(r, s.c))
 		dst := make([]float32, len(x))
 		direct := packConvWeightsFresh(w, s.c, 1, s.c*9)
-		ww := packWinogradWeights(make([]float32, winogradWeightsSize(s.c, s.c)), w, s.c, s.c)
+		ww := packWinogradWeights(make([]float32, winogradWeightsSize(s.c, s.c)), w, s.c, s.c, false)
 		for _, threads := range []int{1, 2} {
 			name := fmt.Sprintf("n=%d/c=%d/hw=%d/threads=%d", s.n, s.c, s.hw, threads)
 			b.Run(name+"/direct", func(b *testing.B) {
@@ -194,7 +195,7 @@ func TestWinogradKernelsAsmMatchGo(t *testing.T) {
 			g := ConvGeom{N: c.n, C: c.c, H: c.h, W: c.w, KH: 3, KW: 3, StrideH: 1, StrideW: 1,
 				PadH: c.pad, PadW: c.pad, DilationH: 1, DilationW: 1, OH: c.h + 2*c.pad - 2, OW: c.w + 2*c.pad - 2}
 			x := toF32(randSlice(r, c.n*c.c*c.h*c.w))
-			ww := packWinogradWeights(make([]float32, winogradWeightsSize(c.k, c.c)), toF32(randSlice(r, c.k*c.c*9)), c.k, c.c)
+			ww := packWinogradWeights(make([]float32, winogradWeightsSize(c.k, c.c)), toF32(randSlice(r, c.k*c.c*9)), c.k, c.c, false)
 			l := c.n * c.k * g.OH * g.OW
 			res := toF32(randSlice(r, l))
 			p := newWinoPlan(nil, x, ww, toF32(randSlice(r, c.k)), nil, g, false)
@@ -228,6 +229,42 @@ func requireSameFloats(t *testing.T, want, got []float32, what string) {
 	for i := range want {
 		if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
 			require.Failf(t, "values differ", "%s[%d]: want %v, got %v", what, i, want[i], got[i])
+		}
+	}
+}
+
+// BenchmarkWinogradPerCall compares the two paths with the weight packed
+// (direct) or transformed (Winograd) on every call, as ConvForwardF32 does
+// in training, on the cnn workload's layers (batch 64) and smaller
+// channel counts.
+func BenchmarkWinogradPerCall(b *testing.B) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, s := range []struct{ n, c, k, hw int }{
+		{64, 50, 50, 32}, {64, 50, 100, 16}, {64, 100, 100, 16}, {64, 100, 50, 16},
+		{8, 16, 16, 32}, {8, 32, 32, 32}, {1, 32, 32, 56}, {1, 16, 32, 56},
+		{8, 8, 8, 32}, {8, 8, 32, 32}, {8, 32, 8, 32}, {1, 16, 16, 7},
+	} {
+		g := ConvGeom{N: s.n, C: s.c, H: s.hw, W: s.hw, KH: 3, KW: 3, StrideH: 1, StrideW: 1,
+			PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, OH: s.hw, OW: s.hw}
+		x, w := toF32(randSlice(r, s.n*s.c*s.hw*s.hw)), toF32(randSlice(r, s.k*s.c*9))
+		bias := toF32(randSlice(r, s.k))
+		dst := make([]float32, s.n*s.k*s.hw*s.hw)
+		for _, threads := range []int{1, 2} {
+			name := fmt.Sprintf("n=%d/c=%d/k=%d/hw=%d/threads=%d", s.n, s.c, s.k, s.hw, threads)
+			b.Run(name+"/direct", func(b *testing.B) {
+				for b.Loop() {
+					buf := convScratch.Get(gemm.PackedSize(s.k, s.c*9))
+					ConvForwardPackedF32(dst, x, packConvWeights(*buf, w, s.k, 1, s.c*9), bias, nil, g, threads, false)
+					convScratch.Put(buf)
+				}
+			})
+			b.Run(name+"/winograd", func(b *testing.B) {
+				for b.Loop() {
+					buf := convScratch.Get(winogradWeightsSize(s.k, s.c))
+					winogradForward(dst, x, packWinogradWeights(*buf, w, s.k, s.c, true), bias, nil, g, threads, false)
+					convScratch.Put(buf)
+				}
+			})
 		}
 	}
 }
