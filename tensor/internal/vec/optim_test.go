@@ -59,8 +59,8 @@ func TestAsmMatchesGoOptimizerKernels(t *testing.T) {
 			_, wWant = withGuards(w)
 			_, mWant := withGuards(b)
 			_, vWant := withGuards(v)
-			im.adam(wGot, g, mGot, vGot, &c)
-			goImpl.adam(wWant, g, mWant, vWant, &c)
+			im.adam(wGot, g, mGot, vGot, c)
+			goImpl.adam(wWant, g, mWant, vWant, c)
 			for _, x := range []struct {
 				name      string
 				all       []float32

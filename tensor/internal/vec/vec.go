@@ -63,9 +63,16 @@ type impl struct {
 	sqrt               func(dst, a []float32)
 	exp, tanh          func(dst, a []float32)
 	expLanes           int
-	sum                func(a []float32) float64
-	sgdMomentum        func(w, g, buf []float32, mom, damp, lr float32)
-	adam               func(w, g, m, v []float32, c *AdamConsts)
+	// tail runs exp (or, when tanh is set, tanh) on fewer than expLanes
+	// elements through a zero-padded copy on its own stack: the copy
+	// stays off the heap because tail calls the kernel directly, not
+	// through the function value. Unused (nil) when expLanes is 1.
+	tail        func(tanh bool, dst, a []float32)
+	sum         func(a []float32) float64
+	sgdMomentum func(w, g, buf []float32, mom, damp, lr float32)
+	// adam takes the constants by value, so that the copy a kernel reads
+	// through a pointer stays on the stack.
+	adam func(w, g, m, v []float32, c AdamConsts)
 }
 
 // goImpl is the pure-Go twin of every kernel.
@@ -176,23 +183,23 @@ func Exp(dst, a []float32) {
 	active.expAll(dst, a)
 }
 
-func (im *impl) expAll(dst, a []float32)  { im.whole(im.exp, dst, a) }
-func (im *impl) tanhAll(dst, a []float32) { im.whole(im.tanh, dst, a) }
+func (im *impl) expAll(dst, a []float32)  { im.whole(false, dst, a) }
+func (im *impl) tanhAll(dst, a []float32) { im.whole(true, dst, a) }
 
-// whole runs kern, which needs a multiple of im.expLanes elements, on
-// slices of any length: the tail goes through the same kernel on a padded
-// copy, so every element sees the same arithmetic.
-func (im *impl) whole(kern func(dst, a []float32), dst, a []float32) {
-	l := im.expLanes
-	n := len(a) / l * l
-	kern(dst[:n], a[:n])
-	if n == len(a) {
-		return
+// whole runs the exp (or, when tanh is set, tanh) kernel, which needs a
+// multiple of im.expLanes elements, on slices of any length: the tail goes
+// through the same kernel on a padded copy (im.tail), so every element
+// sees the same arithmetic.
+func (im *impl) whole(tanh bool, dst, a []float32) {
+	kern := im.exp
+	if tanh {
+		kern = im.tanh
 	}
-	var buf [64]float32
-	rem := copy(buf[:l], a[n:])
-	kern(buf[:l], buf[:l])
-	copy(dst[n:], buf[:rem])
+	n := len(a) / im.expLanes * im.expLanes
+	kern(dst[:n], a[:n])
+	if n < len(a) {
+		im.tail(tanh, dst[n:], a[n:])
+	}
 }
 
 // expBlock is the number of elements Sigmoid handles per pass, small enough
@@ -326,5 +333,5 @@ type AdamConsts struct {
 func Adam(w, g, m, v []float32, c AdamConsts) {
 	check3("Adam", w, g, m)
 	check2("Adam", w, v)
-	active.adam(w, g, m, v, &c)
+	active.adam(w, g, m, v, c)
 }

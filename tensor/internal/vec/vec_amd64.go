@@ -130,18 +130,40 @@ var (
 		add:  addAVX2, sub: subAVX2, mul: mulAVX2, div: divAVX2,
 		addConst: addConstAVX2, subConst: subConstAVX2, mulConst: mulConstAVX2, divConst: divConstAVX2,
 		constSub: constSubAVX2, constDiv: constDivAVX2,
-		relu: reluAVX2, neg: negAVX2, abs: absAVX2, sqrt: sqrtAVX2, exp: expAVX2, tanh: tanhAVX2, expLanes: 8, sum: sumAVX2,
-		sgdMomentum: sgdMomentumAVX2, adam: adamAVX2,
+		relu: reluAVX2, neg: negAVX2, abs: absAVX2, sqrt: sqrtAVX2, exp: expAVX2, tanh: tanhAVX2, expLanes: 8, tail: func(tanh bool, dst, a []float32) { tailAsm(false, tanh, dst, a) }, sum: sumAVX2,
+		sgdMomentum: sgdMomentumAVX2, adam: func(w, g, m, v []float32, c AdamConsts) { adamAVX2(w, g, m, v, &c) },
 	}
 	avx512Impl = &impl{
 		name: "avx512",
 		add:  addAVX512, sub: subAVX512, mul: mulAVX512, div: divAVX512,
 		addConst: addConstAVX512, subConst: subConstAVX512, mulConst: mulConstAVX512, divConst: divConstAVX512,
 		constSub: constSubAVX512, constDiv: constDivAVX512,
-		relu: reluAVX512, neg: negAVX512, abs: absAVX512, sqrt: sqrtAVX512, exp: expAVX512, tanh: tanhAVX512, expLanes: 16, sum: sumAVX512,
-		sgdMomentum: sgdMomentumAVX512, adam: adamAVX512,
+		relu: reluAVX512, neg: negAVX512, abs: absAVX512, sqrt: sqrtAVX512, exp: expAVX512, tanh: tanhAVX512, expLanes: 16, tail: func(tanh bool, dst, a []float32) { tailAsm(true, tanh, dst, a) }, sum: sumAVX512,
+		sgdMomentum: sgdMomentumAVX512, adam: func(w, g, m, v []float32, c AdamConsts) { adamAVX512(w, g, m, v, &c) },
 	}
 )
+
+// tailAsm runs the AVX-512 (or AVX2) exp or tanh kernel on fewer than 16
+// (or 8) elements: the tail of avx512Impl and avx2Impl.
+func tailAsm(avx512, tanh bool, dst, a []float32) {
+	var buf [16]float32
+	lanes := 8
+	if avx512 {
+		lanes = 16
+	}
+	n := copy(buf[:lanes], a)
+	switch {
+	case avx512 && tanh:
+		tanhAVX512(buf[:], buf[:])
+	case avx512:
+		expAVX512(buf[:], buf[:])
+	case tanh:
+		tanhAVX2(buf[:8], buf[:8])
+	default:
+		expAVX2(buf[:8], buf[:8])
+	}
+	copy(dst, buf[:n])
+}
 
 // impls lists the kernel sets this CPU runs, fastest first; the pure-Go set
 // is always last.

@@ -184,7 +184,7 @@ func sgdMomentumGo(w, g, buf []float32, mom, damp, lr float32) {
 	}
 }
 
-func adamGo(w, g, m, v []float32, c *AdamConsts) {
+func adamGo(w, g, m, v []float32, c AdamConsts) {
 	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
 	for i := range w {
 		gi := g[i]

@@ -422,3 +422,23 @@ func TestLogSubnormal(t *testing.T) {
 		assert.InDelta(t, want, float64(d[i]), 1e-5*math.Abs(want), "log(%g)", v)
 	}
 }
+
+// TestKernelsDoNotAllocate checks that the exp and tanh tails and the Adam
+// constants stay on the stack: these run many times per training step.
+func TestKernelsDoNotAllocate(t *testing.T) {
+	x := make([]float32, 37)
+	d := make([]float32, 37)
+	w, g, m, v := make([]float32, 37), make([]float32, 37), make([]float32, 37), make([]float32, 37)
+	c := AdamConsts{B1: 0.9, C1: 0.1, B2: 0.999, C2: 0.001, BC2: 1, Eps: 1e-8, StepSize: 1e-3, Decay: 1}
+	for _, tt := range []struct {
+		name string
+		f    func()
+	}{
+		{"Exp", func() { Exp(d, x) }},
+		{"Tanh", func() { Tanh(d, x) }},
+		{"Sigmoid", func() { Sigmoid(d, x) }},
+		{"Adam", func() { Adam(w, g, m, v, c) }},
+	} {
+		assert.Zero(t, testing.AllocsPerRun(20, tt.f), tt.name)
+	}
+}
