@@ -19,6 +19,8 @@ func elementwiseOps() opTable {
 		"Pow": {{since: 1, impl: opPow}},
 		"Mod": {{since: 10, impl: opMod}},
 
+		"BitShift": {{since: 11, impl: opBitShift}},
+
 		"Equal":          {{since: 1, impl: compare((*tensor.Tensor).Eq)}},
 		"Less":           {{since: 1, impl: compare((*tensor.Tensor).Lt)}},
 		"Greater":        {{since: 1, impl: compare((*tensor.Tensor).Gt)}},
@@ -207,6 +209,45 @@ func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		q = q.Floor()
 	}
 	return one(fa.Sub(q.Mul(fb)).To(a.DType()))
+}
+
+// opBitShift shifts the bits of unsigned integers left or right by the
+// second input's amounts (broadcast). Bits shifted out are lost; shifts by
+// the width or more give 0. UINT8 is the only unsigned type Ember holds.
+func opBitShift(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	a, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.sameType(a, b); err != nil {
+		return nil, err
+	}
+	if a.DType() != tensor.Uint8 {
+		return nil, fmt.Errorf("onnx: %v: input of type %s, want an unsigned integer type", n, a.DType())
+	}
+	left := false
+	switch dir := n.attrString("direction", ""); dir {
+	case "LEFT":
+		left = true
+	case "RIGHT":
+	default:
+		return nil, fmt.Errorf("onnx: %v: direction %q, want LEFT or RIGHT", n, dir)
+	}
+	shape := tensor.BroadcastShapes("BitShift", a.Shape(), b.Shape())
+	x, s := a.Expand(shape...).Uint8s(), b.Expand(shape...).Uint8s()
+	for i, v := range x {
+		// Go gives 0 for shifts of the width or more, as ONNX wants.
+		if left {
+			x[i] = v << s[i]
+		} else {
+			x[i] = v >> s[i]
+		}
+	}
+	return one(tensor.FromSlice(x, shape...))
 }
 
 // opPow raises the base to the exponent; the result has the base's type.

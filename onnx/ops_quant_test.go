@@ -17,7 +17,7 @@ func quantNode(op string, attrs map[string]int64) *node {
 	for k, v := range attrs {
 		a[k] = &attribute{name: k, i: v}
 	}
-	return &node{opType: op, opset: 13, attrs: a}
+	return &node{opType: op, opset: 13, attrs: a, maxElements: maxElements}
 }
 
 func TestQuantizeLinear(t *testing.T) {
@@ -126,4 +126,30 @@ func TestQLinearMatMulRequantizes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tensor.Int8, out[0].DType())
 	assert.Equal(t, []int8{120}, out[0].Int8s())
+}
+
+func TestBitShift(t *testing.T) {
+	x := tensor.FromSlice([]uint8{1, 0x81, 255, 16}, 4)
+	s := tensor.FromSlice([]uint8{1, 1, 8, 9}, 4)
+	tests := []struct {
+		dir  string
+		want []uint8
+	}{
+		{"LEFT", []uint8{2, 0x02, 0, 0}},
+		{"RIGHT", []uint8{0, 0x40, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dir, func(t *testing.T) {
+			n := &node{opType: "BitShift", opset: 11, maxElements: maxElements, attrs: map[string]*attribute{"direction": {name: "direction", s: []byte(tt.dir)}}}
+			out, err := opBitShift(n, []*tensor.Tensor{x, s})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, out[0].Uint8s())
+		})
+	}
+	n := &node{opType: "BitShift", opset: 11, maxElements: maxElements, attrs: map[string]*attribute{"direction": {name: "direction", s: []byte("LEFT")}}}
+	out, err := opBitShift(n, []*tensor.Tensor{x, tensor.ScalarOf(2, tensor.Uint8)})
+	require.NoError(t, err)
+	assert.Equal(t, []uint8{4, 4, 252, 64}, out[0].Uint8s(), "broadcast shift amount")
+	_, err = opBitShift(n, []*tensor.Tensor{tensor.FromSlice([]int8{1}), tensor.FromSlice([]int8{1})})
+	assert.ErrorContains(t, err, "unsigned")
 }
