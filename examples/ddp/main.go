@@ -1,6 +1,6 @@
-// Command ddp trains a multilayer perceptron with data parallelism over
-// several processes on this machine, and reports the training throughput
-// and the test accuracy.
+// Command ddp trains a network with data parallelism over several
+// processes on this machine, and reports the training throughput and the
+// test accuracy.
 //
 //	go run ./examples/ddp -nproc 2
 //
@@ -12,17 +12,28 @@
 //
 // The data is the 8×8 digits set shipped with examples/quickstart
 // (-digits), or MNIST from the original idx files (-mnist DIR, see
-// examples/mnist). Each rank sees a 1/N shard of every epoch through
-// data.DistributedSampler, and distributed.DataParallel averages the
-// gradients, so N processes train the same model as one process would with
-// the same global batch.
+// examples/mnist). The network is a perceptron with one hidden layer
+// (-model mlp, the default) or examples/quickstart's convolutional network
+// sized for the images (-model cnn: about five times the arithmetic per
+// sample for half the parameters, so communication weighs less). Each
+// rank sees a 1/N shard of every epoch through data.DistributedSampler,
+// and distributed.DataParallel averages the gradients, so N processes
+// train the same model as one process would with the same global batch.
+//
+// With more than one process the Adam step is sharded
+// (distributed.NewZeroOptimizer, ZeRO stage 1): the gradients are
+// reduce-scattered, each process updates its 1/N of the parameters and
+// holds Adam's moments for those only, and the updated parameters are
+// all-gathered. -zero=false runs the whole Adam step on every process
+// after an all-reduce instead; both reach the same accuracy.
 //
 // -phases makes every rank print, after training, the time it spent
 // gathering batches, in forward, in backward, in SyncGradients (waiting for
-// the all-reduce and for the slower ranks) and in the optimizer step, and
-// the CPU time the process used in the training loop; -cpuprofile FILE
-// writes each rank's CPU profile of the training loop to FILE.rank0,
-// FILE.rank1, ... for go tool pprof.
+// the gradients' reduction and for the slower ranks) and in the optimizer
+// step (with -zero, the all-gather of the parameters too), and the CPU
+// time the process used in the training loop; -cpuprofile FILE writes
+// each rank's CPU profile of the training loop to FILE.rank0, FILE.rank1,
+// ... for go tool pprof.
 package main
 
 import (
@@ -62,13 +73,15 @@ func main() {
 	mnist := flag.String("mnist", "", "directory of the MNIST idx files (used instead of -digits when set)")
 	cpuprofile := flag.String("cpuprofile", "", "write each rank's CPU profile of the training loop to FILE.rankN")
 	phases := flag.Bool("phases", false, "report the time each rank spends in each phase of the training step")
+	zero := flag.Bool("zero", true, "shard the optimizer over the processes (distributed.NewZeroOptimizer); false: every process runs the whole Adam step")
+	model := flag.String("model", "mlp", "network: mlp (one hidden layer) or cnn (examples/quickstart's convolutional network)")
 	flag.Parse()
 	var err error
 	if _, worker := os.LookupEnv(distributed.EnvRank); worker || *nproc == 1 {
 		runtime.GOMAXPROCS(*threads)
 		_, err = trainModel(options{
 			digits: *digits, mnist: *mnist, epochs: *epochs, batch: *batch, lr: *lr, seed: *seed,
-			cpuprofile: *cpuprofile, phases: *phases,
+			cpuprofile: *cpuprofile, phases: *phases, zero: *zero, model: *model,
 		})
 	} else {
 		err = launch(*nproc)
@@ -195,6 +208,8 @@ type options struct {
 	seed          uint64
 	cpuprofile    string // profile file prefix; the rank is appended
 	phases        bool   // report the time spent in each phase
+	zero          bool   // shard the optimizer
+	model         string // "mlp" or "cnn"
 }
 
 // phaseNames names the phases of a training step, in order.
@@ -220,8 +235,11 @@ func trainModel(o options) (float64, error) {
 		return 0, fmt.Errorf("global batch %d does not divide among %d processes", batch, pg.Size())
 	}
 
+	if o.model != "mlp" && o.model != "cnn" {
+		return 0, fmt.Errorf("-model %q: want mlp or cnn", o.model)
+	}
 	var trainSet, testSet data.Dataset
-	in, hidden := 64, 128
+	side, hidden := 8, 128
 	if mnist != "" {
 		flat := data.MNISTOptions{Flatten: true}
 		if trainSet, err = data.LoadMNIST(mnist, true, flat); err != nil {
@@ -230,18 +248,26 @@ func trainModel(o options) (float64, error) {
 		if testSet, err = data.LoadMNIST(mnist, false, flat); err != nil {
 			return 0, err
 		}
-		in, hidden = 784, 256
+		side, hidden = 28, 256
 	} else if trainSet, testSet, err = loadDigits(digits); err != nil {
 		return 0, err
 	}
 
 	g := tensor.NewGenerator(seed)
-	net := nn.NewSequential(nn.NewLinear(g, in, hidden, true), nn.NewReLU(), nn.NewLinear(g, hidden, 10, true))
+	net := nn.NewSequential(nn.NewLinear(g, side*side, hidden, true), nn.NewReLU(), nn.NewLinear(g, hidden, 10, true))
+	if o.model == "cnn" {
+		net = newCNN(g, side)
+	}
 	model, err := distributed.DataParallel(net, pg, distributed.DDPOptions{})
 	if err != nil {
 		return 0, err
 	}
-	opt := optim.NewAdam(model.Parameters(), optim.AdamOptions{LR: lr})
+	var opt distributed.Optimizer = optim.NewAdam(model.Parameters(), optim.AdamOptions{LR: lr})
+	if o.zero && pg.Size() > 1 {
+		opt = distributed.NewZeroOptimizer(model, func(shard []*autograd.Var) distributed.Optimizer {
+			return optim.NewAdam(shard, optim.AdamOptions{LR: lr})
+		})
+	}
 	lossFn := nn.NewCrossEntropyLoss()
 	sampler := data.NewDistributedSampler(trainSet.Len(), data.DistributedSamplerOptions{
 		Replicas: pg.Size(), Rank: pg.Rank(), Shuffle: true, Seed: seed, DropLast: true,
@@ -322,6 +348,28 @@ func trainModel(o options) (float64, error) {
 		fmt.Printf("test accuracy: %.4f\n", acc)
 	}
 	return acc, nil
+}
+
+// newCNN builds examples/quickstart's network for side×side images given
+// as rows of side² pixels: two 3×3 convolutions with max pooling, then two
+// fully connected layers.
+func newCNN(g *tensor.Generator, side int) *nn.Sequential {
+	same := tensor.Conv2dOptions{Padding: [2]int{1, 1}}
+	pool := tensor.Pool2dOptions{Kernel: [2]int{2, 2}}
+	q := side / 4 // after two poolings
+	return nn.NewSequential(
+		nn.NewUnflatten(1, 1, side, side),
+		nn.NewConv2d(g, 1, 16, [2]int{3, 3}, same, true),
+		nn.NewReLU(),
+		nn.NewMaxPool2d(pool),
+		nn.NewConv2d(g, 16, 32, [2]int{3, 3}, same, true),
+		nn.NewReLU(),
+		nn.NewMaxPool2d(pool),
+		nn.NewFlatten(1, -1),
+		nn.NewLinear(g, 32*q*q, 64, true),
+		nn.NewReLU(),
+		nn.NewLinear(g, 64, 10, true),
+	)
 }
 
 // accuracy evaluates m on ds.

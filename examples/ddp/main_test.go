@@ -11,9 +11,18 @@ func TestTrainOneProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains for a few seconds")
 	}
-	acc, err := trainModel(options{digits: "../quickstart/digits.csv.gz", epochs: 5, batch: 64, lr: 1e-3, seed: 1})
-	require.NoError(t, err)
-	assert.Greater(t, acc, 0.7)
+	for _, model := range []string{"mlp", "cnn"} {
+		t.Run(model, func(t *testing.T) {
+			acc, err := trainModel(options{digits: "../quickstart/digits.csv.gz", epochs: 5, batch: 64, lr: 1e-3, seed: 1, model: model, zero: true})
+			require.NoError(t, err)
+			assert.Greater(t, acc, 0.7)
+		})
+	}
+}
+
+func TestUnknownModel(t *testing.T) {
+	_, err := trainModel(options{digits: "../quickstart/digits.csv.gz", epochs: 1, batch: 64, model: "rnn"})
+	assert.EqualError(t, err, `-model "rnn": want mlp or cnn`)
 }
 
 func TestLoadDigitsErrors(t *testing.T) {
