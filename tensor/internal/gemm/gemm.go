@@ -53,8 +53,10 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 
 // SgemmThreads is Sgemm using at most threads goroutines; threads <= 0 means
 // runtime.GOMAXPROCS(0). Small products always run on the calling goroutine.
+// The micro-kernel is the one PackA would pick for m rows, which pads m
+// least, so a product equals SgemmPacked's on the packed A.
 func SgemmThreads(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	sgemm(availableKernels()[0], threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	sgemm(packKernel(m), threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // checkMatrix panics unless a rows×cols row-major matrix with row stride ld
