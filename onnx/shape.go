@@ -86,7 +86,36 @@ func buildShapeFuncs() map[string]shapeFunc {
 	m["Unsqueeze"] = unsqueezeShape
 	m["Squeeze"] = squeezeShape
 	m["Shape"] = shapeOfShape
+	m["QuantizeLinear"] = sameShape
+	m["DequantizeLinear"] = sameShape
+	m["DynamicQuantizeLinear"] = dynamicQuantizeShape
+	m["MatMulInteger"] = matMulShape
+	m["ConvInteger"] = convShape
+	// The quantized forms take their data and weight as inputs 0 and 3.
+	m["QLinearMatMul"] = onInputs(matMulShape, 0, 3)
+	m["QLinearConv"] = onInputs(convShape, 0, 3)
 	return m
+}
+
+// onInputs applies f to the inputs at positions idx only.
+func onInputs(f shapeFunc, idx ...int) shapeFunc {
+	return func(n *node, in [][]Dim, c []*tensor.Tensor) ([][]Dim, error) {
+		sub := make([][]Dim, len(idx))
+		for i, j := range idx {
+			if j < len(in) {
+				sub[i] = in[j]
+			}
+		}
+		return f(n, sub, nil)
+	}
+}
+
+// dynamicQuantizeShape gives the input's shape and two scalars.
+func dynamicQuantizeShape(_ *node, in [][]Dim, _ []*tensor.Tensor) ([][]Dim, error) {
+	if len(in) == 0 || in[0] == nil {
+		return nil, nil
+	}
+	return [][]Dim{slices.Clone(in[0]), {}, {}}, nil
 }
 
 // inferShapes propagates env (the shapes of the graph inputs) through p's

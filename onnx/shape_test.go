@@ -97,6 +97,11 @@ func TestShapeRules(t *testing.T) {
 		{name: "shape", op: "Shape", opset: 15, attrs: map[string]*attribute{"start": intAttr(1)}, in: [][]Dim{{sym("N"), static(3), static(4)}}, want: s([]int{2})},
 		{name: "where", op: "Where", in: [][]Dim{s([]int{1, 4}), {sym("N"), static(1)}, s([]int{4})}, want: []Dim{sym("N"), static(4)}},
 		{name: "unknown input", op: "Add", in: [][]Dim{nil, s([]int{2})}},
+		{name: "quantize", op: "QuantizeLinear", in: [][]Dim{{sym("N"), static(3)}, s([]int{}), s([]int{})}, want: []Dim{sym("N"), static(3)}},
+		{name: "dynamic quantize", op: "DynamicQuantizeLinear", in: [][]Dim{{sym("N"), static(3)}}, want: []Dim{sym("N"), static(3)}},
+		{name: "matmul integer", op: "MatMulInteger", in: [][]Dim{{sym("N"), static(4)}, s([]int{4, 2}), s([]int{}), s([]int{})}, want: []Dim{sym("N"), static(2)}},
+		{name: "qlinear matmul", op: "QLinearMatMul", in: [][]Dim{{sym("N"), static(4)}, nil, nil, s([]int{4, 2}), nil, nil, nil, nil}, want: []Dim{sym("N"), static(2)}},
+		{name: "qlinear conv", op: "QLinearConv", in: [][]Dim{s([]int{1, 3, 5, 5}), nil, nil, s([]int{8, 3, 3, 3}), nil, nil, nil, nil}, want: s([]int{1, 8, 3, 3})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
