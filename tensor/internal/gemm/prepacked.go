@@ -24,6 +24,17 @@ func (p *PackedA) BLayout(n int) BLayout {
 	return BLayout{k: p.k, n: n, nr: nr, kc: p.kern.kc, np: roundUp(n, nr)}
 }
 
+// PackedBLayout returns the layout SgemmPrepacked reads for a k×n right
+// operand when the left operand is an m×k PackAInto: a right operand
+// packed ahead of time for products with left operands packed later.
+func PackedBLayout(m, k, n int) BLayout {
+	if m < 0 || k < 0 || n < 0 {
+		panic(fmt.Sprintf("gemm: PackedBLayout: dimensions m=%d k=%d n=%d must be non-negative", m, k, n))
+	}
+	kern := packKernel(m)
+	return BLayout{k: k, n: n, nr: kern.nr, kc: kern.kc, np: roundUp(n, kern.nr)}
+}
+
 // PanelCols returns NR, the column count of each panel.
 func (l BLayout) PanelCols() int { return l.nr }
 

@@ -50,3 +50,11 @@ func TestSgemmPrepackedMatchesSgemm(t *testing.T) {
 		})
 	}
 }
+
+func TestPackedBLayoutMatchesPackedA(t *testing.T) {
+	for _, m := range []int{1, 8, 12, 16, 64, 100} {
+		pa := PackA(false, m, 7, 1, make([]float32, m*7), 7)
+		require.Equal(t, pa.BLayout(33), PackedBLayout(m, 7, 33), "m = %d", m)
+	}
+	require.Panics(t, func() { PackedBLayout(-1, 2, 3) })
+}
