@@ -866,28 +866,43 @@ func (cpuBackend) MatMul(dst, a, b Buffer, p MatMulParams) {
 	}
 }
 
+// matmulInt multiplies integer matrices with wrapping arithmetic. Each row
+// of the output accumulates scaled rows of B (i-k-j order), so the inner
+// loop streams through contiguous memory when B is not transposed; a
+// transposed B turns each output element into a contiguous dot product.
 func matmulInt[T intElem](dst, a, b []T, p MatMulParams) {
+	at := func(ao, i, k int) T {
+		if p.TransA {
+			return a[ao+k*p.LDA+i]
+		}
+		return a[ao+i*p.LDA+k]
+	}
 	for bi := range p.AOffsets {
 		ao, bo := p.AOffsets[bi], p.BOffsets[bi]
-		c := dst[bi*p.M*p.N:]
+		c := dst[bi*p.M*p.N : (bi+1)*p.M*p.N]
 		for i := range p.M {
-			for j := range p.N {
-				var s T
-				for k := range p.K {
-					var x, y T
-					if p.TransA {
-						x = a[ao+k*p.LDA+i]
-					} else {
-						x = a[ao+i*p.LDA+k]
+			row := c[i*p.N : (i+1)*p.N]
+			if p.TransB {
+				for j := range row {
+					bj := b[bo+j*p.LDB : bo+j*p.LDB+p.K]
+					var s T
+					for k, y := range bj {
+						s += at(ao, i, k) * y
 					}
-					if p.TransB {
-						y = b[bo+j*p.LDB+k]
-					} else {
-						y = b[bo+k*p.LDB+j]
-					}
-					s += x * y
+					row[j] = s
 				}
-				c[i*p.N+j] = s
+				continue
+			}
+			clear(row)
+			for k := range p.K {
+				x := at(ao, i, k)
+				if x == 0 {
+					continue
+				}
+				bk := b[bo+k*p.LDB : bo+k*p.LDB+p.N]
+				for j, y := range bk {
+					row[j] += x * y
+				}
 			}
 		}
 	}
