@@ -183,19 +183,24 @@ func gruSequence32(gi, h0, whh, bhh *Tensor, reverse bool, steps, n, hidden int)
 	g3 := 3 * hidden
 	eachChunk(gruChunks(n, hidden), func(lo, rows int) {
 		hp := hd[lo*hidden : (lo+rows)*hidden]
+		// Every step multiplies by whhᵀ: pack it once for the sequence.
+		l := gemm.PackedBLayout(rows, hidden, g3)
+		wp := make([]float32, l.Size())
+		gemm.PackB(l, wp, true, w, hidden)
+		abuf := make([]float32, gemm.PackedSize(rows, hidden))
 		for i := range steps {
 			t := gruStep(i, steps, reverse)
 			r3 := (t*n + lo) * g3
 			r1 := (t*n + lo) * hidden
 			g := ghd[r3 : r3+rows*g3]
-			var beta float32
+			pa := gemm.PackAInto(abuf, false, rows, hidden, 1, hp, hidden)
+			gemm.SgemmPrepacked(&pa, wp, g3, g, g3)
 			if b != nil {
 				for r := range rows {
-					copy(g[r*g3:(r+1)*g3], b)
+					row := g[r*g3 : (r+1)*g3]
+					vec.Add(row, row, b)
 				}
-				beta = 1
 			}
-			gemm.SgemmThreads(1, false, true, rows, g3, hidden, 1, hp, hidden, w, hidden, beta, g, g3)
 			o := od[r1 : r1+rows*hidden]
 			gruRows32(sd[r3:r3+rows*g3], o, gid[r3:r3+rows*g3], g, hp, hidden)
 			hp = o
@@ -215,6 +220,12 @@ func gruSequenceBackward32(gout, h0, whh, out, gates, gh *Tensor, bias, reverse 
 	eachChunk(gruChunks(n, hidden), func(lo, rows int) {
 		dh := make([]float32, rows*hidden)
 		dhp := make([]float32, rows*hidden)
+		// Every step multiplies by whh: pack it once for the sequence.
+		l := gemm.PackedBLayout(rows, g3, hidden)
+		wp := make([]float32, l.Size())
+		gemm.PackB(l, wp, false, w, hidden)
+		abuf := make([]float32, gemm.PackedSize(rows, g3))
+		prod := make([]float32, rows*hidden)
 		for i := steps - 1; i >= 0; i-- {
 			t := gruStep(i, steps, reverse)
 			r3 := (t*n + lo) * g3
@@ -230,7 +241,9 @@ func gruSequenceBackward32(gout, h0, whh, out, gates, gh *Tensor, bias, reverse 
 				hp = hd[lo*hidden : (lo+rows)*hidden]
 			}
 			gruBackRows32(dgid[r3:r3+rows*g3], dghd[r3:r3+rows*g3], dhp, dh, sd[r3:r3+rows*g3], ghd[r3:r3+rows*g3], hp, hidden)
-			gemm.SgemmThreads(1, false, false, rows, hidden, g3, 1, dghd[r3:r3+rows*g3], g3, w, hidden, 1, dhp, hidden)
+			pa := gemm.PackAInto(abuf, false, rows, g3, 1, dghd[r3:r3+rows*g3], g3)
+			gemm.SgemmPrepacked(&pa, wp, hidden, prod, hidden)
+			vec.Add(dhp, dhp, prod)
 			dh, dhp = dhp, dh
 		}
 		copy(dh0d[lo*hidden:(lo+rows)*hidden], dh)

@@ -271,3 +271,26 @@ func reluRows(c []float32, ldc, rows, cols int) {
 		vec.Relu(row, row)
 	}
 }
+
+// PackB packs op(B), a k×n right operand (B row-major with row stride ldb;
+// op(B) is Bᵀ when transB is set), into dst in the layout l, which must be
+// for a k×n operand, for products with SgemmPrepacked: an operand used by
+// many products, such as a recurrent weight, is packed once. dst must hold
+// at least l.Size() elements.
+func PackB(l BLayout, dst []float32, transB bool, b []float32, ldb int) {
+	br, bc := l.k, l.n
+	if transB {
+		br, bc = l.n, l.k
+	}
+	checkMatrix("b", br, bc, ldb, len(b))
+	if len(dst) < l.Size() {
+		panic(fmt.Sprintf("gemm: PackB: dst has %d elements, the packed %d×%d operand needs %d", len(dst), l.k, l.n, l.Size()))
+	}
+	if l.n == 0 {
+		return
+	}
+	for pc := 0; pc < l.k; pc += l.kc {
+		kb := min(l.kc, l.k-pc)
+		packB(dst[pc*l.np:], kb*l.nr, transB, b, ldb, pc, 0, kb, l.n, l.nr)
+	}
+}

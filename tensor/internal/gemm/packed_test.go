@@ -172,3 +172,42 @@ func TestSgemmPackedEpilogue(t *testing.T) {
 	}
 	require.Panics(t, func() { SgemmPackedEpilogue(1, pa, -1, nil, c, 70, Epilogue{}) })
 }
+
+// TestPackBMatchesSgemm requires SgemmPrepacked on operands packed by
+// PackAInto and PackB to give exactly Sgemm's result, on odd sizes, across
+// KC blocks, with B as stored and transposed, and C poisoned outside.
+func TestPackBMatchesSgemm(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, p := range []problem{
+		{false, false, 1, 1, 1, 1, 0, 0},
+		{false, true, 64, 300, 100, 1, 0, 1},
+		{false, false, 64, 100, 300, 1, 0, 0},
+		{false, true, 13, 67, 31, 1, 0, 2},
+		{false, false, 29, 37, 500, 1, 0, 3},
+		{false, true, 7, 5, 0, 1, 0, 0},
+	} {
+		t.Run(fmt.Sprintf("%v_%dx%dx%d", p.transB, p.m, p.n, p.k), func(t *testing.T) {
+			br, bc := p.k, p.n
+			if p.transB {
+				br, bc = p.n, p.k
+			}
+			lda, ldb, ldc := max(p.k, 1)+p.pad, max(bc, 1)+p.pad, max(p.n, 1)+p.pad
+			_, a := guarded(p.m, lda)
+			_, b := guarded(br, ldb)
+			randFill(r, a, p.m, p.k, lda)
+			randFill(r, b, br, bc, ldb)
+			wantAll, want := guarded(p.m, ldc)
+			gotAll, got := guarded(p.m, ldc)
+			Sgemm(false, p.transB, p.m, p.n, p.k, 1, a, lda, b, ldb, 0, want, ldc)
+			l := PackedBLayout(p.m, p.k, p.n)
+			packed := make([]float32, l.Size())
+			PackB(l, packed, p.transB, b, ldb)
+			pa := PackAInto(make([]float32, PackedSize(p.m, p.k)), false, p.m, p.k, 1, a, lda)
+			SgemmPrepacked(&pa, packed, p.n, got, ldc)
+			requireSameBits(t, wantAll, gotAll)
+		})
+	}
+	l := PackedBLayout(4, 3, 5)
+	require.Panics(t, func() { PackB(l, make([]float32, l.Size()-1), false, make([]float32, 15), 5) })
+	require.Panics(t, func() { PackB(l, make([]float32, l.Size()), true, make([]float32, 14), 3) })
+}
