@@ -107,8 +107,8 @@ func ConvForwardF32(dst, x, w, bias []float32, g ConvGeom, o, groups, threads in
 type PackedConvF32 struct {
 	o, groups, ck int
 	parts         []gemm.PackedA
-	// With a Winograd transform the direct pack is made on first use
-	// (a strided call), from w.
+	// With a Winograd transform the direct pack is made on first use (a
+	// strided call, or one of fewer than winoMinTiles tiles), from w.
 	wino   *winogradWeights
 	w      []float32
 	direct sync.Once
@@ -118,8 +118,9 @@ type PackedConvF32 struct {
 // output channels split into groups, each output channel reading cg
 // input channels through a kh×kw kernel. A 3×3 kernel of one group with
 // enough channels (winogradWorth) is transformed for Winograd, which
-// ConvForwardPackedF32 then runs for unit-stride, undilated calls; w must
-// then stay unchanged while the pack is used.
+// ConvForwardPackedF32 then runs for unit-stride, undilated calls with
+// enough tiles; w must then stay unchanged while the pack is used, since
+// other calls pack it for the direct path when they first need it.
 func PackConvWeightsF32(w []float32, o, groups, cg, kh, kw int) *PackedConvF32 {
 	ck := cg * kh * kw
 	if groups == 1 && kh == 3 && kw == 3 && winogradWorth(cg, o) {
@@ -169,7 +170,7 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias, residual []
 	if ck != pw.ck || g.C%groups != 0 {
 		panic(fmt.Sprintf("cpu: ConvForwardPackedF32: weights packed for %d groups of %d values per output channel do not fit %d input channels with a %dx%d kernel", groups, pw.ck, g.C, g.KH, g.KW))
 	}
-	if pw.wino != nil && winogradGeom(g, groups) && winogradFits(g, o) {
+	if pw.wino != nil && winogradGeom(g, groups) && winogradFits(g, o) && winogradTiles(g) >= winoMinTiles {
 		winogradForward(dst, x, pw.wino, bias, residual, g, threads, relu)
 		return
 	}
