@@ -602,7 +602,7 @@ func opRange(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: range of %d elements is too large", n, count)
 	}
 	dt := v[0].DType()
-	if dt == tensor.Int64 || dt == tensor.Int32 {
+	if dt.IsInt() {
 		s, d := int64(start), int64(delta)
 		out := make([]int64, count)
 		for i := range out {

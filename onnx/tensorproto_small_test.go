@@ -2,6 +2,7 @@ package onnx
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,4 +68,31 @@ func TestRawDataNarrowIntsRoundTrip(t *testing.T) {
 			assert.Equal(t, x.Int64s(), got.Int64s())
 		})
 	}
+}
+
+func TestSessionRunsUint8Model(t *testing.T) {
+	// y = x + c (wrapping), q = QuantizeLinear(f, 0.5, int8 zero point 3),
+	// with a uint8 initializer c and int8 zero point stored in int32_data.
+	model := mkModel(13, graphParts{
+		nodes: [][]byte{
+			mkNode("Add", []string{"x", "c"}, []string{"y"}),
+			mkNode("QuantizeLinear", []string{"f", "s", "zp"}, []string{"q"}),
+		},
+		inits: [][]byte{
+			mkTensor("c", dtUint8, []int64{2}, []byte{100, 1}),
+			mkFloatTensor("s", nil, 0.5),
+			pbString(mkInt32DataTensor(dtInt8, nil, 3), 8, "zp"),
+		},
+		inputs:  [][]byte{mkValueInfo("x", dtUint8, 2), mkValueInfo("f", dtFloat, 2)},
+		outputs: [][]byte{mkValueInfo("y", dtUint8, 2), mkValueInfo("q", dtInt8, 2)},
+	})
+	s := newSession(t, model)
+	out, err := s.Run(context.Background(), map[string]*tensor.Tensor{
+		"x": tensor.FromSlice([]uint8{200, 7}),
+		"f": tensor.FromSlice([]float32{-70, 1.25}),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, []uint8{44, 8}, out["y"].Uint8s())
+	assert.Equal(t, tensor.Int8, out["q"].DType())
+	assert.Equal(t, []int8{-128, 5}, out["q"].Int8s()) // -140+3 saturates; round(2.5)=2, +3
 }
