@@ -12,6 +12,7 @@ import torch
 from golden import Case, seed, write
 
 NARROW = {torch.uint8: "uint8", torch.int8: "int8", torch.int16: "int16"}
+HALF = {torch.float16: "float16", torch.bfloat16: "bfloat16"}
 OTHER = {
     torch.float32: "float32",
     torch.float64: "float64",
@@ -22,12 +23,17 @@ OTHER = {
 
 
 def name(dt):
-    return NARROW.get(dt) or OTHER[dt]
+    return NARROW.get(dt) or HALF.get(dt) or OTHER[dt]
 
 
 def enc(t):
-    """Store narrow tensors as int64; the real dtype goes in the attrs."""
-    return t.to(torch.int64) if t.dtype in NARROW else t
+    """Store narrow tensors as int64 and half tensors as float32 (both
+    exact); the real dtype goes in the attrs."""
+    if t.dtype in NARROW:
+        return t.to(torch.int64)
+    if t.dtype in HALF:
+        return t.to(torch.float32)
+    return t
 
 
 def case(label, op, inputs, outputs, **attrs):
@@ -57,6 +63,13 @@ for src in (torch.float32, torch.float64):
         x = edge.to(src)
         cases.append(case("cast/%s/%s" % (name(src), name(dst)), "cast", [x], [x.to(dst)]))
 
+# From the 16-bit floats (values exact in both).
+halfedge = torch.tensor([-1.5, -0.5, 0.5, 127.5, 200.0, 255.5, 256.0, 300.0, -129.0, 1000.0, -40000.0])
+for src in HALF:
+    for dst in NARROW:
+        x = halfedge.to(src)
+        cases.append(case("cast/%s/%s" % (name(src), name(dst)), "cast", [x], [x.to(dst)]))
+
 # Conversions from the wide integers (wrap) and bool.
 wide = torch.tensor([-70000, -32769, -129, -1, 0, 1, 127, 128, 255, 256, 32767, 70000, 2**40 + 3])
 for src in (torch.int64, torch.int32):
@@ -74,7 +87,7 @@ narrow_vals = {
     torch.int16: torch.tensor([-32768, -300, -1, 0, 1, 300, 32767], dtype=torch.int16),
 }
 for src, x in narrow_vals.items():
-    for dst in list(NARROW) + list(OTHER):
+    for dst in list(NARROW) + list(HALF) + list(OTHER):
         if dst != src:
             cases.append(case("cast/%s/%s" % (name(src), name(dst)), "cast", [x], [x.to(dst)]))
 
