@@ -305,16 +305,21 @@ func sharedCols(kern *kernel, k int) int {
 	return min(kern.nc, max(kern.nr, maxSharedB/k/kern.nr*kern.nr))
 }
 
+// minRunPanels is the fewest MR panels of rows takeRows hands out (while
+// that many are left): each run reads every packed panel of B, from the
+// last-level cache when B is large, so runs of one panel would be slow.
+const minRunPanels = 4
+
 // takeRows takes the next run of rows [i0, i0+size) of m from next: a
 // share of what is left (half of it over threads, in whole MR panels), at
-// most mc and at least one panel; size 0 when none are left.
+// most mc and at least minRunPanels panels; size 0 when none are left.
 func takeRows(next *atomic.Int64, m, threads, mr, mc int) (i0, size int) {
 	for {
 		at := int(next.Load())
 		if at >= m {
 			return m, 0
 		}
-		size = min(max(roundUp((m-at)/(2*threads), mr), mr), mc, m-at)
+		size = min(max(roundUp((m-at)/(2*threads), mr), min(minRunPanels*mr, mc)), mc, m-at)
 		if next.CompareAndSwap(int64(at), int64(at+size)) {
 			return at, size
 		}

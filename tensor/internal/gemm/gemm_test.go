@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -381,4 +382,36 @@ func TestSharedCols(t *testing.T) {
 	assert.Equal(t, 1024, sharedCols(kern, maxSharedB/1024))
 	assert.Equal(t, 992, sharedCols(kern, maxSharedB/1000))
 	assert.Equal(t, 32, sharedCols(kern, maxSharedB))
+}
+
+// TestTakeRows checks that successive runs cover the rows once, in order,
+// in whole panels of at most MC rows, shrinking as the rows run out but
+// not below minRunPanels panels (except the last run).
+func TestTakeRows(t *testing.T) {
+	tests := []struct {
+		m, threads, mr, mc int
+		want               []int
+	}{
+		{1024, 2, 12, 96, []int{96, 96, 96, 96, 96, 96, 96, 96, 72, 48, 48, 48, 40}},
+		{100, 4, 8, 96, []int{32, 32, 32, 4}},
+		{5, 2, 12, 96, []int{5}},
+		{200, 2, 12, 24, []int{24, 24, 24, 24, 24, 24, 24, 24, 8}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.m, "/", tt.threads), func(t *testing.T) {
+			var next atomic.Int64
+			var sizes []int
+			at := 0
+			for {
+				i0, size := takeRows(&next, tt.m, tt.threads, tt.mr, tt.mc)
+				if size == 0 {
+					break
+				}
+				require.Equal(t, at, i0)
+				at += size
+				sizes = append(sizes, size)
+			}
+			assert.Equal(t, tt.want, sizes)
+		})
+	}
 }
