@@ -230,8 +230,10 @@ func opMatMulInteger(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 }
 
 // integerConv returns conv(x - xzp, w - wzp) (+ bias) in Int32, wzp per
-// output channel or scalar. It runs the float64 convolution, which is
-// exact for sums of 8-bit products below 2^53.
+// output channel or scalar. It runs the float64 convolution: im2col and
+// GEMM sum 8-bit products exactly below 2^53, and the rounding before the
+// conversion keeps the result exact should the kernel pick an algorithm
+// (such as Winograd) that is only accurate to a few ulps.
 func integerConv(n *node, x, xzp, w, wzp, bias *tensor.Tensor) (*tensor.Tensor, error) {
 	xc, err := centered(n, x, xzp, 0)
 	if err != nil {
@@ -252,7 +254,7 @@ func integerConv(n *node, x, xzp, w, wzp, bias *tensor.Tensor) (*tensor.Tensor, 
 	if err != nil {
 		return nil, err
 	}
-	return ys[0].To(tensor.Int32), nil
+	return ys[0].Round().To(tensor.Int32), nil
 }
 
 func opConvInteger(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {

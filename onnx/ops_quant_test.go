@@ -153,3 +153,51 @@ func TestBitShift(t *testing.T) {
 	_, err = opBitShift(n, []*tensor.Tensor{tensor.FromSlice([]int8{1}), tensor.FromSlice([]int8{1})})
 	assert.ErrorContains(t, err, "unsigned")
 }
+
+// TestConvIntegerExactOnLargeSums checks ConvInteger against a direct
+// integer loop where the sums reach millions (beyond float32's exact
+// integers), with per-output-channel weight zero points and padding.
+func TestConvIntegerExactOnLargeSums(t *testing.T) {
+	const c, h, w, m, k = 64, 5, 5, 3, 3
+	xs := make([]uint8, c*h*w)
+	for i := range xs {
+		xs[i] = uint8(255 - i%7)
+	}
+	ws := make([]int8, m*c*k*k)
+	for i := range ws {
+		ws[i] = int8(127 - i%5)
+	}
+	wzp := []int8{0, -128, 5}
+	const xzp = 1
+	n := quantNode("ConvInteger", nil)
+	n.attrs["pads"] = &attribute{name: "pads", ints: []int64{1, 1, 1, 1}}
+	out, err := opConvInteger(n, []*tensor.Tensor{
+		tensor.FromSlice(xs, 1, c, h, w), tensor.FromSlice(ws, m, c, k, k),
+		tensor.ScalarOf(xzp, tensor.Uint8), tensor.FromSlice(wzp),
+	})
+	require.NoError(t, err)
+	got := out[0].Int32s()
+	require.Equal(t, []int{1, m, h, w}, out[0].Shape())
+	for o := range m {
+		for y := range h {
+			for x := range w {
+				var s int32
+				for ci := range c {
+					for ky := range k {
+						for kx := range k {
+							iy, ix := y+ky-1, x+kx-1
+							if iy < 0 || iy >= h || ix < 0 || ix >= w {
+								continue // padding holds the zero point: contributes 0
+							}
+							xv := int32(xs[(ci*h+iy)*w+ix]) - xzp
+							wv := int32(ws[((o*c+ci)*k+ky)*k+kx]) - int32(wzp[o])
+							s += xv * wv
+						}
+					}
+				}
+				require.Equal(t, s, got[(o*h+y)*w+x], "output channel %d at (%d, %d)", o, y, x)
+			}
+		}
+	}
+	assert.Greater(t, got[h*w+2*w+2], int32(1<<24), "the test reaches sums float32 cannot hold")
+}
