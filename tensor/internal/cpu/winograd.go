@@ -46,8 +46,9 @@ func winogradGeom(g ConvGeom, groups int) bool {
 
 // winogradWorth reports whether Winograd beats the direct convolution for
 // c input and k output channels: the transforms cost per channel what the
-// GEMM saves per channel pair, so both counts must be large enough.
-// Measured on ResNet-18's 3×3 layers (see BenchmarkWinograd).
+// GEMM saves per channel pair, so both counts must be large enough:
+// BenchmarkWinogradPerCall measured 16 channels in and out 1.4× faster
+// than direct at 32×32, and 8 even.
 func winogradWorth(c, k int) bool { return c >= 16 && k >= 16 }
 
 // winoMinTiles is the fewest tiles (2×2 outputs over the batch) for
