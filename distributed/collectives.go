@@ -201,65 +201,8 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 
 // ringAllReduce runs the bandwidth-optimal ring: size-1 reduce-scatter
 // steps leave each rank with one fully reduced segment, size-1 all-gather
-// steps pass those segments round (see ring).
-func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
-	return g.ring(opAllReduce, seq, v, op, 0, 2*(g.size-1), deadline)
-}
-
-// ringReduceScatterAsync reduce-scatters t in place over the ring: when
-// it completes, segment r+1 of t (see ringSegment) holds on rank r the
-// combination by op of every rank's segment r+1; the other segments hold
-// partial results. t should be a contiguous CPU tensor (anything else is
-// copied out and back).
-func (g *TCPGroup) ringReduceScatterAsync(t *tensor.Tensor, op ReduceOp) Work {
-	checkDType("ReduceScatter", t)
-	checkReduceOp("ReduceScatter", op, t)
-	return g.submit(func(deadline time.Time) error {
-		seq := g.nextSeq()
-		v := hostVec(t)
-		if g.size > 1 {
-			if err := g.ring(opRingReduceScatter, seq, v, op, 0, g.size-1, deadline); err != nil {
-				return err
-			}
-		}
-		v.store(t)
-		return nil
-	})
-}
-
-// ringAllGatherAsync all-gathers t in place over the ring: rank r
-// contributes segment r+1 of t (see ringSegment), and when it completes
-// every rank's t holds every rank's segment.
-func (g *TCPGroup) ringAllGatherAsync(t *tensor.Tensor) Work {
-	checkDType("AllGather", t)
-	return g.submit(func(deadline time.Time) error {
-		seq := g.nextSeq()
-		v := hostVec(t)
-		if g.size > 1 {
-			if err := g.ring(opRingAllGather, seq, v, Sum, g.size-1, 2*(g.size-1), deadline); err != nil {
-				return err
-			}
-		}
-		v.store(t)
-		return nil
-	})
-}
-
-// ringSegment returns the bounds of segment i (taken modulo size) of a
-// ring over n elements: segment i is [i·n/size, (i+1)·n/size). After the
-// reduce-scatter phase of the ring, rank r holds segment r+1 reduced.
-func ringSegment(i, n, size int) (int, int) {
-	i = ((i % size) + size) % size
-	return i * n / size, (i + 1) * n / size
-}
-
-// ring runs steps [from, to) of the ring all-reduce of v: steps 0 to
-// size-2 are the reduce-scatter phase, steps size-1 to 2(size-1)-1 the
-// all-gather phase, so from = 0, to = size-1 is a reduce-scatter in place
-// (rank r ends with segment r+1 reduced, see ringSegment) and from =
-// size-1, to = 2(size-1) an all-gather in place (rank r contributes
-// segment r+1). One goroutine sends to the next rank and
-// one receives from the previous rank for all steps, so the steps
+// steps pass those segments round. One goroutine sends to the next rank and
+// one receives from the previous rank for all 2(size-1) steps, so the steps
 // are pipelined chunk by chunk: the segment sent at step k+1 is the one
 // received at step k, and each of its chunks goes out as soon as it has
 // been reduced (or, while gathering, stored), while later chunks of step k
@@ -268,9 +211,13 @@ func ringSegment(i, n, size int) (int, int) {
 // rank reduces the same elements in the same order, so the results are
 // bit-identical. For Avg each segment is divided by the size once, by the
 // rank that completes it, before it goes round: v holds the average.
-func (g *TCPGroup) ring(code byte, seq uint64, v vec, op ReduceOp, from, to int, deadline time.Time) error {
+func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
 	n, s := v.len(), g.size
-	seg := func(i int) (int, int) { return ringSegment(i, n, s) }
+	seg := func(i int) (int, int) {
+		i = ((i % s) + s) % s
+		return i * n / s, (i + 1) * n / s
+	}
+	steps := 2 * (s - 1)
 	// Segment sent and received at each step: reduce-scatter steps first,
 	// then all-gather steps.
 	sendSeg := func(k int) (int, int) {
@@ -286,38 +233,33 @@ func (g *TCPGroup) ring(code byte, seq uint64, v vec, op ReduceOp, from, to int,
 		return seg(g.rank - (k - (s - 1)))
 	}
 	// received counts the elements received and processed so far over all
-	// steps; recvBase[k-from] is its value when step k starts.
-	recvBase := make([]int, to-from+1)
-	for k := from; k < to; k++ {
+	// steps; recvBase[k] is its value when step k starts.
+	recvBase := make([]int, steps+1)
+	for k := range steps {
 		lo, hi := recvSeg(k)
-		recvBase[k-from+1] = recvBase[k-from] + hi - lo
+		recvBase[k+1] = recvBase[k] + hi - lo
 	}
 	var received atomic.Int64
 	progress := make(chan struct{}, 1)
 	next, prev := g.peers[(g.rank+1)%s], g.peers[(g.rank-1+s)%s]
-	gatherFrom := max(from, s-1)
-	if nativeLittle && gatherFrom < to {
+	if nativeLittle {
 		// The all-gather phase's data is final: prev's read loop writes
 		// it straight into v instead of a buffer the receiver copies from.
 		// Region j is the segment this rank reduces into at
 		// reduce-scatter step j-1 (none for j = 0), so it is armed when
-		// that step ends, or at once when this call runs no
-		// reduce-scatter step.
-		sk := &sink{op: code, seq: seq, skip: recvBase[gatherFrom-from] * v.elemSize(), armed: 1}
-		for k := gatherFrom; k < to; k++ {
+		// that step ends.
+		sk := &sink{op: opAllReduce, seq: seq, skip: recvBase[s-1] * v.elemSize(), armed: 1}
+		for k := s - 1; k < steps; k++ {
 			lo, hi := recvSeg(k)
 			sk.regions = append(sk.regions, sliceBytes(v.slice(lo, hi)))
-		}
-		if from >= s-1 {
-			sk.armed = len(sk.regions)
 		}
 		prev.openSink(g.gid, sk)
 		defer prev.closeSink(g.gid)
 	}
 	step := max(g.chunk/v.elemSize(), 1)
-	h := frameHeader{op: code, seq: seq, dtype: byte(v.dt)}
+	h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
 	sender := func() error {
-		for k := from; k < to; k++ {
+		for k := range steps {
 			lo, hi := sendSeg(k)
 			if lo == hi {
 				if err := g.send(next, h, nil, deadline); err != nil {
@@ -327,10 +269,10 @@ func (g *TCPGroup) ring(code byte, seq uint64, v vec, op ReduceOp, from, to int,
 			}
 			for at := lo; at < hi; at += step {
 				end := min(at+step, hi)
-				if k > from {
+				if k > 0 {
 					// Elements [lo, end) of this segment were received
 					// at step k-1; wait until they are processed.
-					if err := g.awaitProgress(&received, progress, int64(recvBase[k-1-from]+end-lo)); err != nil {
+					if err := g.awaitProgress(&received, progress, int64(recvBase[k-1]+end-lo)); err != nil {
 						return err
 					}
 				}
@@ -342,7 +284,7 @@ func (g *TCPGroup) ring(code byte, seq uint64, v vec, op ReduceOp, from, to int,
 		return nil
 	}
 	receiver := func() error {
-		for k := from; k < to; k++ {
+		for k := range steps {
 			lo, hi := recvSeg(k)
 			use := v.decode
 			switch {
@@ -357,9 +299,9 @@ func (g *TCPGroup) ring(code byte, seq uint64, v vec, op ReduceOp, from, to int,
 			case k < s-1:
 				use = func(lo, hi int, b []byte) { v.reduceBytes(lo, hi, b, op) }
 			}
-			err := g.recvRange(prev, code, seq, v.dt, lo, hi, deadline, func(clo, chi int, b []byte) {
+			err := g.recvRange(prev, opAllReduce, seq, v.dt, lo, hi, deadline, func(clo, chi int, b []byte) {
 				use(clo, chi, b)
-				received.Store(int64(recvBase[k-from] + chi - lo))
+				received.Store(int64(recvBase[k] + chi - lo))
 				select {
 				case progress <- struct{}{}:
 				default:

@@ -43,16 +43,16 @@ const (
 	opGather
 	opScatter
 	opP2P
-	opRingReduceScatter
-	opRingAllGather
-	opLast = opRingAllGather
+	opShardReduceScatter
+	opShardAllGather
+	opLast = opShardAllGather
 )
 
 // opNames names the op codes for error messages.
 var opNames = [...]string{
 	opBarrier: "Barrier", opBroadcast: "Broadcast", opAllReduce: "AllReduce", opReduce: "Reduce",
 	opAllGather: "AllGather", opReduceScatter: "ReduceScatter", opGather: "Gather", opScatter: "Scatter",
-	opP2P: "Send/Recv", opRingReduceScatter: "ReduceScatter (ring)", opRingAllGather: "AllGather (ring)",
+	opP2P: "Send/Recv", opShardReduceScatter: "ReduceScatter (ZeroOptimizer)", opShardAllGather: "AllGather (ZeroOptimizer)",
 }
 
 // opName returns the name of op code c.

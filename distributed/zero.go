@@ -91,16 +91,31 @@ type ZeroOptimizer struct {
 // zeroBucket is the sharded layout of one DDP bucket of n elements (its
 // parameters flattened in bucket order): block b holds elements
 // [b·n/W, (b+1)·n/W), padded to size slots, and rank r owns block r+1
-// (mod W), the segment the ring's reduce-scatter leaves reduced there (see
-// ringSegment).
+// (mod W), as in the ring all-reduce. A block travels as its elements,
+// padding and the bucket's used flags (1 for each parameter with a
+// gradient on the sending rank).
+//
+// On a TCPGroup with the bucket in CPU memory (direct), the blocks go
+// straight from the gradient tensors to the peers and the updated
+// parameters straight from and into the parameter tensors; otherwise they
+// are copied through buffers of W blocks for the group's ReduceScatter
+// and AllGather.
 type zeroBucket struct {
 	size   int            // element slots per block
 	flags  int            // parameters in the bucket: used flags per block
 	owned  int            // block this rank updates
-	grads  *tensor.Tensor // W blocks of size+flags: the reduce-scatter buffer
-	vals   *tensor.Tensor // W blocks of size: the all-gather buffer
-	out    *tensor.Tensor // reduce-scatter result when the group has no ring
+	out    *tensor.Tensor // size+flags: this rank's block, reduced
 	pieces []zeroPiece
+	direct bool
+
+	// Buffers of the direct path.
+	recv  []vec // a peer's contribution to this rank's block, by rank
+	zeros vec   // size zeros: padding and absent gradients
+	used  vec   // this rank's flags
+
+	// Buffers of the other groups.
+	grads *tensor.Tensor // W blocks of size+flags
+	vals  *tensor.Tensor // W blocks of size
 }
 
 // zeroPiece is the part of one parameter that falls in one block.
@@ -122,12 +137,12 @@ type zeroSegment struct {
 	piece  zeroPiece
 }
 
-// ringGroup is implemented by groups that reduce-scatter and all-gather
-// one buffer in place along a ring (TCPGroup); ZeroOptimizer falls back on
-// ReduceScatter and AllGather over views for the others.
-type ringGroup interface {
-	ringReduceScatterAsync(t *tensor.Tensor, op ReduceOp) Work
-	ringAllGatherAsync(t *tensor.Tensor) Work
+// shardGroup is implemented by groups that send and receive blocks in
+// pieces (TCPGroup); ZeroOptimizer uses ReduceScatter and AllGather over
+// buffers with the others.
+type shardGroup interface {
+	reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, recv []vec, dst vec, op ReduceOp) Work
+	allGatherPartsAsync(dt tensor.DType, own parts, into func(j int) parts) Work
 }
 
 // NewZeroOptimizer switches d to sharded updates and returns the optimizer
@@ -174,7 +189,7 @@ func NewZeroOptimizer(d *DDP, newOpt func(shard []*autograd.Var) Optimizer) *Zer
 				for (blk+1)*n/w <= e {
 					blk++
 				}
-				lo, hi := ringSegment(blk, n, w)
+				lo, hi := blk*n/w, (blk+1)*n/w
 				end := min(off+m, hi)
 				pc := zeroPiece{param: i, slot: slot, paramOff: e - off, block: blk, within: e - lo, n: end - e}
 				b.pieces = append(b.pieces, pc)
@@ -188,10 +203,25 @@ func NewZeroOptimizer(d *DDP, newOpt func(shard []*autograd.Var) Optimizer) *Zer
 			off += m
 		}
 		first := d.params[bucket[0]].Value()
-		b.grads = tensor.ZerosOn(first.Device(), []int{w * (b.size + b.flags)}, first.DType())
-		b.vals = tensor.ZerosOn(first.Device(), []int{w * b.size}, first.DType())
-		if !z.hasRing(b.grads) {
-			b.out = tensor.ZerosOn(first.Device(), []int{b.size + b.flags}, first.DType())
+		dev, dt := first.Device(), first.DType()
+		b.out = tensor.ZerosOn(dev, []int{b.size + b.flags}, dt)
+		_, b.direct = d.pg.(shardGroup)
+		for _, i := range bucket {
+			if _, ok := tensor.HostData(d.params[i].Value()); !ok {
+				b.direct = false
+			}
+		}
+		if b.direct {
+			b.recv = make([]vec, w)
+			for j := range w {
+				if j != rank {
+					b.recv[j] = newVec(dt, b.size+b.flags)
+				}
+			}
+			b.zeros, b.used = newVec(dt, b.size), newVec(dt, b.flags)
+		} else {
+			b.grads = tensor.ZerosOn(dev, []int{w * (b.size + b.flags)}, dt)
+			b.vals = tensor.ZerosOn(dev, []int{w * b.size}, dt)
 		}
 		z.buckets = append(z.buckets, b)
 	}
@@ -202,12 +232,6 @@ func NewZeroOptimizer(d *DDP, newOpt func(shard []*autograd.Var) Optimizer) *Zer
 	d.zero = z
 	clear(d.flats) // the all-reduce buffers are not used any more
 	return z
-}
-
-// hasRing reports whether buffer t goes through the group's in-place ring.
-func (z *ZeroOptimizer) hasRing(t *tensor.Tensor) bool {
-	_, ok := z.d.pg.(ringGroup)
-	return ok && t.Device() == tensor.CPU
 }
 
 // Local returns the wrapped optimizer, which updates this rank's share of
@@ -239,6 +263,9 @@ func (z *ZeroOptimizer) ZeroGrad() {
 // held.
 func (z *ZeroOptimizer) startBucket(k int) Work {
 	d, b := z.d, &z.buckets[k]
+	if b.direct {
+		return z.startDirect(k)
+	}
 	w := d.pg.Size()
 	stride := b.size + b.flags
 	for _, pc := range b.pieces {
@@ -270,9 +297,6 @@ func (z *ZeroOptimizer) startBucket(k int) Work {
 	for blk := range w {
 		copyElems(b.grads, blk*stride+b.size, src, 0, b.flags)
 	}
-	if rg, ok := d.pg.(ringGroup); ok && b.out == nil {
-		return rg.ringReduceScatterAsync(b.grads, Avg)
-	}
 	ins := make([]*tensor.Tensor, w)
 	for j := range ins {
 		ins[j] = b.grads.Narrow(0, ((j+1)%w)*stride, stride) // rank j gets block j+1
@@ -280,22 +304,72 @@ func (z *ZeroOptimizer) startBucket(k int) Work {
 	return d.pg.ReduceScatterAsync(b.out, ins, Avg)
 }
 
-// ownedGrads returns bucket b's owned block of averaged gradients and
-// flags once its reduce-scatter has completed.
-func (z *ZeroOptimizer) ownedGrads(b *zeroBucket) *tensor.Tensor {
-	if b.out != nil {
-		return b.out
+// startDirect starts bucket k's reduce-scatter on the direct path: each
+// peer gets its block's pieces of the gradient tensors, this rank's block
+// is reduced into b.out.
+func (z *ZeroOptimizer) startDirect(k int) Work {
+	d, b := z.d, &z.buckets[k]
+	w := d.pg.Size()
+	blocks := make([]parts, w)
+	for _, pc := range b.pieces {
+		g := d.total[pc.param]
+		if g == nil {
+			g = d.params[pc.param].Grad()
+		}
+		var v vec
+		switch {
+		case g == nil:
+			v = vec{b.zeros.dt, b.zeros.slice(0, pc.n)}
+		case g.DType() != b.zeros.dt:
+			v = hostVec(g.To(b.zeros.dt).Reshape(-1).Narrow(0, pc.paramOff, pc.n).Contiguous())
+		default:
+			v = hostVec(g.Reshape(-1).Narrow(0, pc.paramOff, pc.n).Contiguous())
+		}
+		blocks[pc.block] = append(blocks[pc.block], v)
 	}
-	stride := b.size + b.flags
-	return b.grads.Narrow(0, b.owned*stride, stride)
+	for slot, i := range d.buckets[k] {
+		used := 0.0
+		if d.ready[i] || d.params[i].Grad() != nil {
+			used = 1
+		}
+		switch f := b.used.data.(type) {
+		case []float32:
+			f[slot] = float32(used)
+		case []float64:
+			f[slot] = used
+		}
+	}
+	for blk := range blocks {
+		if pad := b.size - blocks[blk].len(); pad > 0 {
+			blocks[blk] = append(blocks[blk], vec{b.zeros.dt, b.zeros.slice(0, pad)})
+		}
+		blocks[blk] = append(blocks[blk], b.used)
+	}
+	dst := hostVec(b.out)
+	tensor.MarkWritten(b.out)
+	send := func(j int) parts { return blocks[(j+1)%w] }
+	return d.pg.(shardGroup).reduceScatterPartsAsync(b.zeros.dt, send, blocks[b.owned], b.recv, dst, Avg)
 }
 
-// allGatherAsync starts the all-gather of bucket b's buffer t (W blocks of
-// b.size elements), to which this rank contributes its owned block.
-func (z *ZeroOptimizer) allGatherAsync(b *zeroBucket, t *tensor.Tensor) Work {
-	if rg, ok := z.d.pg.(ringGroup); ok && z.hasRing(t) {
-		return rg.ringAllGatherAsync(t)
+// paramParts returns block blk's pieces of bucket b's parameter tensors.
+func (z *ZeroOptimizer) paramParts(b *zeroBucket, blk int) parts {
+	var ps parts
+	for _, pc := range b.pieces {
+		if pc.block == blk {
+			ps = append(ps, hostVec(z.d.params[pc.param].Value().View(-1).Narrow(0, pc.paramOff, pc.n)))
+		}
 	}
+	return ps
+}
+
+// ownedGrads returns bucket b's owned block of averaged gradients and
+// flags once its reduce-scatter has completed.
+func (z *ZeroOptimizer) ownedGrads(b *zeroBucket) *tensor.Tensor { return b.out }
+
+// allGatherAsync starts the all-gather of bucket b's buffer t (W blocks of
+// b.size elements), to which this rank contributes its owned block, over
+// the group's AllGather.
+func (z *ZeroOptimizer) allGatherAsync(b *zeroBucket, t *tensor.Tensor) Work {
 	w := z.d.pg.Size()
 	outs := make([]*tensor.Tensor, w)
 	for j := range outs {
@@ -338,8 +412,14 @@ func (z *ZeroOptimizer) Step() error {
 	}
 	z.steps++
 	works := make([]Work, len(z.buckets))
+	w := d.pg.Size()
 	for k := range z.buckets {
 		b := &z.buckets[k]
+		if b.direct {
+			into := func(j int) parts { return z.paramParts(b, (j+1)%w) }
+			works[k] = d.pg.(shardGroup).allGatherPartsAsync(b.zeros.dt, z.paramParts(b, b.owned), into)
+			continue
+		}
 		for _, pc := range b.pieces {
 			if pc.block == b.owned {
 				copyElems(b.vals, pc.block*b.size+pc.within, d.params[pc.param].Value(), pc.paramOff, pc.n)
@@ -348,14 +428,17 @@ func (z *ZeroOptimizer) Step() error {
 		works[k] = z.allGatherAsync(b, b.vals)
 	}
 	var errs []error
-	for k, w := range works {
-		if err := wait(w); err != nil {
+	for k, work := range works {
+		if err := wait(work); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		b := &z.buckets[k]
 		for _, pc := range b.pieces {
-			if pc.block != b.owned {
+			switch {
+			case b.direct:
+				tensor.MarkWritten(d.params[pc.param].Value())
+			case pc.block != b.owned:
 				copyElems(d.params[pc.param].Value(), pc.paramOff, b.vals, pc.block*b.size+pc.within, pc.n)
 			}
 		}
@@ -460,7 +543,7 @@ func (z *ZeroOptimizer) Consolidate() error {
 	for r := range presence {
 		presence[r] = tensor.Zeros([]int{len(own)}, tensor.Float64)
 	}
-	if err := d.pg.AllGather(onDevice(presence, z.buckets[0].vals.Device()), onDevice1(tensor.FromSlice(own), z.buckets[0].vals.Device())); err != nil {
+	if err := d.pg.AllGather(onDevice(presence, z.buckets[0].out.Device()), onDevice1(tensor.FromSlice(own), z.buckets[0].out.Device())); err != nil {
 		return err
 	}
 	has := make([]bool, len(z.params)*nk) // parameter p has state name n
@@ -493,7 +576,7 @@ func (z *ZeroOptimizer) Consolidate() error {
 		}
 		for k := range z.buckets {
 			b := &z.buckets[k]
-			buf := tensor.ZerosLike(b.vals)
+			buf := tensor.ZerosOn(b.out.Device(), []int{w * b.size}, b.out.DType())
 			for j, s := range z.segs {
 				if s.bucket == k && has[s.opt*nk+n] {
 					copyElems(buf, b.owned*b.size+s.piece.within, local[zeroStatePrefix+strconv.Itoa(j)+"."+kn[2:]], 0, s.piece.n)
@@ -554,7 +637,7 @@ func onDevice1(t *tensor.Tensor, dev tensor.Device) *tensor.Tensor {
 // must not contain NUL).
 func (z *ZeroOptimizer) unionStrings(mine []string) ([]string, error) {
 	pg := z.d.pg
-	dev := z.buckets[0].vals.Device()
+	dev := z.buckets[0].out.Device()
 	enc := []byte(strings.Join(mine, "\x00"))
 	length := onDevice1(tensor.FromSlice([]int64{int64(len(enc))}), dev)
 	if err := pg.AllReduce(length, Max); err != nil {

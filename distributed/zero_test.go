@@ -14,8 +14,9 @@ import (
 	"github.com/emberml/ember/tensor"
 )
 
-// plainGroup hides TCPGroup's in-place ring, so that ZeroOptimizer takes
-// the ReduceScatter and AllGather path other groups get.
+// plainGroup hides TCPGroup's direct block exchange, so that
+// ZeroOptimizer takes the ReduceScatter and AllGather path other groups
+// get.
 type plainGroup struct{ ProcessGroup }
 
 // zeroModel has parameters of 35, 7, 21 and 3 elements: sizes that no
@@ -78,16 +79,16 @@ func TestZeroOptimizerMatchesSingleProcess(t *testing.T) {
 		trainReference(t, ref, o.make(ref.Parameters()), batch, 0, steps)
 		want := paramValues(ref)
 		for _, c := range []struct {
-			w     int
-			ring  bool
-			after bool
+			w      int
+			direct bool
+			after  bool
 		}{{2, true, false}, {3, true, false}, {4, true, true}, {3, false, false}} {
-			t.Run(fmt.Sprintf("%s/W=%d/ring=%v/SyncAfterBackward=%v", o.name, c.w, c.ring, c.after), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/W=%d/direct=%v/SyncAfterBackward=%v", o.name, c.w, c.direct, c.after), func(t *testing.T) {
 				gs := localGroups(t, c.w)
 				got := make([][][]float32, c.w)
 				requireAll(t, gs, func(g *TCPGroup) error {
 					var pg ProcessGroup = g
-					if !c.ring {
+					if !c.direct {
 						pg = plainGroup{g}
 					}
 					m, err := DataParallel(zeroModel(100+uint64(g.Rank())), pg, DDPOptions{BucketBytes: 100, SyncAfterBackward: c.after})
@@ -213,4 +214,44 @@ func TestNewZeroOptimizerPanics(t *testing.T) {
 	assert.PanicsWithValue(t, "distributed.NewZeroOptimizer: the DDP already has a ZeroOptimizer", func() {
 		NewZeroOptimizer(m, zeroOptimizers[0].make)
 	})
+}
+
+func TestZeroOptimizerFrozenParameter(t *testing.T) {
+	const batch, steps, w = 12, 5, 3
+	frozen := func(m nn.Module) nn.Module {
+		m.Parameters()[2].SetRequiresGrad(false) // the second layer's weight
+		return m
+	}
+	ref := frozen(zeroModel(3))
+	var trainable []*autograd.Var
+	for _, p := range ref.Parameters() {
+		if p.RequiresGrad() {
+			trainable = append(trainable, p)
+		}
+	}
+	trainReference(t, ref, zeroOptimizers[1].make(trainable), batch, 0, steps)
+	want := paramValues(ref)
+	for _, direct := range []bool{true, false} {
+		t.Run(fmt.Sprintf("direct=%v", direct), func(t *testing.T) {
+			gs := localGroups(t, w)
+			got := make([][][]float32, w)
+			requireAll(t, gs, func(g *TCPGroup) error {
+				var pg ProcessGroup = g
+				if !direct {
+					pg = plainGroup{g}
+				}
+				m, err := DataParallel(frozen(zeroModel(3)), pg, DDPOptions{BucketBytes: 100})
+				if err != nil {
+					return err
+				}
+				opt := NewZeroOptimizer(m, zeroOptimizers[1].make)
+				if err := trainZero(t, m, opt, batch, 0, steps); err != nil {
+					return err
+				}
+				got[g.Rank()] = paramValues(m)
+				return nil
+			})
+			assertReplicasMatch(t, want, got)
+		})
+	}
 }

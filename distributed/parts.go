@@ -1,0 +1,142 @@
+package distributed
+
+import (
+	"time"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// parts is one logical vector kept in pieces of other memory (the
+// elements of several tensors, one after the other), all of one dtype.
+// ZeroOptimizer sends gradients and parameters straight from, and
+// receives parameters straight into, the tensors that hold them.
+type parts []vec
+
+// len returns the number of elements.
+func (ps parts) len() int {
+	n := 0
+	for _, p := range ps {
+		n += p.len()
+	}
+	return n
+}
+
+// decode overwrites elements [lo, hi) of the logical vector with the
+// little-endian bytes b.
+func (ps parts) decode(lo, hi int, b []byte) {
+	off := 0
+	for _, p := range ps {
+		n := p.len()
+		if lo < off+n && hi > off {
+			a, e := max(lo, off), min(hi, off+n)
+			es := p.elemSize()
+			p.decode(a-off, e-off, b[(a-lo)*es:(e-lo)*es])
+		}
+		off += n
+	}
+}
+
+// regions returns the parts' memory for a sink.
+func (ps parts) regions() [][]byte {
+	r := make([][]byte, 0, len(ps))
+	for _, p := range ps {
+		if p.len() > 0 {
+			r = append(r, sliceBytes(p.data))
+		}
+	}
+	return r
+}
+
+// sendParts sends the parts to p, each in frames of at most g.chunk bytes
+// (one empty frame when there are no elements).
+func (g *TCPGroup) sendParts(p *peer, op byte, seq uint64, dt tensor.DType, ps parts, deadline time.Time) error {
+	if ps.len() == 0 {
+		return g.send(p, frameHeader{op: op, seq: seq, dtype: byte(dt)}, nil, deadline)
+	}
+	for _, v := range ps {
+		if n := v.len(); n > 0 {
+			if err := g.sendRange(p, op, seq, v, 0, n, deadline); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// recvParts receives what p sends with sendParts into dst; where the
+// sender's frames fall inside one part, p's read loop writes them there
+// directly.
+func (g *TCPGroup) recvParts(p *peer, op byte, seq uint64, dt tensor.DType, dst parts, deadline time.Time) error {
+	if nativeLittle {
+		if r := dst.regions(); len(r) > 0 {
+			p.openSink(g.gid, &sink{op: op, seq: seq, regions: r, armed: len(r)})
+			defer p.closeSink(g.gid)
+		}
+	}
+	return g.recvRange(p, op, seq, dt, 0, dst.len(), deadline, dst.decode)
+}
+
+// reduceScatterPartsAsync sends send(j) to every peer j and receives from
+// every peer j its contribution to this rank's share, into recv[j] (a
+// buffer of own's length); then it writes into dst the combination by op,
+// in rank order, of own (this rank's contribution) and the received ones.
+// The memory of the parts and buffers must not change until the Work
+// completes.
+func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, recv []vec, dst vec, op ReduceOp) Work {
+	return g.submit(func(deadline time.Time) error {
+		into := func(j int) parts { return parts{recv[j]} }
+		if err := g.exchangeParts(opShardReduceScatter, dt, send, into, deadline); err != nil {
+			return err
+		}
+		for j := range g.size {
+			if j == g.rank {
+				off := 0
+				for _, v := range own {
+					n := v.len()
+					if j == 0 {
+						dst.decode(off, off+n, v.encode(0, n))
+					} else {
+						dst.reduceVec(off, off+n, v, op)
+					}
+					off += n
+				}
+				continue
+			}
+			if j == 0 {
+				dst.decode(0, dst.len(), recv[j].encode(0, recv[j].len()))
+			} else {
+				dst.reduceVec(0, dst.len(), recv[j], op)
+			}
+		}
+		if op == Avg {
+			dst.divide(g.size)
+		}
+		return nil
+	})
+}
+
+// allGatherPartsAsync sends own to every peer and receives every peer j's
+// share into into(j). The memory of the parts must not change until the
+// Work completes.
+func (g *TCPGroup) allGatherPartsAsync(dt tensor.DType, own parts, into func(j int) parts) Work {
+	return g.submit(func(deadline time.Time) error {
+		return g.exchangeParts(opShardAllGather, dt, func(int) parts { return own }, into, deadline)
+	})
+}
+
+// exchangeParts numbers an operation, sends send(j) to every peer j and
+// receives from it into into(j), all at once.
+func (g *TCPGroup) exchangeParts(op byte, dt tensor.DType, send, into func(j int) parts, deadline time.Time) error {
+	seq := g.nextSeq()
+	var fns []func() error
+	for _, p := range g.peers {
+		if p == nil {
+			continue
+		}
+		out, dst := send(p.rank), into(p.rank)
+		fns = append(fns,
+			func() error { return g.sendParts(p, op, seq, dt, out, deadline) },
+			func() error { return g.recvParts(p, op, seq, dt, dst, deadline) })
+	}
+	return g.parallel(fns...)
+}
