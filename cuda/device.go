@@ -511,7 +511,7 @@ func hostBytes(dt tensor.DType, data any) ([]byte, int) {
 // than in some kernel picked by element size.
 func checkDType(dt tensor.DType) {
 	switch dt {
-	case tensor.Uint8, tensor.Int8, tensor.Int16:
+	case tensor.Uint8, tensor.Int8, tensor.Int16, tensor.Uint16:
 		panic(fmt.Sprintf("cuda: dtype %s not supported on cuda; keep the tensor on the CPU or convert it with To first", dt))
 	}
 }

@@ -77,34 +77,43 @@ func (g *TCPGroup) recvParts(p *peer, op byte, seq uint64, dt tensor.DType, dst 
 }
 
 // reduceScatterPartsAsync sends send(j) to every peer j and receives from
-// every peer j its contribution to this rank's share, into recv[j] (a
-// buffer of own's length); then it writes into dst the combination by op,
-// in rank order, of own (this rank's contribution) and the received ones.
-// The memory of the parts and buffers must not change until the Work
-// completes.
+// every peer j its contribution to this rank's share, then writes into dst
+// the combination by op of own (this rank's contribution) and the
+// received ones: the lowest-ranked peer's contribution is received
+// straight into dst, the others into recv[j] (buffers of dst's length,
+// unused for that peer and this rank), and the rest are combined into it
+// in rank order. The memory of the parts
+// and buffers must not change until the Work completes.
 func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, recv []vec, dst vec, op ReduceOp) Work {
 	return g.submit(func(deadline time.Time) error {
-		into := func(j int) parts { return parts{recv[j]} }
+		first := 0
+		if g.rank == 0 {
+			first = 1
+		}
+		into := func(j int) parts {
+			if j == first {
+				return parts{dst}
+			}
+			return parts{recv[j]}
+		}
 		if err := g.exchangeParts(opShardReduceScatter, dt, send, into, deadline); err != nil {
 			return err
 		}
 		for j := range g.size {
-			if j == g.rank {
-				off := 0
+			off := 0
+			switch {
+			case g.size == 1:
 				for _, v := range own {
-					n := v.len()
-					if j == 0 {
-						dst.decode(off, off+n, v.encode(0, n))
-					} else {
-						dst.reduceVec(off, off+n, v, op)
-					}
-					off += n
+					dst.decode(off, off+v.len(), v.encode(0, v.len()))
+					off += v.len()
 				}
-				continue
-			}
-			if j == 0 {
-				dst.decode(0, dst.len(), recv[j].encode(0, recv[j].len()))
-			} else {
+			case j == first:
+			case j == g.rank:
+				for _, v := range own {
+					dst.reduceVec(off, off+v.len(), v, op)
+					off += v.len()
+				}
+			default:
 				dst.reduceVec(0, dst.len(), recv[j], op)
 			}
 		}

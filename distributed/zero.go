@@ -212,9 +212,14 @@ func NewZeroOptimizer(d *DDP, newOpt func(shard []*autograd.Var) Optimizer) *Zer
 			}
 		}
 		if b.direct {
+			// The lowest-ranked peer's contribution lands in b.out.
+			first := 0
+			if rank == 0 {
+				first = 1
+			}
 			b.recv = make([]vec, w)
 			for j := range w {
-				if j != rank {
+				if j != rank && j != first {
 					b.recv[j] = newVec(dt, b.size+b.flags)
 				}
 			}

@@ -82,7 +82,7 @@ func TestZeroOptimizerMatchesSingleProcess(t *testing.T) {
 			w      int
 			direct bool
 			after  bool
-		}{{2, true, false}, {3, true, false}, {4, true, true}, {3, false, false}} {
+		}{{1, true, false}, {2, true, false}, {3, true, false}, {4, true, true}, {3, false, false}} {
 			t.Run(fmt.Sprintf("%s/W=%d/direct=%v/SyncAfterBackward=%v", o.name, c.w, c.direct, c.after), func(t *testing.T) {
 				gs := localGroups(t, c.w)
 				got := make([][][]float32, c.w)

@@ -289,6 +289,7 @@ func TestEncodeTensorsDTypes(t *testing.T) {
 		"i16":    tensor.FromSlice([]int16{-32768, 5, 32767}),
 		"i8":     tensor.FromSlice([]int8{-128, -1, 127, 0}, 2, 2).T(), // non-contiguous
 		"u8":     tensor.FromSlice([]uint8{0, 128, 255}),
+		"u16":    tensor.FromSlice([]uint16{0, 32768, 65535}),
 		"f16":    tensor.FromHalfBits(tensor.Float16, []uint16{0x3c00, 0xc000}, 2),
 		"bf16":   tensor.FromHalfBits(tensor.BFloat16, []uint16{0x3f80}, 1),
 		"scalar": tensor.Scalar(2.5),

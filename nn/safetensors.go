@@ -38,7 +38,7 @@ func EncodeTensors(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[
 
 // DecodeTensors parses a safetensors file held in b into CPU tensors (their
 // own copies of the data) and the header's metadata. Dtypes Ember lacks
-// (U16, U32, U64, the 8-bit floats) are an error.
+// (U32, U64, the 8-bit floats) are an error.
 func DecodeTensors(b []byte) (map[string]*tensor.Tensor, map[string]string, error) {
 	raw, meta, err := safetensors.Decode(b)
 	if err != nil {
@@ -133,6 +133,7 @@ var rawNames = map[tensor.DType]string{
 	tensor.Int64:    "I64",
 	tensor.Int32:    "I32",
 	tensor.Int16:    "I16",
+	tensor.Uint16:   "U16",
 	tensor.Int8:     "I8",
 	tensor.Uint8:    "U8",
 	tensor.Bool:     "BOOL",
@@ -179,6 +180,11 @@ func toRaw(t *tensor.Tensor) (safetensors.Tensor, error) {
 		data = make([]byte, 0, 2*n)
 		for _, v := range t.Int16s() {
 			data = le.AppendUint16(data, uint16(v))
+		}
+	case tensor.Uint16:
+		data = make([]byte, 0, 2*n)
+		for _, v := range t.Uint16s() {
+			data = le.AppendUint16(data, v)
 		}
 	case tensor.Int8:
 		data = make([]byte, n)
@@ -250,6 +256,12 @@ func fromRaw(r safetensors.Tensor) (*tensor.Tensor, error) {
 			v[i] = int16(le.Uint16(d[2*i:]))
 		}
 		return tensor.FromSlice(v, shape...), nil
+	case "U16":
+		v := make([]uint16, n)
+		for i := range v {
+			v[i] = le.Uint16(d[2*i:])
+		}
+		return tensor.FromSlice(v, shape...), nil
 	case "I8":
 		v := make([]int8, n)
 		for i := range v {
@@ -281,5 +293,5 @@ func fromRaw(r safetensors.Tensor) (*tensor.Tensor, error) {
 		}
 		return tensor.FromHalfBits(dt, v, shape...), nil
 	}
-	return nil, fmt.Errorf("safetensors dtype %s is not supported by Ember (supported: F32, F64, F16, BF16, I64, I32, I16, I8, U8, BOOL)", r.DType)
+	return nil, fmt.Errorf("safetensors dtype %s is not supported by Ember (supported: F32, F64, F16, BF16, I64, I32, I16, U16, I8, U8, BOOL)", r.DType)
 }

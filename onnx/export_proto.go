@@ -250,6 +250,12 @@ func rawData(name string, t *tensor.Tensor) ([]byte, error) {
 		for i, v := range vs {
 			binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
 		}
+	case tensor.Uint16:
+		vs := t.Uint16s()
+		raw = make([]byte, 2*len(vs))
+		for i, v := range vs {
+			binary.LittleEndian.PutUint16(raw[2*i:], v)
+		}
 	case tensor.Bool:
 		vs := t.Bools()
 		raw = make([]byte, len(vs))

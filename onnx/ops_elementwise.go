@@ -213,7 +213,8 @@ func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 
 // opBitShift shifts the bits of unsigned integers left or right by the
 // second input's amounts (broadcast). Bits shifted out are lost; shifts by
-// the width or more give 0. UINT8 is the only unsigned type Ember holds.
+// the width or more give 0. UINT8 and UINT16 are the unsigned types Ember
+// holds.
 func opBitShift(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	a, err := n.need(in, 0)
 	if err != nil {
@@ -226,8 +227,9 @@ func opBitShift(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err := n.sameType(a, b); err != nil {
 		return nil, err
 	}
-	if a.DType() != tensor.Uint8 {
-		return nil, fmt.Errorf("onnx: %v: input of type %s, want an unsigned integer type", n, a.DType())
+	dt := a.DType()
+	if dt != tensor.Uint8 && dt != tensor.Uint16 {
+		return nil, fmt.Errorf("onnx: %v: input of type %s, want an unsigned integer type", n, dt)
 	}
 	left := false
 	switch dir := n.attrString("direction", ""); dir {
@@ -238,16 +240,17 @@ func opBitShift(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: direction %q, want LEFT or RIGHT", n, dir)
 	}
 	shape := tensor.BroadcastShapes("BitShift", a.Shape(), b.Shape())
-	x, s := a.Expand(shape...).Uint8s(), b.Expand(shape...).Uint8s()
+	x, s := a.Expand(shape...).Int64s(), b.Expand(shape...).Int64s()
 	for i, v := range x {
-		// Go gives 0 for shifts of the width or more, as ONNX wants.
+		// The values are non-negative and Go gives 0 for shifts of 64 or
+		// more; converting back to dt drops the bits shifted past its width.
 		if left {
 			x[i] = v << s[i]
 		} else {
 			x[i] = v >> s[i]
 		}
 	}
-	return one(tensor.FromSlice(x, shape...))
+	return one(tensor.FromSlice(x, shape...).To(dt))
 }
 
 // opPow raises the base to the exponent; the result has the base's type.

@@ -480,7 +480,7 @@ func opMaxPool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if dt := x.DType(); dt == tensor.Uint8 || dt == tensor.Int8 || dt == tensor.Int16 {
+	if dt := x.DType(); dt == tensor.Uint8 || dt == tensor.Int8 || dt == tensor.Int16 || dt == tensor.Uint16 {
 		// The pooling kernels are float; these values are exact in float32
 		// and a maximum is one of them, so the round trip is exact.
 		outs, err := opMaxPool(n, []*tensor.Tensor{x.To(tensor.Float32)})

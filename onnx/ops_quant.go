@@ -35,8 +35,10 @@ func quantRange(n *node, dt tensor.DType) (lo, hi float64, err error) {
 		return math.MinInt8, math.MaxInt8, nil
 	case tensor.Int16:
 		return math.MinInt16, math.MaxInt16, nil
+	case tensor.Uint16:
+		return 0, math.MaxUint16, nil
 	}
-	return 0, 0, fmt.Errorf("onnx: %v: quantized type %s is not supported (want uint8, int8 or int16)", n, dt)
+	return 0, 0, fmt.Errorf("onnx: %v: quantized type %s is not supported (want uint8, int8, uint16 or int16)", n, dt)
 }
 
 // alongAxis returns the scale or zero point p as a tensor that broadcasts

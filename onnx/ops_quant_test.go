@@ -201,3 +201,10 @@ func TestConvIntegerExactOnLargeSums(t *testing.T) {
 	}
 	assert.Greater(t, got[h*w+2*w+2], int32(1<<24), "the test reaches sums float32 cannot hold")
 }
+
+func TestBitShiftUint16(t *testing.T) {
+	n := &node{opType: "BitShift", opset: 11, maxElements: maxElements, attrs: map[string]*attribute{"direction": {name: "direction", s: []byte("LEFT")}}}
+	out, err := opBitShift(n, []*tensor.Tensor{tensor.FromSlice([]uint16{1, 0x8001, 3}), tensor.FromSlice([]uint16{15, 1, 16})})
+	require.NoError(t, err)
+	assert.Equal(t, []uint16{0x8000, 2, 0}, out[0].Uint16s())
+}

@@ -65,6 +65,8 @@ func dtypeFromONNX(t int64) (tensor.DType, error) {
 		return tensor.Int8, nil
 	case dtUint8:
 		return tensor.Uint8, nil
+	case dtUint16:
+		return tensor.Uint16, nil
 	case dtBool:
 		return tensor.Bool, nil
 	case dtFloat16:
@@ -92,6 +94,8 @@ func dtypeToONNX(d tensor.DType) int64 {
 		return dtInt8
 	case tensor.Uint8:
 		return dtUint8
+	case tensor.Uint16:
+		return dtUint16
 	case tensor.Bool:
 		return dtBool
 	case tensor.Float16:
@@ -103,14 +107,14 @@ func dtypeToONNX(d tensor.DType) int64 {
 }
 
 // DTypeError reports an ONNX element type that Ember's tensor package cannot
-// hold (e.g. UINT16, STRING, COMPLEX64).
+// hold (e.g. UINT32, STRING, COMPLEX64).
 type DTypeError struct {
 	Type string
 }
 
 // Error names the type and the supported ones.
 func (e *DTypeError) Error() string {
-	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, INT16, INT8, UINT8, BOOL, FLOAT16, BFLOAT16)"
+	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, INT16, UINT16, INT8, UINT8, BOOL, FLOAT16, BFLOAT16)"
 }
 
 // maxElements caps the element count of any tensor an ONNX model makes Ember
@@ -188,15 +192,15 @@ func (tp *tensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
 		}
 		return tensor.FromSlice(tp.int64Data, shape...), nil
 	}
-	// INT32, INT16, INT8, UINT8, BOOL, FLOAT16 and BFLOAT16 live in
-	// int32_data, one value per element.
+	// INT32, INT16, UINT16, INT8, UINT8, BOOL, FLOAT16 and BFLOAT16 live
+	// in int32_data, one value per element.
 	if err := count(len(tp.int32Data)); err != nil {
 		return nil, err
 	}
 	switch dt {
 	case tensor.Int32:
 		return tensor.FromSlice(tp.int32Data, shape...), nil
-	case tensor.Int16, tensor.Int8, tensor.Uint8:
+	case tensor.Int16, tensor.Uint16, tensor.Int8, tensor.Uint8:
 		return tensor.FromSlice(tp.int32Data, shape...).To(dt), nil
 	case tensor.Bool:
 		b := make([]bool, n)
@@ -245,6 +249,12 @@ func fromRaw(dt tensor.DType, raw []byte, shape []int) *tensor.Tensor {
 		v := make([]int16, len(raw)/2)
 		for i := range v {
 			v[i] = int16(le.Uint16(raw[2*i:]))
+		}
+		return tensor.FromSlice(v, shape...)
+	case tensor.Uint16:
+		v := make([]uint16, len(raw)/2)
+		for i := range v {
+			v[i] = le.Uint16(raw[2*i:])
 		}
 		return tensor.FromSlice(v, shape...)
 	case tensor.Int8:

@@ -51,6 +51,8 @@ func makeHostUninit(dt DType, n int) any {
 		return uninitSlice[int32](n)
 	case Int16:
 		return uninitSlice[int16](n)
+	case Uint16:
+		return uninitSlice[u16](n)
 	case Int8:
 		return uninitSlice[int8](n)
 	case Uint8:

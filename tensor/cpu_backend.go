@@ -13,12 +13,16 @@ import (
 )
 
 // cpuBuffer is host memory: data is a []float32, []float64, []int64, []int32,
-// []int16, []int8, []uint8, []bool, or []uint16 (the bits of Float16 and
-// BFloat16 elements).
+// []int16, []int8, []uint8, []u16 (Uint16), []bool, or []uint16 (the bits of
+// Float16 and BFloat16 elements).
 type cpuBuffer struct {
 	dtype DType
 	data  any
 }
+
+// u16 is the element type of Uint16 buffers: a type of its own because
+// []uint16 already holds the bits of Float16 and BFloat16 tensors.
+type u16 uint16
 
 func (b *cpuBuffer) DType() DType { return b.dtype }
 
@@ -33,6 +37,8 @@ func (b *cpuBuffer) Len() int {
 	case []int32:
 		return len(d)
 	case []int16:
+		return len(d)
+	case []u16:
 		return len(d)
 	case []int8:
 		return len(d)
@@ -64,6 +70,8 @@ func makeHost(dt DType, n int) any {
 		return make([]int32, n)
 	case Int16:
 		return make([]int16, n)
+	case Uint16:
+		return make([]u16, n)
 	case Int8:
 		return make([]int8, n)
 	case Uint8:
@@ -93,6 +101,8 @@ func (c cpuBackend) FromHost(dt DType, data any) Buffer {
 		copy(d, data.([]int32))
 	case []int16:
 		copy(d, data.([]int16))
+	case []u16:
+		copy(d, data.([]u16))
 	case []int8:
 		copy(d, data.([]int8))
 	case []uint8:
@@ -129,6 +139,8 @@ func (cpuBackend) Copy(dst, src Buffer, l Layout) {
 			cpu.Copy(d.data.([]int32), sd, l.Shape, l.Strides, l.Offset)
 		case []int16:
 			cpu.Copy(d.data.([]int16), sd, l.Shape, l.Strides, l.Offset)
+		case []u16:
+			cpu.Copy(d.data.([]u16), sd, l.Shape, l.Strides, l.Offset)
 		case []int8:
 			cpu.Copy(d.data.([]int8), sd, l.Shape, l.Strides, l.Offset)
 		case []uint8:
@@ -152,7 +164,7 @@ func (cpuBackend) Copy(dst, src Buffer, l Layout) {
 // as c10::Half and c10::BFloat16 do. Float→uint8/int8/int16 truncates to
 // int32 first and then wraps, which is what PyTorch computes on x86: -1.5
 // becomes uint8 255 and 300.7 becomes 44, while NaN and values outside
-// int32's range become 0.
+// int32's range become 0. Uint16 follows the same rule.
 func castCopy(d, s *cpuBuffer, l Layout) {
 	sh, st, off := l.Shape, l.Strides, l.Offset
 	// Direct loops for the common float conversions.
@@ -183,6 +195,8 @@ func castCopy(d, s *cpuBuffer, l Layout) {
 		castInto(dd, s, l, func(v float64) int32 { return int32(v) }, func(v int64) int32 { return int32(v) })
 	case []int16:
 		castInto(dd, s, l, func(v float64) int16 { return int16(floatToInt32x86(v)) }, func(v int64) int16 { return int16(v) })
+	case []u16:
+		castInto(dd, s, l, func(v float64) u16 { return u16(floatToInt32x86(v)) }, func(v int64) u16 { return u16(v) })
 	case []int8:
 		castInto(dd, s, l, func(v float64) int8 { return int8(floatToInt32x86(v)) }, func(v int64) int8 { return int8(v) })
 	case []uint8:
@@ -228,6 +242,8 @@ func castInto[D any](dst []D, s *cpuBuffer, l Layout, fromF func(float64) D, fro
 		cpu.Map(dst, sd, sh, st, off, func(v int32) D { return fromI(int64(v)) })
 	case []int16:
 		cpu.Map(dst, sd, sh, st, off, func(v int16) D { return fromI(int64(v)) })
+	case []u16:
+		cpu.Map(dst, sd, sh, st, off, func(v u16) D { return fromI(int64(v)) })
 	case []int8:
 		cpu.Map(dst, sd, sh, st, off, func(v int8) D { return fromI(int64(v)) })
 	case []uint8:
@@ -262,6 +278,8 @@ func (cpuBackend) Fill(dst Buffer, v float64) {
 		cpu.Fill(dd, int32(v))
 	case []int16:
 		cpu.Fill(dd, int16(floatToInt32x86(v)))
+	case []u16:
+		cpu.Fill(dd, u16(floatToInt32x86(v)))
 	case []int8:
 		cpu.Fill(dd, int8(floatToInt32x86(v)))
 	case []uint8:
@@ -293,6 +311,8 @@ func (cpuBackend) Unary(op UnaryOp, dst, src Buffer, l Layout) {
 		cpu.Map(d.data.([]int32), sd, l.Shape, l.Strides, l.Offset, unaryInt[int32](op))
 	case []int16:
 		cpu.Map(d.data.([]int16), sd, l.Shape, l.Strides, l.Offset, unaryInt[int16](op))
+	case []u16:
+		cpu.Map(d.data.([]u16), sd, l.Shape, l.Strides, l.Offset, unaryInt[u16](op))
 	case []int8:
 		cpu.Map(d.data.([]int8), sd, l.Shape, l.Strides, l.Offset, unaryInt[int8](op))
 	case []uint8:
@@ -458,7 +478,7 @@ func unaryF32(op UnaryOp) func(float32) float32 {
 
 // intElem is the set of integer element types; arithmetic on them wraps.
 type intElem interface {
-	int64 | int32 | int16 | int8 | uint8
+	int64 | int32 | int16 | int8 | uint8 | u16
 }
 
 func unaryInt[T intElem](op UnaryOp) func(T) T {
@@ -518,6 +538,8 @@ func intBound[T intElem](v float64) T {
 		lo, hi = math.MinInt8, math.MaxInt8
 	case uint8:
 		lo, hi = 0, math.MaxUint8
+	case u16:
+		lo, hi = 0, math.MaxUint16
 	}
 	switch {
 	case v != v:
@@ -579,6 +601,8 @@ func (cpuBackend) Binary(op BinaryOp, dst, a Buffer, la Layout, b Buffer, lb Lay
 		binaryNum(op, d, shape, ad, la, bb.data.([]int32), lb, binInt[int32](op))
 	case []int16:
 		binaryNum(op, d, shape, ad, la, bb.data.([]int16), lb, binInt[int16](op))
+	case []u16:
+		binaryNum(op, d, shape, ad, la, bb.data.([]u16), lb, binInt[u16](op))
 	case []int8:
 		binaryNum(op, d, shape, ad, la, bb.data.([]int8), lb, binInt[int8](op))
 	case []uint8:
@@ -743,6 +767,8 @@ func (cpuBackend) Where(dst, cond Buffer, lc Layout, a Buffer, la Layout, b Buff
 		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int32), la.Strides, la.Offset, bv.([]int32), lb.Strides, lb.Offset)
 	case []int16:
 		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int16), la.Strides, la.Offset, bv.([]int16), lb.Strides, lb.Offset)
+	case []u16:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]u16), la.Strides, la.Offset, bv.([]u16), lb.Strides, lb.Offset)
 	case []int8:
 		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int8), la.Strides, la.Offset, bv.([]int8), lb.Strides, lb.Offset)
 	case []uint8:
@@ -770,6 +796,8 @@ func (cpuBackend) Reduce(op ReduceOp, dst, src Buffer, outer, n int) {
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int32), sd, outer, n)
 	case []int16:
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int16), sd, outer, n)
+	case []u16:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]u16), sd, outer, n)
 	case []int8:
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int8), sd, outer, n)
 	case []uint8:
@@ -792,6 +820,8 @@ func (cpuBackend) ArgReduce(max bool, dst, src Buffer, outer, n, inner int) {
 		cpu.ArgReduce(max, dd, sd, outer, n, inner)
 	case []int16:
 		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	case []u16:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
 	case []int8:
 		cpu.ArgReduce(max, dd, sd, outer, n, inner)
 	case []uint8:
@@ -813,6 +843,8 @@ func (cpuBackend) Scan(prod bool, dst, src Buffer, outer, n, inner int) {
 		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int32), sd, outer, n, inner)
 	case []int16:
 		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int16), sd, outer, n, inner)
+	case []u16:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]u16), sd, outer, n, inner)
 	case []int8:
 		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int8), sd, outer, n, inner)
 	case []uint8:
@@ -857,6 +889,8 @@ func (cpuBackend) MatMul(dst, a, b Buffer, p MatMulParams) {
 		matmulInt(dd, a.(*cpuBuffer).data.([]int32), b.(*cpuBuffer).data.([]int32), p)
 	case []int16:
 		matmulInt(dd, a.(*cpuBuffer).data.([]int16), b.(*cpuBuffer).data.([]int16), p)
+	case []u16:
+		matmulInt(dd, a.(*cpuBuffer).data.([]u16), b.(*cpuBuffer).data.([]u16), p)
 	case []int8:
 		matmulInt(dd, a.(*cpuBuffer).data.([]int8), b.(*cpuBuffer).data.([]int8), p)
 	case []uint8:

@@ -75,6 +75,8 @@ func (cpuBackend) Gather(dst, src Buffer, sl Layout, axis int, idx Buffer, il La
 		cpu.Gather(d, sh, s.([]int32), ss, so, as, vals, is)
 	case []int16:
 		cpu.Gather(d, sh, s.([]int16), ss, so, as, vals, is)
+	case []u16:
+		cpu.Gather(d, sh, s.([]u16), ss, so, as, vals, is)
 	case []int8:
 		cpu.Gather(d, sh, s.([]int8), ss, so, as, vals, is)
 	case []uint8:
@@ -122,6 +124,8 @@ func (cpuBackend) Scatter(dst Buffer, dl Layout, axis int, idx Buffer, il Layout
 		}
 	case []int16:
 		scatterInt(d, ds, do, as, sh, vals, is, s.([]int16), ss, so, accumulate)
+	case []u16:
+		scatterInt(d, ds, do, as, sh, vals, is, s.([]u16), ss, so, accumulate)
 	case []int8:
 		scatterInt(d, ds, do, as, sh, vals, is, s.([]int8), ss, so, accumulate)
 	case []uint8:
@@ -143,7 +147,7 @@ func (cpuBackend) Scatter(dst Buffer, dl Layout, axis int, idx Buffer, il Layout
 
 // scatterInt is Scatter's case for the narrow integers, which accumulate
 // with wrapping adds.
-func scatterInt[T int16 | int8 | uint8](d []T, ds []int, do, as int, sh, vals, is []int, s []T, ss []int, so int, accumulate bool) {
+func scatterInt[T int16 | int8 | uint8 | u16](d []T, ds []int, do, as int, sh, vals, is []int, s []T, ss []int, so int, accumulate bool) {
 	if accumulate {
 		cpu.ScatterAdd(d, ds, do, as, sh, vals, is, s, ss, so)
 	} else {
@@ -166,6 +170,8 @@ func (cpuBackend) MaskedSelect(dst, src Buffer, sl Layout, mask Buffer, ml Layou
 		cpu.MaskedSelect(d, sh, s.([]int32), ss, so, m, ms, mo)
 	case []int16:
 		cpu.MaskedSelect(d, sh, s.([]int16), ss, so, m, ms, mo)
+	case []u16:
+		cpu.MaskedSelect(d, sh, s.([]u16), ss, so, m, ms, mo)
 	case []int8:
 		cpu.MaskedSelect(d, sh, s.([]int8), ss, so, m, ms, mo)
 	case []uint8:
@@ -195,6 +201,8 @@ func (c cpuBackend) MaskedScatter(dst Buffer, dl Layout, mask Buffer, ml Layout,
 		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]int32))
 	case []int16:
 		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]int16))
+	case []u16:
+		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]u16))
 	case []int8:
 		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]int8))
 	case []uint8:

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 )
 
 // Element is the set of Go types a tensor can be built from or read into.
 type Element interface {
-	float32 | float64 | int64 | int32 | int16 | int8 | uint8 | bool
+	float32 | float64 | int64 | int32 | int16 | int8 | uint8 | uint16 | bool
 }
 
 func dtypeOf[T Element]() DType {
@@ -28,6 +29,8 @@ func dtypeOf[T Element]() DType {
 		return Int8
 	case uint8:
 		return Uint8
+	case uint16:
+		return Uint16
 	case bool:
 		return Bool
 	}
@@ -47,6 +50,9 @@ func FromSlice[T Element](data []T, shape ...int) *Tensor {
 	dt := dtypeOf[T]()
 	b := cpuBackend{}
 	host := any(slices.Clone(data))
+	if v, ok := host.([]uint16); ok {
+		host = u16s(v) // see u16
+	}
 	return newTensor(b, &cpuBuffer{dtype: dt, data: host}, shape)
 }
 
@@ -258,6 +264,16 @@ func (t *Tensor) Int8s() []int8 { return t.To(Int8).host().([]int8) }
 // Uint8s returns a copy of t's elements in row-major order as uint8
 // (conversions wrap; see To).
 func (t *Tensor) Uint8s() []uint8 { return t.To(Uint8).host().([]uint8) }
+
+// Uint16s returns a copy of t's elements in row-major order as uint16
+// (conversions wrap; see To).
+func (t *Tensor) Uint16s() []uint16 {
+	v := t.To(Uint16).host().([]u16)
+	return unsafe.Slice((*uint16)(unsafe.SliceData(v)), len(v))
+}
+
+// u16s views v as Uint16 elements, sharing its memory.
+func u16s(v []uint16) []u16 { return unsafe.Slice((*u16)(unsafe.SliceData(v)), len(v)) }
 
 // Bools returns a copy of t's elements in row-major order as bool (non-zero
 // is true).

@@ -10,9 +10,9 @@ type DType uint8
 
 // The element types. Float16 and BFloat16 are storage types: they convert on
 // load and store, and compute ops ask for a conversion to Float32 first.
-// Uint8, Int8 and Int16 are full integer types whose arithmetic wraps, as
-// PyTorch's does; they come after the others so that the older values keep
-// their numbers.
+// Uint8, Int8, Int16 and Uint16 are full integer types whose arithmetic
+// wraps, as PyTorch's does; they come after the others so that the older
+// values keep their numbers.
 const (
 	Float32 DType = iota
 	Float64
@@ -24,10 +24,11 @@ const (
 	Uint8
 	Int8
 	Int16
+	Uint16
 )
 
-var dtypeNames = [...]string{"float32", "float64", "int64", "int32", "bool", "float16", "bfloat16", "uint8", "int8", "int16"}
-var dtypeSizes = [...]int{4, 8, 8, 4, 1, 2, 2, 1, 1, 2}
+var dtypeNames = [...]string{"float32", "float64", "int64", "int32", "bool", "float16", "bfloat16", "uint8", "int8", "int16", "uint16"}
+var dtypeSizes = [...]int{4, 8, 8, 4, 1, 2, 2, 1, 1, 2, 2}
 
 // String returns PyTorch's name for the dtype ("float32", "int64", ...).
 func (d DType) String() string {
@@ -48,7 +49,7 @@ func (d DType) IsFloat() bool {
 // IsInt reports whether d is an integer type.
 func (d DType) IsInt() bool {
 	switch d {
-	case Int64, Int32, Uint8, Int8, Int16:
+	case Int64, Int32, Uint8, Int8, Int16, Uint16:
 		return true
 	}
 	return false
@@ -78,11 +79,11 @@ func computeDType(d DType) DType {
 }
 
 // promoteRank orders dtypes for type promotion, as PyTorch does for tensors of
-// the same category: bool < uint8, int8 < int16 < int32 < int64 <
+// the same category: bool < uint8, int8 < int16 < uint16 < int32 < int64 <
 // float16/bfloat16 < float32 < float64.
 var promoteRank = [...]int{
-	Bool: 0, Uint8: 1, Int8: 1, Int16: 2, Int32: 3, Int64: 4,
-	Float16: 5, BFloat16: 6, Float32: 7, Float64: 8,
+	Bool: 0, Uint8: 1, Int8: 1, Int16: 2, Uint16: 3, Int32: 4, Int64: 5,
+	Float16: 6, BFloat16: 7, Float32: 8, Float64: 9,
 }
 
 // PromoteTypes returns the dtype a binary op on a and b computes in.
@@ -95,6 +96,9 @@ func PromoteTypes(a, b DType) DType {
 	}
 	if (a == Uint8 && b == Int8) || (a == Int8 && b == Uint8) {
 		return Int16 // the smallest type holding both ranges
+	}
+	if (a == Uint16 && (b == Int8 || b == Int16)) || (b == Uint16 && (a == Int8 || a == Int16)) {
+		return Int32 // likewise, as NumPy promotes
 	}
 	if promoteRank[a] >= promoteRank[b] {
 		return a

@@ -11,7 +11,7 @@ import (
 	"github.com/emberml/ember/tensor"
 )
 
-// Golden values for Uint8, Int8 and Int16 from
+// Golden values for Uint8, Int8, Int16 and Uint16 from
 // internal/golden/gen/gen_dtypes_small.py. The fixture stores narrow
 // tensors as int64; their real dtypes are in the attrs in_dtypes and
 // out_dtypes.
@@ -131,6 +131,7 @@ func TestSmallIntDTypesBasics(t *testing.T) {
 		{tensor.Uint8, "uint8", 1},
 		{tensor.Int8, "int8", 1},
 		{tensor.Int16, "int16", 2},
+		{tensor.Uint16, "uint16", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -157,6 +158,11 @@ func TestSmallIntAccessorsAndViews(t *testing.T) {
 	assert.Equal(t, []uint8{1, 250, 2, 251, 3, 252}, u.T().Uint8s())
 	assert.Equal(t, []int8{1, 2, 3, -6, -5, -4}, u.Int8s())
 	assert.Equal(t, []int16{1, 2, 3, 250, 251, 252}, u.Int16s())
+	w := tensor.FromSlice([]uint16{0, 65535, 40000}, 3)
+	assert.Equal(t, tensor.Uint16, w.DType())
+	assert.Equal(t, []uint16{0, 65535, 40000}, w.Uint16s())
+	assert.Equal(t, []int16{0, -1, -25536}, w.Int16s())
+	assert.Equal(t, []uint16{40000, 65535, 0}, w.Flip(0).Uint16s())
 	s := tensor.FromSlice([]int8{-1, 2, -3, 4}, 2, 2)
 	// In-place strided write, masked select and scatter on a narrow dtype.
 	dst := tensor.Zeros([]int{2, 2}, tensor.Int8)

@@ -12,7 +12,7 @@ import (
 // ReadNpy reads one array in NumPy's .npy format from r into a new CPU
 // tensor. Element types map to dtypes as float16 → Float16, float32 →
 // Float32, float64 → Float64, int64 → Int64, int32 → Int32, int16 → Int16,
-// int8 → Int8, uint8 → Uint8 and bool → Bool.
+// uint16 → Uint16, int8 → Int8, uint8 → Uint8 and bool → Bool.
 // Both byte orders, Fortran order and format versions 1.0 to 3.0 are
 // accepted. Malformed input gives an error, never a panic.
 func ReadNpy(r io.Reader) (*Tensor, error) {
@@ -106,6 +106,12 @@ func fromNpy(a npy.Array) (*Tensor, error) {
 			v[i] = int16(le.Uint16(d[2*i:]))
 		}
 		return FromSlice(v, shape...), nil
+	case npy.DescrUint16:
+		v := make([]uint16, n)
+		for i := range v {
+			v[i] = le.Uint16(d[2*i:])
+		}
+		return FromSlice(v, shape...), nil
 	case npy.DescrInt8:
 		v := make([]int8, n)
 		for i := range v {
@@ -164,11 +170,8 @@ func toNpy(t *Tensor) (npy.Array, error) {
 		for _, x := range v {
 			a.Data = le.AppendUint32(a.Data, uint32(x))
 		}
-	case Int16, Int8:
-		a.Descr = npy.DescrInt16
-		if t.dtype == Int8 {
-			a.Descr = npy.DescrInt8
-		}
+	case Int16, Uint16, Int8:
+		a.Descr = map[DType]string{Int16: npy.DescrInt16, Uint16: npy.DescrUint16, Int8: npy.DescrInt8}[t.dtype]
 		// Fixed-size integer slices always encode, so err is always nil.
 		d, err := byteorder.Append(nil, le, t.host())
 		if err != nil {

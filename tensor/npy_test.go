@@ -72,6 +72,7 @@ func TestNpyRoundTrip(t *testing.T) {
 		{"int64", tensor.FromSlice([]int64{math.MinInt64, 0, math.MaxInt64})},
 		{"int32", tensor.FromSlice([]int32{math.MinInt32, -1, math.MaxInt32, 5}, 1, 2, 2)},
 		{"int16", tensor.FromSlice([]int16{math.MinInt16, -1, math.MaxInt16})},
+		{"uint16", tensor.FromSlice([]uint16{0, 1, math.MaxUint16}, 3, 1)},
 		{"int8", tensor.FromSlice([]int8{math.MinInt8, -1, 0, math.MaxInt8}, 2, 2)},
 		{"uint8", tensor.FromSlice([]uint8{0, 1, 128, 255}, 4, 1).T()},
 		{"bool", tensor.FromSlice([]bool{true, false, false, true, true, false}, 3, 2)},

@@ -61,7 +61,7 @@ func (t *Tensor) topK(op string, k, a int, desc bool) (values, indices *Tensor) 
 	}
 	var less func(x, y int) bool // compares positions in the flat lane data
 	switch t.dtype {
-	case Int64, Int32, Int16, Int8, Uint8, Bool:
+	case Int64, Int32, Int16, Uint16, Int8, Uint8, Bool:
 		v := last.Int64s()
 		less = func(x, y int) bool { return v[x] < v[y] }
 	default:

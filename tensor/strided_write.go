@@ -15,6 +15,8 @@ func (cpuBackend) Assign(dst Buffer, dl Layout, src Buffer, sl Layout) {
 		assignStrided(dd, dl, s.data.([]int32), sl)
 	case []int16:
 		assignStrided(dd, dl, s.data.([]int16), sl)
+	case []u16:
+		assignStrided(dd, dl, s.data.([]u16), sl)
 	case []int8:
 		assignStrided(dd, dl, s.data.([]int8), sl)
 	case []uint8:

@@ -91,7 +91,7 @@ func decodeTensor(name string, w wireTensor, dt tensor.DType, maxElems int) (*te
 			v[i] = f
 		}
 		return tensor.FromSlice(v, w.Shape...).To(dt), nil
-	case tensor.Int64, tensor.Int32, tensor.Int16, tensor.Int8, tensor.Uint8:
+	case tensor.Int64, tensor.Int32, tensor.Int16, tensor.Uint16, tensor.Int8, tensor.Uint8:
 		lo, hi := intRange(dt)
 		v := make([]int64, n)
 		for i, s := range w.Data {
@@ -128,6 +128,8 @@ func intRange(dt tensor.DType) (lo, hi int64) {
 		return math.MinInt32, math.MaxInt32
 	case tensor.Int16:
 		return math.MinInt16, math.MaxInt16
+	case tensor.Uint16:
+		return 0, math.MaxUint16
 	case tensor.Int8:
 		return math.MinInt8, math.MaxInt8
 	case tensor.Uint8:

@@ -62,12 +62,14 @@ var dtypeSizes = map[string]int{
 	"I32":  4,
 	"I16":  2,
 	"I8":   1,
+	"U16":  2,
 	"U8":   1,
 	"BOOL": 1,
 }
 
 // DTypeSize returns the size in bytes of one element of the named dtype.
-// Supported dtypes are F64, F32, F16, BF16, I64, I32, I16, I8, U8 and BOOL.
+// Supported dtypes are F64, F32, F16, BF16, I64, I32, I16, U16, I8, U8 and
+// BOOL.
 func DTypeSize(dtype string) (int, error) {
 	n, ok := dtypeSizes[dtype]
 	if !ok {

@@ -7,6 +7,7 @@ narrow tensors are stored as int64 (exact) and their real dtypes travel in
 the attrs "in_dtypes" and "out_dtypes" (one name per input and output).
 """
 
+import numpy as np
 import torch
 
 from golden import Case, seed, write
@@ -22,13 +23,28 @@ OTHER = {
 }
 
 
+class U16:
+    """A uint16 tensor, which torch 1.13 lacks: its values as int64. The
+    expected results of uint16 cases follow NumPy's uint16, computed in
+    int64 and wrapped modulo 2**16 where the result is uint16."""
+
+    def __init__(self, t):
+        self.t = t.to(torch.int64) & 0xFFFF
+
+
 def name(dt):
     return NARROW.get(dt) or HALF.get(dt) or OTHER[dt]
+
+
+def tname(x):
+    return "uint16" if isinstance(x, U16) else name(x.dtype)
 
 
 def enc(t):
     """Store narrow tensors as int64 and half tensors as float32 (both
     exact); the real dtype goes in the attrs."""
+    if isinstance(t, U16):
+        return t.t
     if t.dtype in NARROW:
         return t.to(torch.int64)
     if t.dtype in HALF:
@@ -42,8 +58,8 @@ def case(label, op, inputs, outputs, **attrs):
         op,
         [enc(x) for x in inputs],
         [enc(y) for y in outputs],
-        in_dtypes=[name(x.dtype) for x in inputs],
-        out_dtypes=[name(y.dtype) for y in outputs],
+        in_dtypes=[tname(x) for x in inputs],
+        out_dtypes=[tname(y) for y in outputs],
         **attrs,
     )
 
@@ -154,5 +170,45 @@ for x, y in ((u, i8), (u, i16), (i8, i16)):
 for x in (u, i8, i16):
     for on, y in others.items():
         cases.append(case("promote/%s/%s" % (name(x.dtype), on), "add", [x, y], [x + y]))
+
+# uint16: conversions (NumPy gives the same x86 results as PyTorch's rule for
+# the other narrow types) and wrapping arithmetic.
+f16edge = torch.tensor([-1.5, -0.7, 0.7, 65535.9, 65536.2, 70000.9, -70000.2, 1e10, -1e10,
+                        float("nan"), float("inf"), float("-inf")])
+for src in (torch.float32, torch.float64):
+    x = f16edge.to(src)
+    with np.errstate(invalid="ignore"):  # NaN and infinities cast to 0
+        want = np.asarray(x.numpy()).astype(np.uint16).astype(np.int64)
+    cases.append(case("cast/%s/uint16" % name(src), "cast", [x], [U16(torch.from_numpy(want))]))
+for src in (torch.int64, torch.int32, torch.int8, torch.uint8, torch.int16):
+    x = torch.tensor([-70000, -1, 0, 1, 127, 255, 65535, 70000]).to(src)
+    cases.append(case("cast/%s/uint16" % name(src), "cast", [x], [U16(x.to(torch.int64))]))
+cases.append(case("cast/bool/uint16", "cast", [flags], [U16(flags.to(torch.int64))]))
+u16v = torch.tensor([0, 1, 255, 256, 32767, 32768, 65535])
+for dst in list(NARROW) + list(HALF) + list(OTHER):
+    cases.append(case("cast/uint16/%s" % name(dst), "cast", [U16(u16v)], [u16v.to(torch.int32).to(dst)]))
+seed(3)
+a = torch.randint(0, 65536, (3, 4))
+b = torch.randint(0, 65536, (4,))
+nz = torch.where(b == 0, torch.ones_like(b), b)
+ua, ub, unz = U16(a), U16(b), U16(nz)
+cases.append(case("add/uint16", "add", [ua, ub], [U16(a + b)]))
+cases.append(case("sub/uint16", "sub", [ua, ub], [U16(a - b)]))
+cases.append(case("mul/uint16", "mul", [ua, ub], [U16(a * b)]))
+cases.append(case("floordiv/uint16", "floordiv", [ua, unz], [U16(a // nz)]))
+cases.append(case("maximum/uint16", "maximum", [ua, ub], [U16(torch.maximum(a, b))]))
+cases.append(case("lt/uint16", "lt", [ua, ub], [a < b]))
+cases.append(case("neg/uint16", "neg", [ua], [U16(-a)]))
+cases.append(case("sum/uint16", "sum", [ua], [a.sum(1)], axis=1))
+cases.append(case("max/uint16", "max", [ua], [U16(a.amax(1))], axis=1))
+cases.append(case("cumsum/uint16", "cumsum", [ua], [a.cumsum(1)], axis=1))
+m = torch.randint(0, 65536, (4, 2))
+cases.append(case("matmul/uint16", "matmul", [ua, U16(m)], [U16(a @ m)]))
+for other in (torch.uint8, torch.int8, torch.int16, torch.int32):
+    y = torch.randint(0, 100, (4,)).to(other)
+    res = np.promote_types(np.uint16, {torch.uint8: np.uint8, torch.int8: np.int8, torch.int16: np.int16, torch.int32: np.int32}[other])
+    out = a + y.to(torch.int64)
+    want = U16(out) if res == np.uint16 else out.to(torch.int32)
+    cases.append(case("promote/uint16/%s" % name(other), "add", [ua, y], [want]))
 
 write("tensor/testdata/golden_dtypes_small.json", cases)

@@ -45,6 +45,7 @@ const (
 	DescrInt32   = "<i4"
 	DescrInt64   = "<i8"
 	DescrUint8   = "|u1"
+	DescrUint16  = "<u2"
 	DescrBool    = "|b1"
 )
 
@@ -86,6 +87,7 @@ var kinds = map[string]string{
 	"i4": DescrInt32,
 	"i8": DescrInt64,
 	"u1": DescrUint8,
+	"u2": DescrUint16,
 	"b1": DescrBool,
 }
 
