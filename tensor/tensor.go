@@ -139,6 +139,10 @@ func (t *Tensor) Clone() *Tensor {
 }
 
 // To returns t converted to dtype dt (t itself if it already has it).
+// Conversions follow PyTorch on x86 and never saturate: floats truncate
+// toward zero, integers wrap modulo 2^bits into narrower integers, and
+// floats reach Uint8, Int8, Int16 and Uint16 through int32 (so -1.5 gives
+// uint8 255, 300.7 gives 44, and NaN or values beyond int32 give 0).
 func (t *Tensor) To(dt DType) *Tensor {
 	if t.dtype == dt {
 		return t
