@@ -262,10 +262,11 @@ func (z *ZeroOptimizer) ZeroGrad() {
 	}
 }
 
-// startBucket copies bucket k's gradients (d.total where the hook recorded
-// one, else Grad, else zeros) into its blocks, with every block ending in
-// the bucket's used flags, and starts their reduce-scatter. d.mu must be
-// held.
+// startBucket lays out bucket k's gradients (d.total where the hook
+// recorded one, else Grad, else zeros) in blocks, each ending in the
+// bucket's used flags, and starts their reduce-scatter: on the direct path
+// the blocks are views of the gradients, else copies in b.grads. d.mu must
+// be held.
 func (z *ZeroOptimizer) startBucket(k int) Work {
 	d, b := z.d, &z.buckets[k]
 	if b.direct {
