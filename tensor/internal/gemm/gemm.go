@@ -247,10 +247,10 @@ const maxSharedB = 16 << 20
 
 // sharedB runs C += alpha·op(A)·op(B) (or C = … with overwrite, as blocked)
 // on threads goroutines that share one packed copy of B: for each block of
-// (at most NC) columns, all of op(B) is packed first, the goroutines taking a run of
-// panels each, and then the goroutines take runs of rows of A from a
-// shared counter, each packing its rows of A and computing their rows of C
-// over every KC block. Runs shrink as the rows run out (guided
+// (at most NC) columns, all of op(B) is packed first, the goroutines taking
+// a run of panels each, and then the goroutines take runs of rows of A
+// from a shared counter, each packing its rows of A and computing their
+// rows of C over every KC block. Runs shrink as the rows run out (guided
 // scheduling), so a goroutine held up by another process on a busy machine
 // leaves little work behind. Every tile of C sees the same KC blocks in the
 // same order as in blocked, so the result does not depend on the count.
