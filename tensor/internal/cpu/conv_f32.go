@@ -102,30 +102,32 @@ func ConvForwardF32(dst, x, w, bias []float32, g ConvGeom, o, groups, threads in
 
 // PackedConvF32 is a float32 convolution weight ([O, C/groups, KH, KW])
 // packed once, per group, into the GEMM's left-operand layout, for
-// ConvForwardPackedF32, and for a 3×3 kernel that Winograd suits also
-// transformed for it. It is read-only and safe for concurrent use.
+// ConvForwardPackedF32, or for a 3×3 kernel that Winograd suits
+// transformed for it. It is safe for concurrent use.
 type PackedConvF32 struct {
 	o, groups, ck int
 	parts         []gemm.PackedA
-	// With a Winograd transform the direct pack is made on first use (a
-	// strided call, or one of fewer than winoMinTiles tiles), from w.
-	wino   *winogradWeights
-	w      []float32
-	direct sync.Once
+	// A weight Winograd suits (winoOK) is packed on first use, for the
+	// path a call takes: the direct pack (a strided call, or one of fewer
+	// than winoMinTiles tiles), the Winograd transform (wino) or both.
+	winoOK     bool
+	w          []float32
+	directOnce sync.Once
+	winoOnce   sync.Once
+	wino       *winogradWeights
 }
 
 // PackConvWeightsF32 packs the dense weight w ([o, cg, kh, kw]) of o
 // output channels split into groups, each output channel reading cg
 // input channels through a kh×kw kernel. A 3×3 kernel of one group with
-// enough channels (winogradWorth) is transformed for Winograd, which
-// ConvForwardPackedF32 then runs for unit-stride, undilated calls with
-// enough tiles; w must then stay unchanged while the pack is used, since
-// other calls pack it for the direct path when they first need it.
+// enough channels (winogradWorth) is kept as w and packed on first use,
+// for Winograd (unit-stride, undilated calls with enough tiles) or the
+// direct path, so that a weight only one path uses holds one pack; w
+// must then stay unchanged while the pack is used.
 func PackConvWeightsF32(w []float32, o, groups, cg, kh, kw int) *PackedConvF32 {
 	ck := cg * kh * kw
 	if groups == 1 && kh == 3 && kw == 3 && winogradWorth(cg, o) {
-		ww := packWinogradWeights(make([]float32, winogradWeightsSize(o, cg)), w, o, cg, false)
-		return &PackedConvF32{o: o, groups: groups, ck: ck, wino: ww, w: w}
+		return &PackedConvF32{o: o, groups: groups, ck: ck, winoOK: true, w: w}
 	}
 	return packConvWeightsFresh(w, o, groups, ck)
 }
@@ -136,12 +138,22 @@ func packConvWeightsFresh(w []float32, o, groups, ck int) *PackedConvF32 {
 }
 
 // directParts returns the direct path's packed groups, packing them on
-// first use when the weight was packed for Winograd.
+// first use for a weight Winograd suits.
 func (pw *PackedConvF32) directParts() []gemm.PackedA {
-	if pw.wino != nil {
-		pw.direct.Do(func() { pw.parts = packConvWeightsFresh(pw.w, pw.o, pw.groups, pw.ck).parts })
+	if pw.winoOK {
+		pw.directOnce.Do(func() { pw.parts = packConvWeightsFresh(pw.w, pw.o, pw.groups, pw.ck).parts })
 	}
 	return pw.parts
+}
+
+// winograd returns the Winograd transform of a weight Winograd suits,
+// made on first use.
+func (pw *PackedConvF32) winograd() *winogradWeights {
+	pw.winoOnce.Do(func() {
+		cg := pw.ck / 9
+		pw.wino = packWinogradWeights(make([]float32, winogradWeightsSize(pw.o, cg)), pw.w, pw.o, cg, false)
+	})
+	return pw.wino
 }
 
 // packConvWeights packs w into buf (groups·PackedSize(o/groups, ck)
@@ -170,8 +182,8 @@ func ConvForwardPackedF32(dst, x []float32, pw *PackedConvF32, bias, residual []
 	if ck != pw.ck || g.C%groups != 0 {
 		panic(fmt.Sprintf("cpu: ConvForwardPackedF32: weights packed for %d groups of %d values per output channel do not fit %d input channels with a %dx%d kernel", groups, pw.ck, g.C, g.KH, g.KW))
 	}
-	if pw.wino != nil && winogradGeom(g, groups) && winogradFits(g, o) && winogradTiles(g) >= winoMinTiles {
-		winogradForward(dst, x, pw.wino, bias, residual, g, threads, relu)
+	if pw.winoOK && winogradGeom(g, groups) && winogradFits(g, o) && winogradTiles(g) >= winoMinTiles {
+		winogradForward(dst, x, pw.winograd(), bias, residual, g, threads, relu)
 		return
 	}
 	parts := pw.directParts()

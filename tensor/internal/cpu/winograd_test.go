@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/emberml/ember/tensor/internal/gemm"
@@ -82,7 +83,7 @@ func TestWinogradMatchesDefinition(t *testing.T) {
 			// channels are many enough, and the direct one otherwise.
 			direct := poisoned[float32](l)
 			pw := packConvWeightsFresh(toF32(w), c.k, 1, c.c*9)
-			require.Nil(t, pw.wino)
+			require.False(t, pw.winoOK)
 			ConvForwardPackedF32(direct, toF32(x), pw, toF32(bias), toF32(res), g, c.threads, c.relu)
 			for i := range want {
 				e := math.Abs(float64(direct[i])-want[i]) / scale[i]
@@ -91,9 +92,9 @@ func TestWinogradMatchesDefinition(t *testing.T) {
 			}
 			viaPack := poisoned[float32](l)
 			pw = PackConvWeightsF32(toF32(w), c.k, 1, c.c, 3, 3)
-			require.Equal(t, winogradWorth(c.c, c.k), pw.wino != nil)
+			require.Equal(t, winogradWorth(c.c, c.k), pw.winoOK)
 			ConvForwardPackedF32(viaPack, toF32(x), pw, toF32(bias), toF32(res), g, c.threads, c.relu)
-			if pw.wino != nil && winogradTiles(g) >= winoMinTiles {
+			if pw.winoOK && winogradTiles(g) >= winoMinTiles {
 				require.Equal(t, got, viaPack)
 			} else {
 				require.Equal(t, direct, viaPack)
@@ -278,4 +279,33 @@ func BenchmarkWinogradPerCall(b *testing.B) {
 func reportCPU(b *testing.B) func() {
 	t0 := cpuSeconds()
 	return func() { b.ReportMetric((cpuSeconds()-t0)*1e3/float64(b.N), "cpu-ms/op") }
+}
+
+func TestPackedConvF32PacksEachPathOnFirstUse(t *testing.T) {
+	// One weight Winograd suits, used concurrently by calls that take
+	// Winograd (many tiles) and the direct path (few tiles, stride 2).
+	r := rand.New(rand.NewPCG(15, 16))
+	const c, k = 16, 24
+	w := randSlice(r, k*c*9)
+	pw := PackConvWeightsF32(toF32(w), k, 1, c, 3, 3)
+	require.True(t, pw.winoOK)
+	geoms := []ConvGeom{
+		{N: 2, C: c, H: 12, W: 11, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, OH: 12, OW: 11},
+		{N: 1, C: c, H: 5, W: 6, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, OH: 5, OW: 6},
+		{N: 2, C: c, H: 12, W: 11, KH: 3, KW: 3, StrideH: 2, StrideW: 2, PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, OH: 6, OW: 6},
+	}
+	wants, gots := make([][]float64, len(geoms)), make([][]float32, len(geoms))
+	var wg sync.WaitGroup
+	for i, g := range geoms {
+		x := randSlice(r, g.N*c*g.H*g.W)
+		wants[i], _, _ = refConv(x, w, nil, make([]float64, g.N*k*g.OH*g.OW), g, k, 1)
+		gots[i] = poisoned[float32](len(wants[i]))
+		wg.Go(func() { ConvForwardPackedF32(gots[i], toF32(x), pw, nil, nil, g, 1+i%2, false) })
+	}
+	wg.Wait()
+	for i := range geoms {
+		requireClose(t, wants[i], gots[i], 1e-4, fmt.Sprintf("geometry %d", i))
+	}
+	require.NotNil(t, pw.wino)
+	require.NotNil(t, pw.parts)
 }
