@@ -7,7 +7,7 @@ usage (from the repository root):
                                       [-steps N|NAME=N,...] [-warmup N|NAME=N,...]
                                       [-sizes 256,512,1024,2048] [-omp-wait best|default|passive]
                                       [-device cpu|cuda|cuda:N] [-tf32] [-ember PATH] [-python PATH]
-                                      [-budget SECONDS] [-jsonl PATH]
+                                      [-budget SECONDS] [-jsonl PATH] [-gemm-lib torch|numpy]
 
 Every measurement is a fresh process (so peak RSS is that workload's own). For each thread count,
 workload and repeat, the Ember and PyTorch processes run back to back, their order alternating
@@ -24,6 +24,8 @@ GPU memory <= 1.2x). -ember runs a prebuilt `ember` binary instead of building o
 (the GPU machine has no Go toolchain). -budget stops starting processes once that many seconds
 have passed (a process still running is stopped at the budget) and lists what was not measured.
 -jsonl appends every measured line, tagged with its side and repeat, to a file.
+-gemm-lib numpy times the gemm workload's other side with numpy's a @ b (the BLAS numpy links,
+Debian's OpenBLAS) instead of torch.mm.
 """
 import argparse
 import json
@@ -56,6 +58,8 @@ ap.add_argument("-tf32", action="store_true", help="allow TF32 on both sides (GP
 ap.add_argument("-ember", default="", help="prebuilt ember binary (default: go build ./cmd/ember)")
 ap.add_argument("-budget", type=float, default=0, help="seconds after which no process is started (0: none)")
 ap.add_argument("-jsonl", default="", help="append every measured JSON line, tagged, to this file")
+ap.add_argument("-gemm-lib", default="torch", choices=["torch", "numpy"],
+                help="what gemm is compared with on the CPU: torch.mm or numpy's a @ b")
 args = ap.parse_args()
 GPU = args.device == "cuda" or args.device.startswith("cuda:")
 if args.device != "cpu" and not GPU:
@@ -139,7 +143,8 @@ def ember(w, t):
 def torch(w, t, wait):
     env = dict(os.environ)
     env.pop("OMP_WAIT_POLICY", None)
-    return json_lines([args.python, workloads_py, "-omp-wait", wait] + common(w, t), env)
+    lib = ["-lib", args.gemm_lib] if w == "gemm" and not GPU else []
+    return json_lines([args.python, workloads_py, "-omp-wait", wait] + common(w, t) + lib, env)
 
 
 def key(r):
@@ -273,6 +278,7 @@ else:
         print("| %s | %d | %s | %s%s | **%.2f×** | %.0f | %.0f | %.2f× |" % (
             r["name"], r["t"], fmt(r["e_rate"]), fmt(r["t_rate"]), tag, r["e_rate"] / r["t_rate"], r["e_rss"], r["t_rss"],
             r["e_rss"] / r["t_rss"]))
-log("machine: %s, python %s, OPENBLAS_CORETYPE=%s, device %s%s" % (
+log("machine: %s, python %s, OPENBLAS_CORETYPE=%s, device %s%s%s" % (
     platform.machine(), platform.python_version(), os.environ.get("OPENBLAS_CORETYPE", "unset (auto)"), args.device,
-    " (TF32 allowed)" if args.tf32 else ""))
+    " (TF32 allowed)" if args.tf32 else "",
+    "; gemm's other side is numpy (a @ b), not torch.mm" if args.gemm_lib == "numpy" and not GPU else ""))
