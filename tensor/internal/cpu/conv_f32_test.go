@@ -148,7 +148,9 @@ func TestConvKernelsMatchDefinition(t *testing.T) {
 				packed := poisoned[float32](len(y))
 				pw := PackConvWeightsF32(toF32(w), c.o, c.groups, c.c/c.groups, c.kh, c.kw)
 				ConvForwardPackedF32(packed, toF32(x), pw, toF32(bias), nil, g, threads, true)
-				require.Equal(t, got, packed, "pre-packed forward+relu")
+				// The packed weight may take Winograd where the per-call
+				// path does not (fewer tiles pay back a transform made once).
+				requireClose(t, relu, packed, 1e-4, "pre-packed forward+relu")
 				res := randSlice(r, len(y))
 				withRes := make([]float64, len(y))
 				for i := range y {

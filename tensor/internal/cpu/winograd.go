@@ -61,11 +61,17 @@ const winoMinTiles = 32
 // winogradTiles returns the number of 2×2 output tiles of g over its batch.
 func winogradTiles(g ConvGeom) int { return g.N * ((g.OH + 1) / 2) * ((g.OW + 1) / 2) }
 
+// winoPerCallMinTiles is winoMinTiles for a filter transformed on every
+// call: the transform (about 25 ns per filter) must be paid back by the
+// products saved on each tile (about 0.4 ns per filter), so batch-1
+// ResNet-18 through Conv2d ran 20% slower in CPU time with the 14×14 and
+// 7×7 layers taking Winograd.
+const winoPerCallMinTiles = 128
+
 // winogradPerCall reports whether Winograd beats the direct convolution
-// when the filter is transformed on every call (ConvForwardF32), which
-// costs little next to the products on winoMinTiles tiles or more.
+// when the filter is transformed on every call (ConvForwardF32).
 func winogradPerCall(g ConvGeom, k int) bool {
-	return winogradWorth(g.C, k) && winogradFits(g, k) && winogradTiles(g) >= winoMinTiles
+	return winogradWorth(g.C, k) && winogradFits(g, k) && winogradTiles(g) >= winoPerCallMinTiles
 }
 
 // winogradWeightsSize returns the buffer size packWinogradWeights needs.
