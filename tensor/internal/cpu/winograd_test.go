@@ -138,8 +138,8 @@ func TestWinogradTrainingPathDispatch(t *testing.T) {
 	// ConvForwardF32 and the input gradient (a forward convolution of the
 	// output gradient) take Winograd for these shapes.
 	r := rand.New(rand.NewPCG(5, 6))
-	g := ConvGeom{N: 2, C: 32, H: 9, W: 10, KH: 3, KW: 3, StrideH: 1, StrideW: 1,
-		PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, OH: 9, OW: 10}
+	g := ConvGeom{N: 3, C: 32, H: 16, W: 15, KH: 3, KW: 3, StrideH: 1, StrideW: 1,
+		PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, OH: 16, OW: 15}
 	const k = 40
 	require.True(t, winogradPerCall(g, k))
 	x, w, bias := randSlice(r, g.N*g.C*g.H*g.W), randSlice(r, k*g.C*9), randSlice(r, k)
