@@ -120,13 +120,14 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 		delete(owned, g.value)
 		delete(exclusive, g.value)
 		hooked := v.hasHooks()
-		if hg := v.runHooks(g); hg != g {
+		hg, shared := v.runHooks(g)
+		if hg != g {
 			g = hg
 			grads[v] = g
 		}
 		if v.node == nil || v.retainGrad || want[v] {
 			if targets == nil {
-				v.accumulateGrad(g, opt.CreateGraph, isOwned && !hooked && v.node == nil)
+				v.accumulateGrad(g, opt.CreateGraph, isOwned && shared && v.node == nil)
 			}
 			if v.node == nil {
 				continue
@@ -285,7 +286,7 @@ func (v *Var) hasHooks() bool {
 // tensor to both operands, Expand a stride-0 view), and an optimizer that
 // updates one Grad in place must not change another. So g is copied, unless
 // adopt says that the backward pass allocated g itself and hands it to v
-// alone.
+// alone (no hook that may keep g without seeing later writes saw it).
 func (v *Var) accumulateGrad(g *Var, keepGraph, adopt bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

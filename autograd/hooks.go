@@ -14,9 +14,23 @@ import (
 // place.
 type GradHook func(grad *tensor.Tensor) *tensor.Tensor
 
+// HookOptions tune a gradient hook.
+type HookOptions struct {
+	// SharesGrad declares that the hook accepts that the tensor it is
+	// shown may become the leaf's Grad without a copy, so that whatever
+	// it keeps of that tensor sees later in-place writes to Grad (an
+	// optimizer step, gradient clipping). A hook that keeps nothing, or
+	// only reads what it keeps before Grad is next written (DataParallel
+	// flattening its gradient buckets), sets it. Without it, or when a
+	// hook returns a replacement, backward copies the gradient into a
+	// leaf's Grad, so a kept tensor never changes.
+	SharesGrad bool
+}
+
 // hookEntry is one registered hook; its address identifies it for removal.
 type hookEntry struct {
-	fn GradHook
+	fn  GradHook
+	opt HookOptions
 }
 
 // HookHandle removes a registered hook.
@@ -46,13 +60,18 @@ func NewHookHandle(remove func()) *HookHandle { return &HookHandle{remove: remov
 // A replaced gradient is a constant for higher-order gradients
 // (Options.CreateGraph). It panics if v does not require a gradient.
 func (v *Var) RegisterHook(hook GradHook) *HookHandle {
+	return v.RegisterHookWith(hook, HookOptions{})
+}
+
+// RegisterHookWith is RegisterHook with options.
+func (v *Var) RegisterHookWith(hook GradHook, opt HookOptions) *HookHandle {
 	if hook == nil {
 		panic("autograd.Var.RegisterHook: nil hook")
 	}
 	if !v.requiresGrad {
 		panic(fmt.Sprintf("autograd.Var.RegisterHook: %v does not require a gradient, so backward never computes one", v))
 	}
-	e := &hookEntry{fn: hook}
+	e := &hookEntry{fn: hook, opt: opt}
 	v.mu.Lock()
 	v.hooks = append(v.hooks, e)
 	v.mu.Unlock()
@@ -66,22 +85,28 @@ func (v *Var) RegisterHook(hook GradHook) *HookHandle {
 }
 
 // runHooks passes g through v's hooks and returns the gradient to use.
-func (v *Var) runHooks(g *Var) *Var {
+// shared reports whether every hook (none included) was registered with
+// SharesGrad and none replaced g, so that a leaf may keep g without a copy.
+func (v *Var) runHooks(g *Var) (out *Var, shared bool) {
 	v.mu.Lock()
 	hooks := v.hooks
 	v.mu.Unlock()
+	shared = true
 	for _, h := range hooks {
-		out := h.fn(g.value)
-		if out == nil || out == g.value {
+		shared = shared && h.opt.SharesGrad
+		r := h.fn(g.value)
+		if r == nil || r == g.value {
 			continue
 		}
-		if !sameShape(out.Shape(), v.value.Shape()) {
-			panic(fmt.Sprintf("autograd: a gradient hook returned shape %v for a Var of shape %v", out.Shape(), v.value.Shape()))
+		// The hook made r and may keep it.
+		shared = false
+		if !sameShape(r.Shape(), v.value.Shape()) {
+			panic(fmt.Sprintf("autograd: a gradient hook returned shape %v for a Var of shape %v", r.Shape(), v.value.Shape()))
 		}
-		if out.DType() != v.DType() {
-			out = out.To(v.DType())
+		if r.DType() != v.DType() {
+			r = r.To(v.DType())
 		}
-		g = New(out)
+		g = New(r)
 	}
-	return g
+	return g, shared
 }

@@ -170,10 +170,12 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 	if !opts.SyncAfterBackward {
 		for i, p := range d.params {
 			if p.RequiresGrad() {
-				d.hooks = append(d.hooks, p.RegisterHook(func(g *tensor.Tensor) *tensor.Tensor {
+				// gradReady only reads g, before SyncGradients replaces
+				// Grad, so the leaf may keep g without a copy.
+				d.hooks = append(d.hooks, p.RegisterHookWith(func(g *tensor.Tensor) *tensor.Tensor {
 					d.gradReady(i, g)
 					return nil
-				}))
+				}, autograd.HookOptions{SharesGrad: true}))
 			}
 		}
 	}
