@@ -17,13 +17,15 @@ type GradHook func(grad *tensor.Tensor) *tensor.Tensor
 // HookOptions tune a gradient hook.
 type HookOptions struct {
 	// SharesGrad declares that the hook accepts that the tensor it is
-	// shown may become the leaf's Grad without a copy, so that whatever
-	// it keeps of that tensor sees later in-place writes to Grad (an
-	// optimizer step, gradient clipping). A hook that keeps nothing, or
-	// only reads what it keeps before Grad is next written (DataParallel
-	// flattening its gradient buckets), sets it. Without it, or when a
-	// hook returns a replacement, backward copies the gradient into a
-	// leaf's Grad, so a kept tensor never changes.
+	// shown may become the leaf's Grad without a copy (when every hook of
+	// the leaf sets it, none replaces the gradient, and backward allocated
+	// the tensor for this leaf alone), so that whatever the hook keeps of
+	// it sees later in-place writes to Grad by the caller. Backward itself
+	// never writes to a tensor a hook was shown. A hook that keeps
+	// nothing, or only reads what it keeps before Grad is next written
+	// (DataParallel flattening its gradient buckets), sets it to spare the
+	// copy. Otherwise backward copies the gradient into a leaf's Grad, so
+	// a kept tensor never changes.
 	SharesGrad bool
 }
 

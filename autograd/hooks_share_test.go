@@ -166,3 +166,24 @@ func TestSharesGradHookCreateGraph(t *testing.T) {
 	assert.Equal(t, []float64{6, 12, 18}, x.Grad().Float64s())
 	k.unchanged(t)
 }
+
+// With RetainGraph the pass owns no gradient a rule returned, so even a
+// SharesGrad hook's leaf gets a copy: writing Grad in place between passes
+// cannot reach anything the retained graph uses again.
+func TestSharesGradHookRetainGraph(t *testing.T) {
+	want := wantGrad(t)
+	w := newW()
+	var k keeper
+	w.RegisterHookWith(k.hook, autograd.HookOptions{SharesGrad: true})
+	loss := linearLoss(w)
+	require.NoError(t, loss.BackwardWith(nil, autograd.Options{RetainGraph: true}))
+	assert.Equal(t, want, w.Grad().Float64s())
+	w.Grad().MulScalarInPlace(0)
+	require.NoError(t, loss.BackwardWith(nil, autograd.Options{RetainGraph: true}))
+	assert.Equal(t, want, w.Grad().Float64s())
+	require.Len(t, k.kept, 2)
+	k.unchanged(t)
+	for _, g := range k.kept {
+		assert.False(t, w.Grad().SharesStorage(g))
+	}
+}
