@@ -3,6 +3,7 @@ package vec
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -24,52 +25,67 @@ func requireSameBits(t *testing.T, want, got []float32, what string) {
 }
 
 // The optimizer kernels against their pure-Go twins, bit for bit, on odd
-// sizes with poison guards after every updated buffer.
+// sizes with poison guards after every updated buffer: with ordinary
+// values, with gradients near 1e-20 (subnormal squares), and with
+// gradients and state straddling the smallest normal float32.
 func TestAsmMatchesGoOptimizerKernels(t *testing.T) {
 	if len(asmImpls()) == 0 {
 		t.Skip("no assembly kernels on this CPU or build")
 	}
 	r := rand.New(rand.NewPCG(7, 8))
 	c := AdamConsts{B1: 0.9, C1: 0.1, B2: 0.999, C2: 0.001, BC2: 0.0447, Eps: 1e-8, StepSize: 1e-3 / 0.1, Decay: 0.99}
+	// Constants outside the twins' fast range (a subnormal Eps, a tiny step)
+	// take their element-wise flushing path everywhere.
+	odd := AdamConsts{B1: 0.9, C1: 0.1, B2: 0.999, C2: 0.001, BC2: 1e-20, Eps: 1e-45, StepSize: 1e-30, Decay: 1}
+	scales := []struct{ g, b, v float32 }{{1, 1, 1}, {1e-19, 1e-20, 1e-38}, {3e-38, 3e-38, 3e-38}}
 	for _, im := range asmImpls() {
-		for _, n := range sizes() {
-			w, g, b := randSlice(r, n, 2), randSlice(r, n, 1), randSlice(r, n, 1)
-			v := randSlice(r, n, 1)
-			for i := range v {
-				v[i] = float32(math.Abs(float64(v[i]))) // second moments are non-negative
-			}
-			if n > 3 {
-				g[3] = float32(math.NaN())
-			}
-			// SGD with momentum.
-			wAll, wGot := withGuards(w)
-			bAll, bGot := withGuards(b)
-			_, wWant := withGuards(w)
-			_, bWant := withGuards(b)
-			im.sgdMomentum(wGot, g, bGot, 0.9, 0.75, 0.01)
-			goImpl.sgdMomentum(wWant, g, bWant, 0.9, 0.75, 0.01)
-			requireGuards(t, wAll, n, im.name+" sgdMomentum w")
-			requireGuards(t, bAll, n, im.name+" sgdMomentum buf")
-			requireSameBits(t, wWant, wGot, im.name+" sgdMomentum w")
-			requireSameBits(t, bWant, bGot, im.name+" sgdMomentum buf")
-			// Adam.
-			wAll, wGot = withGuards(w)
-			mAll, mGot := withGuards(b)
-			vAll, vGot := withGuards(v)
-			_, wWant = withGuards(w)
-			_, mWant := withGuards(b)
-			_, vWant := withGuards(v)
-			im.adam(wGot, g, mGot, vGot, c)
-			goImpl.adam(wWant, g, mWant, vWant, c)
-			for _, x := range []struct {
-				name      string
-				all       []float32
-				want, got []float32
-			}{{"w", wAll, wWant, wGot}, {"m", mAll, mWant, mGot}, {"v", vAll, vWant, vGot}} {
-				requireGuards(t, x.all, n, im.name+" adam "+x.name)
-				requireSameBits(t, x.want, x.got, im.name+" adam "+x.name)
+		for _, sc := range scales {
+			for _, n := range sizes() {
+				testOptimizerKernelsOnce(t, im, c, [3]float32{0.9, 0.75, 0.01}, randSlice(r, n, 2), randSlice(r, n, sc.g), randSlice(r, n, sc.b), randSlice(r, n, sc.v))
+				testOptimizerKernelsOnce(t, im, odd, [3]float32{0.9, 1e-39, 1e-30}, randSlice(r, n, 2), randSlice(r, n, sc.g), randSlice(r, n, sc.b), randSlice(r, n, sc.v))
 			}
 		}
+	}
+}
+
+// testOptimizerKernelsOnce compares im with the twins on one input: Adam
+// with c, SGD with momentum, dampening and learning rate sgd.
+func testOptimizerKernelsOnce(t *testing.T, im *impl, c AdamConsts, sgd [3]float32, w, g, b, v []float32) {
+	t.Helper()
+	n := len(w)
+	for i := range v {
+		v[i] = float32(math.Abs(float64(v[i]))) // second moments are non-negative
+	}
+	if n > 3 {
+		g[3] = float32(math.NaN())
+	}
+	// SGD with momentum.
+	wAll, wGot := withGuards(w)
+	bAll, bGot := withGuards(b)
+	_, wWant := withGuards(w)
+	_, bWant := withGuards(b)
+	im.sgdMomentum(wGot, g, bGot, sgd[0], sgd[1], sgd[2])
+	goImpl.sgdMomentum(wWant, g, bWant, sgd[0], sgd[1], sgd[2])
+	requireGuards(t, wAll, n, im.name+" sgdMomentum w")
+	requireGuards(t, bAll, n, im.name+" sgdMomentum buf")
+	requireSameBits(t, wWant, wGot, im.name+" sgdMomentum w")
+	requireSameBits(t, bWant, bGot, im.name+" sgdMomentum buf")
+	// Adam.
+	wAll, wGot = withGuards(w)
+	mAll, mGot := withGuards(b)
+	vAll, vGot := withGuards(v)
+	_, wWant = withGuards(w)
+	_, mWant := withGuards(b)
+	_, vWant := withGuards(v)
+	im.adam(wGot, g, mGot, vGot, c)
+	goImpl.adam(wWant, g, mWant, vWant, c)
+	for _, x := range []struct {
+		name      string
+		all       []float32
+		want, got []float32
+	}{{"w", wAll, wWant, wGot}, {"m", mAll, mWant, mGot}, {"v", vAll, vWant, vGot}} {
+		requireGuards(t, x.all, n, im.name+" adam "+x.name)
+		requireSameBits(t, x.want, x.got, im.name+" adam "+x.name)
 	}
 }
 
@@ -85,4 +101,96 @@ func TestOptimizerKernelsValues(t *testing.T) {
 	require.InDeltaSlice(t, []float32{2, 0.625}, v, 1e-7)
 	require.InDeltaSlice(t, []float32{1 - 0.1/float32(math.Sqrt(2)), 2 + 0.025/float32(math.Sqrt(0.625))}, w, 1e-6)
 	require.Panics(t, func() { SGDMomentum(w, g, buf, 1, 1, 1) })
+}
+
+// Products and quotients within an ulp of the smallest normal float32: x86
+// decides FTZ's tininess after rounding, so a result that rounds up to
+// 2**-126 stays while one that rounds to just below it is flushed; the
+// twins must draw the line at the same place.
+func TestAsmMatchesGoAtFlushBoundary(t *testing.T) {
+	if len(asmImpls()) == 0 {
+		t.Skip("no assembly kernels on this CPU or build")
+	}
+	const n = 4099
+	r := rand.New(rand.NewPCG(9, 10))
+	g, w := make([]float32, n), make([]float32, n)
+	m := make([]float32, n)
+	base := math.Float32bits(3 * minNormal)
+	for i := range m {
+		m[i] = math.Float32frombits(base + uint32(i) - n/2)
+	}
+	c := AdamConsts{B1: 1, C1: 1, B2: 1, C2: 1, BC2: 1, Eps: 3, StepSize: 1, Decay: 1}
+	for _, im := range asmImpls() {
+		flushed, kept := 0, 0
+		for range 64 {
+			// Consecutive floats around 2**-126/mom make products that
+			// straddle 2**-126 in steps of about mom*2**-149.
+			mom := float32(0.5 + 0.5*r.Float64())
+			base := math.Float32bits(float32(minNormal / float64(mom)))
+			buf := make([]float32, 67)
+			for i := range buf {
+				buf[i] = math.Float32frombits(base + uint32(i) - 33)
+			}
+			bGot, bWant := slices.Clone(buf), slices.Clone(buf)
+			wGot, wWant := slices.Clone(w[:67]), slices.Clone(w[:67])
+			im.sgdMomentum(wGot, g[:67], bGot, mom, 0, 1)
+			goImpl.sgdMomentum(wWant, g[:67], bWant, mom, 0, 1)
+			requireSameBits(t, bWant, bGot, im.name+" sgdMomentum buf")
+			requireSameBits(t, wWant, wGot, im.name+" sgdMomentum w")
+			for i, b := range buf {
+				if float32(b*mom) == minNormal {
+					if bGot[i] == 0 {
+						flushed++
+					} else {
+						kept++
+					}
+				}
+			}
+		}
+		require.Positive(t, flushed, "products rounding to 2**-126 only with gradual underflow")
+		require.Positive(t, kept, "products rounding to 2**-126 either way")
+
+		mGot, mWant := slices.Clone(m), slices.Clone(m)
+		vGot, vWant := make([]float32, n), make([]float32, n)
+		wGot, wWant := slices.Clone(w), slices.Clone(w)
+		im.adam(wGot, g, mGot, vGot, c)
+		goImpl.adam(wWant, g, mWant, vWant, c)
+		requireSameBits(t, wWant, wGot, im.name+" adam w")
+		require.Contains(t, wGot, float32(0))
+		require.Contains(t, wGot, float32(-minNormal))
+	}
+}
+
+// The twins' plain loops agree with their element-wise flushing path on
+// operands of every magnitude, so skipping the flushes where the
+// conservative test passes changes no bit. Runs on every platform.
+func TestTwinFastPathMatchesFlushes(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	logUniform := func(n int) []float32 {
+		s := make([]float32, n)
+		for i := range s {
+			s[i] = float32(math.Ldexp(r.Float64()*2-1, -r.IntN(150)))
+		}
+		return s
+	}
+	c := AdamConsts{B1: 0.9, C1: 0.1, B2: 0.999, C2: 0.001, BC2: 0.0447, Eps: 1e-8, StepSize: 1e-2, Decay: 0.99}
+	const n = 5000
+	for range 4 {
+		w, g, m, v := logUniform(n), logUniform(n), logUniform(n), logUniform(n)
+		wGot, mGot, vGot := slices.Clone(w), slices.Clone(m), slices.Clone(v)
+		adamGo(wGot, g, mGot, vGot, c)
+		for i := range w {
+			mi, vi, wn := adamFTZ(g[i], m[i], v[i], w[i], &c) // c is normal: daz keeps it
+			require.True(t, sameBits(mi, mGot[i]) && sameBits(vi, vGot[i]) && sameBits(wn, wGot[i]),
+				"adam [%d] g=%g m=%g v=%g w=%g", i, g[i], m[i], v[i], w[i])
+		}
+		wGot, bGot := slices.Clone(w), slices.Clone(m)
+		sgdMomentumGo(wGot, g, bGot, 0.9, 1, 0.01)
+		for i := range w {
+			b := ftzAdd(ftzMul(daz(m[i]), 0.9), ftzMul(daz(g[i]), 1))
+			wn := ftzSub(daz(w[i]), ftzMul(b, 0.01))
+			require.True(t, sameBits(b, bGot[i]) && sameBits(wn, wGot[i]), "sgd [%d]", i)
+		}
+		c.Eps, c.StepSize = c.Eps*1e-3, c.StepSize*1e-3
+	}
 }

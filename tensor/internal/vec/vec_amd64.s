@@ -1265,7 +1265,12 @@ done:
 
 // func sgdMomentumAVX2(w, g, buf []float32, mom, damp, lr float32):
 // buf[i] = buf[i]*mom + g[i]*damp; w[i] = w[i] - buf[i]*lr.
-TEXT ·sgdMomentumAVX2(SB), NOSPLIT, $0-84
+TEXT ·sgdMomentumAVX2(SB), NOSPLIT, $8-84
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), R10
+	ORL $0x8040, R10
+	MOVL R10, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ w_base+0(FP), DI
 	MOVQ w_len+8(FP), CX
 	MOVQ g_base+24(FP), SI
@@ -1347,12 +1352,18 @@ tailloop:
 	JLT  tailloop
 done:
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // func adamAVX2(w, g, m, v []float32, c *AdamConsts):
 // m = m*b1 + g*c1; v = v*b2 + (g*g)*c2;
 // w = w*decay - (m / (sqrt(v)/bc2 + eps)) * stepSize.
-TEXT ·adamAVX2(SB), NOSPLIT, $0-104
+TEXT ·adamAVX2(SB), NOSPLIT, $8-104
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), R10
+	ORL $0x8040, R10
+	MOVL R10, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ w_base+0(FP), DI
 	MOVQ w_len+8(FP), CX
 	MOVQ g_base+24(FP), SI
@@ -1421,6 +1432,7 @@ tailloop:
 	JLT  tailloop
 done:
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // func addAVX512(dst, a, b []float32): dst[i] = a[i] ADD b[i].
@@ -2319,7 +2331,12 @@ done:
 
 // func sgdMomentumAVX512(w, g, buf []float32, mom, damp, lr float32):
 // buf[i] = buf[i]*mom + g[i]*damp; w[i] = w[i] - buf[i]*lr.
-TEXT ·sgdMomentumAVX512(SB), NOSPLIT, $0-84
+TEXT ·sgdMomentumAVX512(SB), NOSPLIT, $8-84
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), R10
+	ORL $0x8040, R10
+	MOVL R10, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ w_base+0(FP), DI
 	MOVQ w_len+8(FP), CX
 	MOVQ g_base+24(FP), SI
@@ -2401,12 +2418,18 @@ tailloop:
 	JLT  tailloop
 done:
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET
 
 // func adamAVX512(w, g, m, v []float32, c *AdamConsts):
 // m = m*b1 + g*c1; v = v*b2 + (g*g)*c2;
 // w = w*decay - (m / (sqrt(v)/bc2 + eps)) * stepSize.
-TEXT ·adamAVX512(SB), NOSPLIT, $0-104
+TEXT ·adamAVX512(SB), NOSPLIT, $8-104
+	STMXCSR mxcsr-4(SP)
+	MOVL mxcsr-4(SP), R10
+	ORL $0x8040, R10
+	MOVL R10, ftz-8(SP)
+	LDMXCSR ftz-8(SP)
 	MOVQ w_base+0(FP), DI
 	MOVQ w_len+8(FP), CX
 	MOVQ g_base+24(FP), SI
@@ -2475,4 +2498,5 @@ tailloop:
 	JLT  tailloop
 done:
 	VZEROUPPER
+	LDMXCSR mxcsr-4(SP)
 	RET

@@ -172,26 +172,79 @@ func sqrtGo(dst, a []float32) {
 	}
 }
 
-// The conversions to float32 below keep every product and sum rounded on
-// its own: the Go spec lets a compiler fuse x*y + z only without them.
+// The optimizer twins round each product and sum on its own (the explicit
+// conversions keep a compiler from fusing x*y + z), in the operand order of
+// the assembly, with the flushes of FTZ|DAZ (ftz.go). The flushes change
+// nothing unless some operand or intermediate is tiny, so the loops compute
+// plainly and redo with the flushing helpers only the elements that fail a
+// cheaper, conservative test: with every constant 0 or of magnitude in
+// [2**-40, 2**40] (safeConsts), an element whose inputs, sums and quotients
+// are 0 or at least 2**-80 (smallKey) has products of at least 2**-120,
+// so nothing in it is tiny.
+
+// smallBits are the bits of 2**-80.
+const smallBits = (127 - 80) << 23
+
+// smallKey is below smallBits exactly when 0 < |x| < 2**-80.
+func smallKey(x float32) uint32 {
+	return math.Float32bits(x)&absMask - 1
+}
+
+// safeConsts reports whether every c is 0 or of magnitude in [2**-40,
+// 2**40] (NaN is not).
+func safeConsts(c ...float32) bool {
+	for _, x := range c {
+		if a := math.Abs(float64(x)); x != 0 && !(a >= 0x1p-40 && a <= 0x1p40) {
+			return false
+		}
+	}
+	return true
+}
 
 func sgdMomentumGo(w, g, buf []float32, mom, damp, lr float32) {
 	g, buf = g[:len(w)], buf[:len(w)]
+	mom, damp, lr = daz(mom), daz(damp), daz(lr)
+	safe := safeConsts(mom, damp, lr)
 	for i := range w {
-		b := float32(buf[i]*mom) + float32(g[i]*damp)
-		buf[i] = b
-		w[i] = w[i] - float32(b*lr)
+		bi, gi, wi := buf[i], g[i], w[i]
+		b := float32(float32(bi*mom) + float32(gi*damp))
+		wn := float32(wi - float32(b*lr))
+		if !safe || min(smallKey(bi), smallKey(gi), smallKey(wi), smallKey(b), smallKey(wn)) < smallBits {
+			b = ftzAdd(ftzMul(daz(bi), mom), ftzMul(daz(gi), damp))
+			wn = ftzSub(daz(wi), ftzMul(b, lr))
+		}
+		buf[i], w[i] = b, wn
 	}
 }
 
 func adamGo(w, g, m, v []float32, c AdamConsts) {
 	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	c = AdamConsts{daz(c.B1), daz(c.C1), daz(c.B2), daz(c.C2), daz(c.BC2), daz(c.Eps), daz(c.StepSize), daz(c.Decay)}
+	// A negative Eps could cancel sqrt(v)/BC2 to a tiny denominator.
+	safe := c.Eps >= 0 && safeConsts(c.B1, c.C1, c.B2, c.C2, c.BC2, c.Eps, c.StepSize, c.Decay)
 	for i := range w {
-		gi := g[i]
-		mi := float32(m[i]*c.B1) + float32(gi*c.C1)
-		vi := float32(v[i]*c.B2) + float32(float32(gi*gi)*c.C2)
-		m[i], v[i] = mi, vi
-		denom := float32(math32.Sqrt(vi)/c.BC2) + c.Eps
-		w[i] = float32(w[i]*c.Decay) - float32(float32(mi/denom)*c.StepSize)
+		gi, m0, v0, w0 := g[i], m[i], v[i], w[i]
+		mi := float32(float32(m0*c.B1) + float32(gi*c.C1))
+		gg := float32(gi * gi)
+		vi := float32(float32(v0*c.B2) + float32(gg*c.C2))
+		denom := float32(float32(math32.Sqrt(vi)/c.BC2) + c.Eps)
+		q := float32(mi / denom)
+		wn := float32(float32(w0*c.Decay) - float32(q*c.StepSize))
+		if !safe || min(smallKey(gi), smallKey(m0), smallKey(v0), smallKey(w0), smallKey(gg),
+			smallKey(mi), smallKey(vi), smallKey(q), smallKey(wn)) < smallBits {
+			mi, vi, wn = adamFTZ(gi, m0, v0, w0, &c)
+		}
+		m[i], v[i], w[i] = mi, vi, wn
 	}
+}
+
+// adamFTZ is one element of adamGo with every flush spelled out.
+func adamFTZ(g, m, v, w float32, c *AdamConsts) (mi, vi, wn float32) {
+	g = daz(g)
+	mi = ftzAdd(ftzMul(daz(m), c.B1), ftzMul(g, c.C1))
+	vi = ftzAdd(ftzMul(daz(v), c.B2), ftzMul(ftzMul(g, g), c.C2))
+	// vi is zero or normal, so its square root needs no flush.
+	denom := ftzAdd(ftzDiv(math32.Sqrt(vi), c.BC2), c.Eps)
+	wn = ftzSub(ftzMul(daz(w), c.Decay), ftzMul(ftzDiv(mi, denom), c.StepSize))
+	return mi, vi, wn
 }
