@@ -67,7 +67,11 @@ type Optimizer interface {
 // The parameters' Grad keeps this rank's local gradient: the averaged
 // gradient exists only in blocks, so whole-model gradient clipping is not
 // available. Parameters that receive no gradient on any rank are skipped,
-// as they would be by the unsharded optimizer.
+// as they would be by the unsharded optimizer. Between Backward and Step
+// the reduce-scatter may still be reading the parameters' gradients (they
+// are sent from where backward left them, without a copy), so code in that
+// window may replace a Grad but must not write into it in place; optim's
+// ClipGradNorm and ClipGradValue replace it, and ZeroGrad runs after Step.
 //
 // Checkpoints hold the unsharded optimizer's state: Consolidate (on every
 // rank) gathers the blocks, after which StateDict returns exactly what the
