@@ -3,6 +3,7 @@ package vec
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -193,4 +194,50 @@ func TestTwinFastPathMatchesFlushes(t *testing.T) {
 		}
 		c.Eps, c.StepSize = c.Eps*1e-3, c.StepSize*1e-3
 	}
+}
+
+// The flush mode of the assembly stays inside it: goroutines doing float
+// arithmetic on the same thread as kernels that run with FTZ|DAZ (and that
+// signals and preemption interrupt) still see gradual underflow.
+func TestFlushModeDoesNotLeak(t *testing.T) {
+	if len(asmImpls()) == 0 {
+		t.Skip("no assembly kernels on this CPU or build")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const n = 1 << 16
+	w, g, m, v := make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	for i := range g {
+		g[i] = 1e-20
+	}
+	c := AdamConsts{B1: 0.9, C1: 0.1, B2: 0.999, C2: 0.001, BC2: 0.0447, Eps: 1e-8, StepSize: 1e-2, Decay: 1}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				Adam(w, g, m, v, c)
+				runtime.Gosched()
+			}
+		}
+	}()
+	// Operands from memory, so that the compiler cannot fold the products:
+	// 1e-30*1e-10 and 1e-20*1e-20 are subnormal.
+	xs := []float32{1e-30, 1e-10, 1e-20, 1e-20}
+	zeros := 0
+	for i := range 300 {
+		for j := range 1000 {
+			k := (i + j) & 2
+			if float32(xs[k]*xs[k+1]) == 0 {
+				zeros++
+			}
+		}
+		runtime.Gosched() // let the kernel's goroutine run on this thread
+	}
+	close(stop)
+	<-done
+	require.Zero(t, zeros)
+	require.Zero(t, v[0], "the kernel flushed g*g")
 }
