@@ -2,6 +2,8 @@ package nn
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/tensor"
@@ -19,6 +21,41 @@ type Conv2d struct {
 	// PadCircular pad the input explicitly by Options.Padding first.
 	PaddingMode  tensor.PadMode
 	Weight, Bias *autograd.Var
+
+	packs convPackCache
+}
+
+// convPackCache holds the weight packed for inference, so forward passes
+// that record no gradient skip repacking it (and recomputing its Winograd
+// transforms) on every call. An entry is current while Weight holds the
+// same tensor at the same storage version: in-place writes (optimizer
+// steps, CopyFrom, LoadStateDict, ToDevice) bump the version.
+type convPackCache struct {
+	cur atomic.Pointer[convPack]
+	mu  sync.Mutex // serializes packing, so concurrent misses pack once
+}
+
+// convPack is one packed weight and what it was packed from.
+type convPack struct {
+	w       *tensor.Tensor
+	version uint64
+	packed  *tensor.PackedConv2dWeight
+}
+
+// get returns w packed for groups, packing it if the cached entry is stale.
+func (c *convPackCache) get(w *tensor.Tensor, groups int) *tensor.PackedConv2dWeight {
+	if p := c.cur.Load(); p != nil && p.w == w && p.version == w.Version() {
+		return p.packed
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := w.Version()
+	if p := c.cur.Load(); p != nil && p.w == w && p.version == v {
+		return p.packed
+	}
+	p := &convPack{w: w, version: v, packed: tensor.PackConv2dWeight(w, groups)}
+	c.cur.Store(p)
+	return p.packed
 }
 
 // NewConv2d returns a convolution from in to out channels with the given
@@ -47,7 +84,11 @@ func NewConv2d(g *tensor.Generator, in, out int, kernel [2]int, opt tensor.Conv2
 	return c
 }
 
-// Forward convolves x of shape [N, in, H, W] (or [in, H, W]).
+// Forward convolves x of shape [N, in, H, W] (or [in, H, W]). When nothing
+// requires a gradient (inference: x and the parameters do not) and x and
+// Weight are float32 on the CPU, it uses a packed copy of Weight made on
+// the first such call and kept until Weight is replaced or written in
+// place; writes through HostData slices must call tensor.MarkWritten.
 func (c *Conv2d) Forward(x *autograd.Var) *autograd.Var {
 	s := x.Shape()
 	if (len(s) != 4 && len(s) != 3) || s[len(s)-3] != c.InChannels {
@@ -57,6 +98,16 @@ func (c *Conv2d) Forward(x *autograd.Var) *autograd.Var {
 	if c.PaddingMode != tensor.PadConstant {
 		x = padForConv(x, c.PaddingMode, opt.Padding[:]...)
 		opt.Padding = [2]int{}
+	}
+	if w := c.Weight.Value(); !x.RequiresGrad() && !c.Weight.RequiresGrad() && (c.Bias == nil || !c.Bias.RequiresGrad()) &&
+		w.DType() == tensor.Float32 && w.Device() == tensor.CPU && x.Value().DType() == tensor.Float32 && x.Value().Device() == tensor.CPU {
+		// Nothing is recorded, so the cached packed weight can stand in
+		// for the autograd op.
+		var b *tensor.Tensor
+		if c.Bias != nil {
+			b = c.Bias.Value()
+		}
+		return autograd.New(tensor.Conv2dPacked(x.Value(), c.packs.get(w, max(opt.Groups, 1)), b, opt, nil, false))
 	}
 	return autograd.Conv2d(x, c.Weight, c.Bias, opt)
 }
