@@ -35,23 +35,20 @@
 // each rank's CPU profile of the training loop to FILE.rank0, FILE.rank1,
 // ... for go tool pprof.
 //
-// Measured on a 2-core machine shared with other builds (load 5 to 9, so
-// samples/s are noisy), MNIST, one thread per process, medians of 3
-// alternating runs of 2 epochs (CNN: 2 runs of 1 epoch), 2 processes
-// against 1:
+// Measured on a 2-core machine with no other job running (commit
+// 52030c6), MNIST, one thread per process, 2 processes against 1 (MLP:
+// 3 alternating rounds of 2 epochs, medians; CNN: 2 rounds of 1 epoch):
 //
-//	batch              64     128    256    512
-//	MLP  samples/s     0.69×  0.81×  1.26×  1.14×   (-zero=false: 0.59× 0.75× 0.84× 0.97×)
-//	MLP  CPU ratio     0.90   1.12   1.41   1.41    (-zero=false: 0.85  0.88  1.24  1.25)
-//	CNN  samples/s     1.14×         1.29×
-//	CNN  CPU ratio     1.84          2.2
+//	-model mlp -batch 64     32460 → 29987 samples/s   0.92×
+//	-model mlp -batch 256    51381 → 70807 samples/s   1.38×
+//	-model cnn -batch 64      1229 →  2487,  1290 → 2366 samples/s   2.02×, 1.83×
 //
-// The CPU ratio is one process's CPU time in the loop over the largest of
-// the two processes' (the speedup with a free core per process). The MLP
-// scales poorly at small batches because its matrix products and its Adam
-// step cost nearly as much for half the batch; the CNN does far more
-// arithmetic per gradient byte (its one-process run even costs more than
-// twice as much per step at twice the batch, hence a ratio above 2).
+// The CNN does far more arithmetic per gradient byte and scales to both
+// cores. The MLP does not at small batches: a step of one process takes
+// about 2 ms at batch 64, its matrix products cost nearly as much for half
+// the batch, and the parameter exchange over loopback TCP (≈ 0.8 MB each
+// way per step, about a quarter of each rank's time in system calls) does
+// not shrink with it.
 package main
 
 import (
