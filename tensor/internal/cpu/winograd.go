@@ -53,10 +53,12 @@ func winogradWorth(c, k int) bool { return c >= 16 && k >= 16 }
 
 // winoMinTiles is the fewest tiles (2×2 outputs over the batch) for
 // which Winograd runs: with fewer, its transformed filter (16/9 the size of
-// the direct one) is read for too little work; measured on ResNet's 7×7
-// layers at batch 1 (16 tiles: 4.2 ms against the direct 3.7 ms of CPU
-// time, 512 channels), which batch 2 already turns round.
-const winoMinTiles = 32
+// the direct one) is read for too little work. ResNet's 7×7 layers at
+// batch 1 (16 tiles, 512 channels) take it: BenchmarkWinograd measured
+// 4.0 ms of CPU time against the direct 4.7 at one thread, and 3.5
+// against 5.7 at two, where the direct product of 49 columns is split by
+// rows and every goroutine lowers the whole column matrix.
+const winoMinTiles = 16
 
 // winogradTiles returns the number of 2×2 output tiles of g over its batch.
 func winogradTiles(g ConvGeom) int { return g.N * ((g.OH + 1) / 2) * ((g.OW + 1) / 2) }
