@@ -152,61 +152,7 @@ func toRaw(t *tensor.Tensor) (safetensors.Tensor, error) {
 		}
 		t = c
 	}
-	n := t.Numel()
-	var data []byte
-	le := binary.LittleEndian
-	switch t.DType() {
-	case tensor.Float32:
-		data = make([]byte, 0, 4*n)
-		for _, v := range t.Float32s() {
-			data = le.AppendUint32(data, math.Float32bits(v))
-		}
-	case tensor.Float64:
-		data = make([]byte, 0, 8*n)
-		for _, v := range t.Float64s() {
-			data = le.AppendUint64(data, math.Float64bits(v))
-		}
-	case tensor.Int64:
-		data = make([]byte, 0, 8*n)
-		for _, v := range t.Int64s() {
-			data = le.AppendUint64(data, uint64(v))
-		}
-	case tensor.Int32:
-		data = make([]byte, 0, 4*n)
-		for _, v := range t.Int32s() {
-			data = le.AppendUint32(data, uint32(v))
-		}
-	case tensor.Int16:
-		data = make([]byte, 0, 2*n)
-		for _, v := range t.Int16s() {
-			data = le.AppendUint16(data, uint16(v))
-		}
-	case tensor.Uint16:
-		data = make([]byte, 0, 2*n)
-		for _, v := range t.Uint16s() {
-			data = le.AppendUint16(data, v)
-		}
-	case tensor.Int8:
-		data = make([]byte, n)
-		for i, v := range t.Int8s() {
-			data[i] = byte(v)
-		}
-	case tensor.Uint8:
-		data = t.Uint8s()
-	case tensor.Bool:
-		data = make([]byte, n)
-		for i, v := range t.Bools() {
-			if v {
-				data[i] = 1
-			}
-		}
-	case tensor.Float16, tensor.BFloat16:
-		data = make([]byte, 0, 2*n)
-		for _, v := range t.HalfBits() {
-			data = le.AppendUint16(data, v)
-		}
-	}
-	return safetensors.Tensor{DType: name, Shape: t.Shape(), Data: data}, nil
+	return safetensors.Tensor{DType: name, Shape: t.Shape(), Data: t.LittleEndianBytes()}, nil
 }
 
 // fromRaw converts a raw safetensors tensor to a CPU tensor.

@@ -1,7 +1,6 @@
 package onnx
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"strconv"
@@ -210,64 +209,12 @@ func tensorHeader(name string, t *tensor.Tensor) []byte {
 
 // rawData returns t's elements as little-endian bytes.
 func rawData(name string, t *tensor.Tensor) ([]byte, error) {
-	var raw []byte
 	switch t.DType() {
-	case tensor.Float32:
-		vs := t.Float32s()
-		raw = make([]byte, 4*len(vs))
-		for i, v := range vs {
-			binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(v))
-		}
-	case tensor.Float64:
-		vs := t.Float64s()
-		raw = make([]byte, 8*len(vs))
-		for i, v := range vs {
-			binary.LittleEndian.PutUint64(raw[8*i:], math.Float64bits(v))
-		}
-	case tensor.Int64:
-		vs := t.Int64s()
-		raw = make([]byte, 8*len(vs))
-		for i, v := range vs {
-			binary.LittleEndian.PutUint64(raw[8*i:], uint64(v))
-		}
-	case tensor.Int32:
-		vs := t.Int32s()
-		raw = make([]byte, 4*len(vs))
-		for i, v := range vs {
-			binary.LittleEndian.PutUint32(raw[4*i:], uint32(v))
-		}
-	case tensor.Uint8:
-		raw = t.Uint8s()
-	case tensor.Int8:
-		vs := t.Int8s()
-		raw = make([]byte, len(vs))
-		for i, v := range vs {
-			raw[i] = byte(v)
-		}
-	case tensor.Int16:
-		vs := t.Int16s()
-		raw = make([]byte, 2*len(vs))
-		for i, v := range vs {
-			binary.LittleEndian.PutUint16(raw[2*i:], uint16(v))
-		}
-	case tensor.Uint16:
-		vs := t.Uint16s()
-		raw = make([]byte, 2*len(vs))
-		for i, v := range vs {
-			binary.LittleEndian.PutUint16(raw[2*i:], v)
-		}
-	case tensor.Bool:
-		vs := t.Bools()
-		raw = make([]byte, len(vs))
-		for i, v := range vs {
-			if v {
-				raw[i] = 1
-			}
-		}
-	default:
-		return nil, fmt.Errorf("onnx.Export: initializer %q has dtype %s, which the exporter does not write", name, t.DType())
+	case tensor.Float32, tensor.Float64, tensor.Int64, tensor.Int32, tensor.Int16, tensor.Uint16,
+		tensor.Int8, tensor.Uint8, tensor.Bool:
+		return t.LittleEndianBytes(), nil
 	}
-	return raw, nil
+	return nil, fmt.Errorf("onnx.Export: initializer %q has dtype %s, which the exporter does not write", name, t.DType())
 }
 
 // externalData collects initializer data written beside the model.

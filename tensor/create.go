@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	byteorder "encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -305,4 +306,17 @@ func (t *Tensor) At(idx ...int) float64 {
 		v = v.Select(0, i)
 	}
 	return v.Item()
+}
+
+// LittleEndianBytes returns a copy of t's elements in row-major order as
+// little-endian bytes, the layout of .npy data, safetensors and ONNX
+// raw_data: Float16 and BFloat16 as their 16 bits, Bool as one byte (0 or
+// 1), Uint8 and Int8 as one byte each.
+func (t *Tensor) LittleEndianBytes() []byte {
+	b, err := byteorder.Append(nil, byteorder.LittleEndian, t.host())
+	if err != nil {
+		// Every dtype's host slice has fixed-size elements.
+		panic(fmt.Sprintf("tensor.LittleEndianBytes: dtype %s: %v", t.dtype, err))
+	}
+	return b
 }

@@ -130,68 +130,18 @@ func fromNpy(a npy.Array) (*Tensor, error) {
 	return nil, fmt.Errorf("tensor.ReadNpy: npy element type %q has no tensor dtype", a.Descr)
 }
 
+// npyDescrs maps each dtype .npy files can hold to its descr.
+var npyDescrs = map[DType]string{
+	Float32: npy.DescrFloat32, Float64: npy.DescrFloat64, Float16: npy.DescrFloat16,
+	Int64: npy.DescrInt64, Int32: npy.DescrInt32, Int16: npy.DescrInt16, Uint16: npy.DescrUint16,
+	Int8: npy.DescrInt8, Uint8: npy.DescrUint8, Bool: npy.DescrBool,
+}
+
 // toNpy encodes t's elements little-endian in row-major order.
 func toNpy(t *Tensor) (npy.Array, error) {
-	a := npy.Array{Shape: t.Shape()}
-	le := byteorder.LittleEndian
-	switch t.dtype {
-	case Float32:
-		a.Descr = npy.DescrFloat32
-		v := t.host().([]float32)
-		a.Data = make([]byte, 0, 4*len(v))
-		for _, x := range v {
-			a.Data = le.AppendUint32(a.Data, math.Float32bits(x))
-		}
-	case Float64:
-		a.Descr = npy.DescrFloat64
-		v := t.host().([]float64)
-		a.Data = make([]byte, 0, 8*len(v))
-		for _, x := range v {
-			a.Data = le.AppendUint64(a.Data, math.Float64bits(x))
-		}
-	case Float16:
-		a.Descr = npy.DescrFloat16
-		v := t.host().([]uint16)
-		a.Data = make([]byte, 0, 2*len(v))
-		for _, x := range v {
-			a.Data = le.AppendUint16(a.Data, x)
-		}
-	case Int64:
-		a.Descr = npy.DescrInt64
-		v := t.host().([]int64)
-		a.Data = make([]byte, 0, 8*len(v))
-		for _, x := range v {
-			a.Data = le.AppendUint64(a.Data, uint64(x))
-		}
-	case Int32:
-		a.Descr = npy.DescrInt32
-		v := t.host().([]int32)
-		a.Data = make([]byte, 0, 4*len(v))
-		for _, x := range v {
-			a.Data = le.AppendUint32(a.Data, uint32(x))
-		}
-	case Int16, Uint16, Int8:
-		a.Descr = map[DType]string{Int16: npy.DescrInt16, Uint16: npy.DescrUint16, Int8: npy.DescrInt8}[t.dtype]
-		// Fixed-size integer slices always encode, so err is always nil.
-		d, err := byteorder.Append(nil, le, t.host())
-		if err != nil {
-			return npy.Array{}, fmt.Errorf("tensor.WriteNpy: %w", err)
-		}
-		a.Data = d
-	case Uint8:
-		a.Descr = npy.DescrUint8
-		a.Data = t.host().([]uint8)
-	case Bool:
-		a.Descr = npy.DescrBool
-		v := t.host().([]bool)
-		a.Data = make([]byte, len(v))
-		for i, x := range v {
-			if x {
-				a.Data[i] = 1
-			}
-		}
-	default:
+	descr, ok := npyDescrs[t.dtype]
+	if !ok {
 		return npy.Array{}, fmt.Errorf("tensor.WriteNpy: dtype %s has no .npy type (convert with To(tensor.Float32) first)", t.dtype)
 	}
-	return a, nil
+	return npy.Array{Shape: t.Shape(), Descr: descr, Data: t.LittleEndianBytes()}, nil
 }
