@@ -197,3 +197,62 @@ func relu64(y []float64) []float64 {
 	}
 	return out
 }
+
+// resnet18Convs lists the convolutions of ResNet-18 on one 224×224 image
+// (input channels, output channels, kernel, stride, input size) with how
+// often each occurs.
+var resnet18Convs = []struct{ c, k, kernel, stride, hw, count int }{
+	{3, 64, 7, 2, 224, 1},
+	{64, 64, 3, 1, 56, 4},
+	{64, 128, 3, 2, 56, 1}, {64, 128, 1, 2, 56, 1}, {128, 128, 3, 1, 28, 3},
+	{128, 256, 3, 2, 28, 1}, {128, 256, 1, 2, 28, 1}, {256, 256, 3, 1, 14, 3},
+	{256, 512, 3, 2, 14, 1}, {256, 512, 1, 2, 14, 1}, {512, 512, 3, 1, 7, 3},
+}
+
+// BenchmarkResNet18Convs times each convolution of ResNet-18 at batch 1
+// with the weight packed once, as inference runs them, at 1 and 2
+// threads, and all of them in sequence ("all"): wall time per op and CPU
+// time (cpu-ms/op) show how each layer scales.
+func BenchmarkResNet18Convs(b *testing.B) {
+	r := rand.New(rand.NewPCG(17, 18))
+	type layer struct {
+		name   string
+		g      ConvGeom
+		pw     *PackedConvF32
+		x, dst []float32
+		bias   []float32
+		count  int
+	}
+	var layers []layer
+	for _, s := range resnet18Convs {
+		pad := s.kernel / 2
+		oh := (s.hw+2*pad-s.kernel)/s.stride + 1
+		g := ConvGeom{N: 1, C: s.c, H: s.hw, W: s.hw, KH: s.kernel, KW: s.kernel, StrideH: s.stride, StrideW: s.stride,
+			PadH: pad, PadW: pad, DilationH: 1, DilationW: 1, OH: oh, OW: oh}
+		layers = append(layers, layer{
+			name: fmt.Sprintf("c%d_k%d_%dx%d_s%d_hw%d", s.c, s.k, s.kernel, s.kernel, s.stride, s.hw), g: g,
+			pw: PackConvWeightsF32(toF32(randSlice(r, s.k*s.c*s.kernel*s.kernel)), s.k, 1, s.c, s.kernel, s.kernel),
+			x:  toF32(randSlice(r, s.c*s.hw*s.hw)), dst: make([]float32, s.k*oh*oh), bias: toF32(randSlice(r, s.k)), count: s.count,
+		})
+	}
+	for _, threads := range []int{1, 2} {
+		for _, l := range layers {
+			b.Run(fmt.Sprintf("%s/threads=%d", l.name, threads), func(b *testing.B) {
+				defer reportCPU(b)()
+				for b.Loop() {
+					ConvForwardPackedF32(l.dst, l.x, l.pw, l.bias, nil, l.g, threads, true)
+				}
+			})
+		}
+		b.Run(fmt.Sprintf("all/threads=%d", threads), func(b *testing.B) {
+			defer reportCPU(b)()
+			for b.Loop() {
+				for _, l := range layers {
+					for range l.count {
+						ConvForwardPackedF32(l.dst, l.x, l.pw, l.bias, nil, l.g, threads, true)
+					}
+				}
+			}
+		})
+	}
+}

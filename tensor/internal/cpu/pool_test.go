@@ -108,3 +108,28 @@ func TestMaxPool2x2MatchesGeneric(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMaxPool2d times ResNet's stem pooling (3×3 windows, stride 2,
+// padding 1, 64 planes of 112×112) with and without the argmax positions,
+// on one goroutine.
+func BenchmarkMaxPool2d(b *testing.B) {
+	g := PoolGeom{Planes: 64, H: 112, W: 112, KH: 3, KW: 3, StrideH: 2, StrideW: 2,
+		PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, OH: 56, OW: 56}
+	rng := rand.New(rand.NewPCG(1, 2))
+	src := make([]float32, g.Planes*g.H*g.W)
+	for i := range src {
+		src[i] = float32(rng.NormFloat64())
+	}
+	n := g.Planes * g.OH * g.OW
+	dst, idx := make([]float32, n), make([]int64, n)
+	b.Run("indices", func(b *testing.B) {
+		for b.Loop() {
+			MaxPool2d(dst, idx, src, g)
+		}
+	})
+	b.Run("values", func(b *testing.B) {
+		for b.Loop() {
+			MaxPool2dValues(dst, src, g)
+		}
+	})
+}

@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"sync"
-	"sync/atomic"
 
 	"github.com/emberml/ember/tensor/internal/gemm"
 )
@@ -133,7 +132,7 @@ func transformFilter(u []float32, i, stride int, f []float32) {
 }
 
 // winoPlan is one Winograd convolution call: its operands, its tiling
-// and the number of tiles per block.
+// and the largest number of tiles per block.
 type winoPlan struct {
 	g               ConvGeom
 	ww              *winogradWeights
@@ -142,7 +141,7 @@ type winoPlan struct {
 	relu            bool
 	tilesH, tilesW  int
 	perImage, tiles int
-	block           int
+	block, unit     int
 }
 
 // winoBlockFloats bounds a block's transformed input and products (16·C
@@ -159,11 +158,14 @@ func newWinoPlan(dst, x []float32, ww *winogradWeights, bias, res []float32, g C
 	p.tiles = g.N * p.perImage
 	// Blocks are whole panels and whole groups of lanes: nr is 4, 16 or
 	// 32.
-	unit := max(ww.parts[0].BLayout(1).PanelCols(), winoLanes)
-	p.block = max(unit, winoBlockFloats/(ww.c+ww.k)/unit*unit)
-	p.block = min(p.block, (p.tiles+unit-1)/unit*unit)
+	p.unit = max(ww.parts[0].BLayout(1).PanelCols(), winoLanes)
+	p.block = max(p.unit, winoBlockFloats/(ww.c+ww.k)/p.unit*p.unit)
+	p.block = min(p.block, roundUpTo(p.tiles, p.unit))
 	return p
 }
+
+// roundUpTo rounds n up to a multiple of unit.
+func roundUpTo(n, unit int) int { return (n + unit - 1) / unit * unit }
 
 // winoScratch is one goroutine's buffers for a block: the packed V_ξ, the
 // products M_ξ and the lane groups.
@@ -217,13 +219,14 @@ func (p *winoPlan) inputTransform(v []float32, gs []winoGroup, nb, c0, c1 int) {
 	}
 }
 
-// multiply computes M_ξ = U_ξ·V_ξ for ξ in [xi0, xi1) over a block of nb
-// tiles: v holds the packed V_ξ, m gets the K×nb products.
-func (p *winoPlan) multiply(v, m []float32, nb, xi0, xi1 int) {
+// multiply computes rows [k0, k1) (k0 a multiple of the packed filter's
+// RowAlign) of M_ξ = U_ξ·V_ξ for every ξ over a block of nb tiles: v
+// holds the packed V_ξ, m gets the K×nb products.
+func (p *winoPlan) multiply(v, m []float32, nb, k0, k1 int) {
 	vs := p.ww.parts[0].BLayout(nb).Size()
 	ms := p.ww.k * nb
-	for xi := xi0; xi < xi1; xi++ {
-		gemm.SgemmPrepacked(&p.ww.parts[xi], v[xi*vs:][:vs], nb, m[xi*ms:][:ms], nb)
+	for xi := range winoPositions {
+		gemm.SgemmPrepackedRows(&p.ww.parts[xi], k0, k1, v[xi*vs:][:vs], nb, m[xi*ms+k0*nb:][:(k1-k0)*nb], nb)
 	}
 }
 
@@ -242,66 +245,156 @@ func (p *winoPlan) outputTransform(m []float32, gs []winoGroup, nb, k0, k1 int) 
 	}
 }
 
-// runBlock computes the tiles of block b on the calling goroutine.
-func (p *winoPlan) runBlock(b int, s *winoScratch) {
-	t0 := b * p.block
-	t1 := min(t0+p.block, p.tiles)
-	s.groups = p.groups(s.groups, t0, t1)
-	p.inputTransform(*s.v, s.groups, t1-t0, 0, p.g.C)
-	p.multiply(*s.v, *s.m, t1-t0, 0, winoPositions)
-	p.outputTransform(*s.m, s.groups, t1-t0, 0, p.ww.k)
+// runTiles computes the tiles [t0, t1) on the calling goroutine, in
+// blocks of at most p.block tiles and of near-equal sizes (a run of
+// 1.1 blocks is two halves, not a block and a sliver of mostly padding).
+func (p *winoPlan) runTiles(t0, t1 int, s *winoScratch) {
+	if t0 >= t1 {
+		return
+	}
+	blocks := (t1 - t0 + p.block - 1) / p.block
+	per := roundUpTo((t1-t0+blocks-1)/blocks, p.unit)
+	for b0 := t0; b0 < t1; b0 += per {
+		b1 := min(b0+per, t1)
+		s.groups = p.groups(s.groups, b0, b1)
+		p.inputTransform(*s.v, s.groups, b1-b0, 0, p.g.C)
+		p.multiply(*s.v, *s.m, b1-b0, 0, p.ww.k)
+		p.outputTransform(*s.m, s.groups, b1-b0, 0, p.ww.k)
+	}
 }
 
 // winogradForward computes dst ([N, K, OH, OW]) = the 3×3, unit-stride
 // convolution of x ([N, C, H, W]) with the transformed filter ww, plus
 // bias ([K] or nil) and residual ([N, K, OH, OW] or nil), then the ReLU
-// when relu is set, using up to threads goroutines. With several blocks
-// of tiles per goroutine each goroutine takes whole blocks; with fewer,
-// the goroutines share each block, splitting the input transform by
-// channel, the products by ξ and the output transform by output channel.
-// The result does not depend on the split.
+// when relu is set, using up to threads goroutines. The result does not
+// depend on the split: see run.
 func winogradForward(dst, x []float32, ww *winogradWeights, bias, residual []float32, g ConvGeom, threads int, relu bool) {
 	newWinoPlan(dst, x, ww, bias, residual, g, relu).run(threads)
 }
 
-// run computes the convolution of p with up to threads goroutines.
+// run computes the convolution of p with up to threads goroutines, in one
+// of two ways, whichever leaves the busiest goroutine the fewest panel
+// products (winoSplit): each goroutine takes a contiguous run of the
+// tiles, whole, with no synchronization (many tiles); or the goroutines
+// share each block of tiles (few tiles, as in the 7×7 and 14×14 layers
+// of a batch-1 ResNet), transforming the input split by channel and then,
+// after one barrier, multiplying and transforming back split by output
+// channel. Every product column and every transform is computed as on one
+// goroutine, so the result is the same bits at any thread count.
 func (p *winoPlan) run(threads int) {
-	ww := p.ww
 	if p.tiles == 0 {
 		return
 	}
-	blocks := (p.tiles + p.block - 1) / p.block
-	if winoPositions*ww.c*ww.k*p.tiles < parallelMinWork {
+	if winoPositions*p.ww.c*p.ww.k*p.tiles < parallelMinWork {
 		threads = 1
 	}
 	threads = max(threads, 1)
-	if threads == 1 || blocks >= 3*threads {
-		var next atomic.Int64
-		work := func() {
-			s := p.getScratch()
-			defer s.put()
-			for b := int(next.Add(1) - 1); b < blocks; b = int(next.Add(1) - 1) {
-				p.runBlock(b, s)
-			}
-		}
+	if threads == 1 {
+		s := p.getScratch()
+		p.runTiles(0, p.tiles, s)
+		s.put()
+		return
+	}
+	byTiles, bounds := p.split(threads)
+	if byTiles {
 		var wg sync.WaitGroup
-		for range min(threads, blocks) - 1 {
-			wg.Go(work)
+		for i := 1; i < len(bounds)-1; i++ {
+			wg.Go(func() {
+				s := p.getScratch()
+				p.runTiles(bounds[i], bounds[i+1], s)
+				s.put()
+			})
 		}
-		work()
+		s := p.getScratch()
+		p.runTiles(bounds[0], bounds[1], s)
+		s.put()
 		wg.Wait()
 		return
 	}
+	p.runShared(threads, bounds)
+}
+
+// runShared computes the tiles a block at a time, all goroutines working
+// on each block: the input transform split by channel over threads
+// goroutines, then the products and the output transform split by the
+// output-channel bounds (multiples of the filter's RowAlign).
+func (p *winoPlan) runShared(threads int, kBounds []int) {
 	s := p.getScratch()
 	defer s.put()
-	for b := range blocks {
-		t0 := b * p.block
-		t1 := min(t0+p.block, p.tiles)
+	blocks := (p.tiles + p.block - 1) / p.block
+	per := roundUpTo((p.tiles+blocks-1)/blocks, p.unit)
+	for t0 := 0; t0 < p.tiles; t0 += per {
+		t1 := min(t0+per, p.tiles)
 		gs := p.groups(s.groups, t0, t1)
-		splitRange(ww.c, threads, func(c0, c1 int) { p.inputTransform(*s.v, gs, t1-t0, c0, c1) })
-		splitRange(winoPositions, threads, func(xi0, xi1 int) { p.multiply(*s.v, *s.m, t1-t0, xi0, xi1) })
-		splitRange(ww.k, threads, func(k0, k1 int) { p.outputTransform(*s.m, gs, t1-t0, k0, k1) })
+		splitRange(p.ww.c, threads, func(c0, c1 int) { p.inputTransform(*s.v, gs, t1-t0, c0, c1) })
+		var wg sync.WaitGroup
+		for i := 1; i < len(kBounds)-1; i++ {
+			wg.Go(func() {
+				p.multiply(*s.v, *s.m, t1-t0, kBounds[i], kBounds[i+1])
+				p.outputTransform(*s.m, gs, t1-t0, kBounds[i], kBounds[i+1])
+			})
+		}
+		p.multiply(*s.v, *s.m, t1-t0, kBounds[0], kBounds[1])
+		p.outputTransform(*s.m, gs, t1-t0, kBounds[0], kBounds[1])
+		wg.Wait()
 	}
+}
+
+// split chooses how threads goroutines share p (see run) and returns the
+// bounds of their parts: tiles (byTiles) or output channels, parts+1
+// increasing values from 0. It compares the panel products (nr columns by
+// MR rows of one block) of the busiest goroutine: by tiles, its run of
+// tiles padded to panels times every row; shared, every block's padded
+// tiles times its own rows. Ties go to the tiles, which need no
+// synchronization and read the input once.
+func (p *winoPlan) split(threads int) (byTiles bool, bounds []int) {
+	nr, mr := p.ww.parts[0].BLayout(1).PanelCols(), p.ww.parts[0].RowAlign()
+	tiles := balancedBounds(p.tiles, threads, p.unit)
+	tileCost := 0
+	for i := range len(tiles) - 1 {
+		tileCost = max(tileCost, p.paddedTiles(tiles[i], tiles[i+1], nr))
+	}
+	rowPanels := (p.ww.k + mr - 1) / mr
+	tileCost *= rowPanels
+	ks := balancedBounds(p.ww.k, threads, mr)
+	shareCost := 0
+	for i := range len(ks) - 1 {
+		shareCost = max(shareCost, (ks[i+1]-ks[i]+mr-1)/mr)
+	}
+	shareCost *= p.paddedTiles(0, p.tiles, nr)
+	if tileCost <= shareCost {
+		return true, tiles
+	}
+	return false, ks
+}
+
+// paddedTiles returns the number of product columns runTiles computes for
+// the tiles [t0, t1): each block's tiles rounded up to whole panels of nr.
+func (p *winoPlan) paddedTiles(t0, t1, nr int) int {
+	if t0 >= t1 {
+		return 0
+	}
+	blocks := (t1 - t0 + p.block - 1) / p.block
+	per := roundUpTo((t1-t0+blocks-1)/blocks, p.unit)
+	cols := 0
+	for b0 := t0; b0 < t1; b0 += per {
+		cols += roundUpTo(min(per, t1-b0), nr)
+	}
+	return cols
+}
+
+// balancedBounds splits [0, n) into up to parts runs whose bounds are
+// multiples of unit (but the last, n), as near equal as that allows, and
+// returns the bounds: 0, ..., n, without empty runs.
+func balancedBounds(n, parts, unit int) []int {
+	units := (n + unit - 1) / unit
+	parts = max(min(parts, units), 1)
+	bounds := make([]int, 0, parts+1)
+	bounds = append(bounds, 0)
+	for i := 1; i < parts; i++ {
+		bounds = append(bounds, i*units/parts*unit)
+	}
+	return append(bounds, n)
 }
 
 // winogradFits reports whether the gather and scatter offsets of the

@@ -309,3 +309,49 @@ func TestPackedConvF32PacksEachPathOnFirstUse(t *testing.T) {
 	require.NotNil(t, pw.wino)
 	require.NotNil(t, pw.parts)
 }
+
+// TestWinogradSameBitsAtAnyThreadCount checks that the split of the work
+// (by tiles, or each block shared by channels) does not change a bit of
+// the result, on ResNet's batch-1 shapes and odd ones, with NaN-poisoned
+// outputs, and that both splits occur.
+func TestWinogradSameBitsAtAnyThreadCount(t *testing.T) {
+	r := rand.New(rand.NewPCG(19, 20))
+	modes := map[bool]bool{}
+	for _, c := range []struct{ n, c, k, h, w int }{
+		{1, 64, 64, 56, 56}, {1, 128, 128, 28, 28}, {1, 256, 256, 14, 14}, {1, 512, 512, 7, 7},
+		{1, 67, 41, 7, 9}, {2, 33, 20, 9, 11}, {3, 17, 67, 13, 5}, {1, 40, 24, 29, 31},
+	} {
+		t.Run(fmt.Sprintf("%+v", c), func(t *testing.T) {
+			g := ConvGeom{N: c.n, C: c.c, H: c.h, W: c.w, KH: 3, KW: 3, StrideH: 1, StrideW: 1,
+				PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, OH: c.h, OW: c.w}
+			x, w := toF32(randSlice(r, c.n*c.c*c.h*c.w)), toF32(randSlice(r, c.k*c.c*9))
+			bias, res := toF32(randSlice(r, c.k)), toF32(randSlice(r, c.n*c.k*c.h*c.w))
+			ww := packWinogradWeights(make([]float32, winogradWeightsSize(c.k, c.c)), w, c.k, c.c, false)
+			want := poisoned[float32](len(res))
+			winogradForward(want, x, ww, bias, res, g, 1, true)
+			for threads := 2; threads <= 4; threads++ {
+				byTiles, _ := newWinoPlan(nil, x, ww, bias, res, g, true).split(threads)
+				modes[byTiles] = true
+				got := poisoned[float32](len(res))
+				winogradForward(got, x, ww, bias, res, g, threads, true)
+				requireSameFloats(t, want, got, fmt.Sprintf("%d threads", threads))
+			}
+		})
+	}
+	require.Len(t, modes, 2, "both splits exercised")
+}
+
+func TestBalancedBounds(t *testing.T) {
+	for _, c := range []struct {
+		n, parts, unit int
+		want           []int
+	}{
+		{784, 2, 32, []int{0, 384, 784}},
+		{196, 2, 32, []int{0, 96, 196}},
+		{16, 2, 32, []int{0, 16}},
+		{512, 3, 12, []int{0, 168, 336, 512}},
+		{0, 2, 12, []int{0, 0}},
+	} {
+		require.Equal(t, c.want, balancedBounds(c.n, c.parts, c.unit), "%+v", c)
+	}
+}

@@ -70,11 +70,28 @@ func (l BLayout) WriteRow(b []float32, r, col0 int, vals []float32) {
 // b with a.BLayout(n), and C is m×n, row-major with row stride ldc; C is
 // overwritten, not read.
 func SgemmPrepacked(a *PackedA, b []float32, n int, c []float32, ldc int) {
+	SgemmPrepackedRows(a, 0, a.m, b, n, c, ldc)
+}
+
+// RowAlign returns the row count of a's panels, MR: SgemmPrepackedRows
+// takes row ranges that start at a multiple of it.
+func (p *PackedA) RowAlign() int { return p.kern.mr }
+
+// SgemmPrepackedRows is SgemmPrepacked for rows [i0, i1) of a only, i0 a
+// multiple of a.RowAlign(): c[0] is row i0 of C, and the other rows of C
+// are neither read nor written. Each element of C is computed as
+// SgemmPrepacked computes it, so goroutines that share a product by rows
+// get SgemmPrepacked's result.
+func SgemmPrepackedRows(a *PackedA, i0, i1 int, b []float32, n int, c []float32, ldc int) {
 	l := a.BLayout(n)
-	m, k := a.m, a.k
+	k := a.k
+	if i0 < 0 || i1 > a.m || i0 > i1 || i0%a.kern.mr != 0 {
+		panic(fmt.Sprintf("gemm: SgemmPrepackedRows: rows [%d, %d) of %d must start at a multiple of %d", i0, i1, a.m, a.kern.mr))
+	}
 	if len(b) < l.Size() {
 		panic(fmt.Sprintf("gemm: SgemmPrepacked: b has %d elements, the packed %d×%d operand needs %d", len(b), k, n, l.Size()))
 	}
+	m := i1 - i0
 	checkMatrix("c", m, n, ldc, len(c))
 	if m == 0 || n == 0 {
 		return
@@ -93,7 +110,7 @@ func SgemmPrepacked(a *PackedA, b []float32, n int, c []float32, ldc int) {
 	for pc := 0; pc < k; pc += kern.kc {
 		kb := min(kern.kc, k-pc)
 		add := pc > 0
-		block := a.data[pc*a.mp:]
+		block := a.data[pc*a.mp+i0*kb:]
 		bb := b[pc*l.np:]
 		for ic := 0; ic < m; ic += kern.mc {
 			mb := min(kern.mc, m-ic)
