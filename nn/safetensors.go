@@ -2,10 +2,8 @@ package nn
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 
 	"github.com/emberml/ember/internal/safetensors"
@@ -157,87 +155,19 @@ func toRaw(t *tensor.Tensor) (safetensors.Tensor, error) {
 
 // fromRaw converts a raw safetensors tensor to a CPU tensor.
 func fromRaw(r safetensors.Tensor) (*tensor.Tensor, error) {
-	shape := append([]int{}, r.Shape...) // non-nil: a 0-d shape stays 0-d
-	n := 1
-	for _, d := range shape {
-		n *= d
-	}
-	size, err := safetensors.DTypeSize(r.DType)
-	if err != nil {
-		return nil, err
-	}
-	if len(r.Data) != n*size {
-		return nil, fmt.Errorf("shape %v of dtype %s needs %d bytes, have %d", shape, r.DType, n*size, len(r.Data))
-	}
-	le := binary.LittleEndian
-	d := r.Data
-	switch r.DType {
-	case "F32":
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = math.Float32frombits(le.Uint32(d[4*i:]))
+	for dt, name := range rawNames {
+		if name != r.DType {
+			continue
 		}
-		return tensor.FromSlice(v, shape...), nil
-	case "F64":
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = math.Float64frombits(le.Uint64(d[8*i:]))
-		}
-		return tensor.FromSlice(v, shape...), nil
-	case "I64":
-		v := make([]int64, n)
-		for i := range v {
-			v[i] = int64(le.Uint64(d[8*i:]))
-		}
-		return tensor.FromSlice(v, shape...), nil
-	case "I32":
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(le.Uint32(d[4*i:]))
-		}
-		return tensor.FromSlice(v, shape...), nil
-	case "I16":
-		v := make([]int16, n)
-		for i := range v {
-			v[i] = int16(le.Uint16(d[2*i:]))
-		}
-		return tensor.FromSlice(v, shape...), nil
-	case "U16":
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = le.Uint16(d[2*i:])
-		}
-		return tensor.FromSlice(v, shape...), nil
-	case "I8":
-		v := make([]int8, n)
-		for i := range v {
-			v[i] = int8(d[i])
-		}
-		return tensor.FromSlice(v, shape...), nil
-	case "U8":
-		return tensor.FromSlice(d[:n], shape...), nil // FromSlice copies
-	case "BOOL":
-		v := make([]bool, n)
-		for i := range v {
-			switch d[i] {
-			case 0:
-			case 1:
-				v[i] = true
-			default:
-				return nil, fmt.Errorf("bool element %d has byte value %d, want 0 or 1", i, d[i])
+		if dt == tensor.Bool {
+			// The format stores booleans as 0 or 1; anything else is corrupt.
+			for i, b := range r.Data {
+				if b > 1 {
+					return nil, fmt.Errorf("bool element %d has byte value %d, want 0 or 1", i, b)
+				}
 			}
 		}
-		return tensor.FromSlice(v, shape...), nil
-	case "F16", "BF16":
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = le.Uint16(d[2*i:])
-		}
-		dt := tensor.Float16
-		if r.DType == "BF16" {
-			dt = tensor.BFloat16
-		}
-		return tensor.FromHalfBits(dt, v, shape...), nil
+		return tensor.FromLittleEndian(dt, r.Data, r.Shape...)
 	}
 	return nil, fmt.Errorf("safetensors dtype %s is not supported by Ember (supported: F32, F64, F16, BF16, I64, I32, I16, U16, I8, U8, BOOL)", r.DType)
 }

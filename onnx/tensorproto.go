@@ -1,10 +1,8 @@
 package onnx
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -167,7 +165,7 @@ func (tp *tensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
 		if len(raw) != n*dt.Size() {
 			return nil, fmt.Errorf("onnx: tensor %q of shape %v and type %s needs %d bytes of raw data, has %d", tp.name, tp.dims, typeName(tp.dataType), n*dt.Size(), len(raw))
 		}
-		return fromRaw(dt, raw, shape), nil
+		return tensor.FromLittleEndian(dt, raw, shape...)
 	}
 	count := func(have int) error {
 		if have != n {
@@ -214,69 +212,6 @@ func (tp *tensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
 			bits[i] = uint16(v)
 		}
 		return tensor.FromHalfBits(dt, bits, shape...), nil
-	}
-}
-
-// fromRaw decodes little-endian raw_data of exactly the right length.
-func fromRaw(dt tensor.DType, raw []byte, shape []int) *tensor.Tensor {
-	le := binary.LittleEndian
-	switch dt {
-	case tensor.Float32:
-		v := make([]float32, len(raw)/4)
-		for i := range v {
-			v[i] = math.Float32frombits(le.Uint32(raw[4*i:]))
-		}
-		return tensor.FromSlice(v, shape...)
-	case tensor.Float64:
-		v := make([]float64, len(raw)/8)
-		for i := range v {
-			v[i] = math.Float64frombits(le.Uint64(raw[8*i:]))
-		}
-		return tensor.FromSlice(v, shape...)
-	case tensor.Int64:
-		v := make([]int64, len(raw)/8)
-		for i := range v {
-			v[i] = int64(le.Uint64(raw[8*i:]))
-		}
-		return tensor.FromSlice(v, shape...)
-	case tensor.Int32:
-		v := make([]int32, len(raw)/4)
-		for i := range v {
-			v[i] = int32(le.Uint32(raw[4*i:]))
-		}
-		return tensor.FromSlice(v, shape...)
-	case tensor.Int16:
-		v := make([]int16, len(raw)/2)
-		for i := range v {
-			v[i] = int16(le.Uint16(raw[2*i:]))
-		}
-		return tensor.FromSlice(v, shape...)
-	case tensor.Uint16:
-		v := make([]uint16, len(raw)/2)
-		for i := range v {
-			v[i] = le.Uint16(raw[2*i:])
-		}
-		return tensor.FromSlice(v, shape...)
-	case tensor.Int8:
-		v := make([]int8, len(raw))
-		for i := range v {
-			v[i] = int8(raw[i])
-		}
-		return tensor.FromSlice(v, shape...)
-	case tensor.Uint8:
-		return tensor.FromSlice(raw, shape...) // FromSlice copies
-	case tensor.Bool:
-		v := make([]bool, len(raw))
-		for i := range v {
-			v[i] = raw[i] != 0
-		}
-		return tensor.FromSlice(v, shape...)
-	default:
-		v := make([]uint16, len(raw)/2)
-		for i := range v {
-			v[i] = le.Uint16(raw[2*i:])
-		}
-		return tensor.FromHalfBits(dt, v, shape...)
 	}
 }
 

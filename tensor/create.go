@@ -308,6 +308,50 @@ func (t *Tensor) At(idx ...int) float64 {
 	return v.Item()
 }
 
+// FromLittleEndian returns a CPU tensor of dtype dt and the given shape
+// whose elements are decoded from data, laid out as LittleEndianBytes writes
+// them (.npy data, safetensors, ONNX raw_data): row-major, little-endian,
+// Float16 and BFloat16 as their 16 bits, Bool as one byte (any non-zero byte
+// is true). data must hold exactly the elements of shape; the tensor does not
+// keep a reference to it.
+func FromLittleEndian(dt DType, data []byte, shape ...int) (*Tensor, error) {
+	if int(dt) >= len(dtypeSizes) {
+		return nil, fmt.Errorf("tensor.FromLittleEndian: unknown dtype %d", dt)
+	}
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			return nil, fmt.Errorf("tensor.FromLittleEndian: negative dimension in shape %v", shape)
+		}
+		if d == 0 {
+			n = 0
+		}
+	}
+	for _, d := range shape {
+		if n == 0 {
+			break
+		}
+		if n > len(data)/d {
+			// Also guards n*Size() against overflow: n never exceeds len(data).
+			return nil, fmt.Errorf("tensor.FromLittleEndian: shape %v of %s needs more than the %d bytes given", shape, dt, len(data))
+		}
+		n *= d
+	}
+	if want := n * dt.Size(); len(data) != want {
+		return nil, fmt.Errorf("tensor.FromLittleEndian: shape %v of %s needs %d bytes, got %d", shape, dt, want, len(data))
+	}
+	host := makeHostUninit(dt, n)
+	dst := host
+	if u, ok := host.([]u16); ok {
+		// encoding/binary decodes only the predeclared element types quickly.
+		dst = unsafe.Slice((*uint16)(unsafe.SliceData(u)), len(u))
+	}
+	if _, err := byteorder.Decode(data, byteorder.LittleEndian, dst); err != nil {
+		return nil, fmt.Errorf("tensor.FromLittleEndian: %w", err)
+	}
+	return newTensor(cpuBackend{}, &cpuBuffer{dtype: dt, data: host}, append([]int{}, shape...)), nil
+}
+
 // LittleEndianBytes returns a copy of t's elements in row-major order as
 // little-endian bytes, the layout of .npy data, safetensors and ONNX
 // raw_data: Float16 and BFloat16 as their 16 bits, Bool as one byte (0 or

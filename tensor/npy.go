@@ -1,10 +1,8 @@
 package tensor
 
 import (
-	byteorder "encoding/binary"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/emberml/ember/tensor/internal/npy"
 )
@@ -65,67 +63,10 @@ func SaveNpy(path string, t *Tensor) error {
 
 // fromNpy converts a decoded array (little-endian, C order) into a tensor.
 func fromNpy(a npy.Array) (*Tensor, error) {
-	shape := append([]int{}, a.Shape...) // non-nil: an empty shape is 0-d
-	n := numel(shape)
-	le := byteorder.LittleEndian
-	d := a.Data
-	switch a.Descr {
-	case npy.DescrFloat32:
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = math.Float32frombits(le.Uint32(d[4*i:]))
+	for dt, descr := range npyDescrs {
+		if descr == a.Descr {
+			return FromLittleEndian(dt, a.Data, a.Shape...)
 		}
-		return FromSlice(v, shape...), nil
-	case npy.DescrFloat64:
-		v := make([]float64, n)
-		for i := range v {
-			v[i] = math.Float64frombits(le.Uint64(d[8*i:]))
-		}
-		return FromSlice(v, shape...), nil
-	case npy.DescrFloat16:
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = le.Uint16(d[2*i:])
-		}
-		return FromHalfBits(Float16, v, shape...), nil
-	case npy.DescrInt64:
-		v := make([]int64, n)
-		for i := range v {
-			v[i] = int64(le.Uint64(d[8*i:]))
-		}
-		return FromSlice(v, shape...), nil
-	case npy.DescrInt32:
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(le.Uint32(d[4*i:]))
-		}
-		return FromSlice(v, shape...), nil
-	case npy.DescrInt16:
-		v := make([]int16, n)
-		for i := range v {
-			v[i] = int16(le.Uint16(d[2*i:]))
-		}
-		return FromSlice(v, shape...), nil
-	case npy.DescrUint16:
-		v := make([]uint16, n)
-		for i := range v {
-			v[i] = le.Uint16(d[2*i:])
-		}
-		return FromSlice(v, shape...), nil
-	case npy.DescrInt8:
-		v := make([]int8, n)
-		for i := range v {
-			v[i] = int8(d[i])
-		}
-		return FromSlice(v, shape...), nil
-	case npy.DescrUint8:
-		return FromSlice(d[:n], shape...), nil // FromSlice copies
-	case npy.DescrBool:
-		v := make([]bool, n)
-		for i := range v {
-			v[i] = d[i] != 0
-		}
-		return FromSlice(v, shape...), nil
 	}
 	return nil, fmt.Errorf("tensor.ReadNpy: npy element type %q has no tensor dtype", a.Descr)
 }
