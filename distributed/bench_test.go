@@ -13,46 +13,54 @@ import (
 	"github.com/emberml/ember/tensor"
 )
 
-// BenchmarkAllReduce measures all-reduce of float32 tensors across
-// loopback ranks in one process; b.SetBytes counts the tensor size.
+// BenchmarkAllReduce measures all-reduce of float32 tensors across local
+// ranks in one process, through shared memory and over loopback TCP only;
+// b.SetBytes counts the tensor size.
 func BenchmarkAllReduce(b *testing.B) {
 	for _, ranks := range []int{2, 4} {
 		for _, n := range []int{1 << 10, 1 << 14, 1 << 20, 16 << 20} {
-			b.Run(fmt.Sprintf("ranks=%d/floats=%d", ranks, n), func(b *testing.B) {
-				gs, err := NewLocalGroups(context.Background(), ranks)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer func() {
-					for _, g := range gs {
-						g.Close()
-					}
-				}()
-				xs := make([]*tensor.Tensor, ranks)
-				for i := range xs {
-					xs[i] = tensor.Ones([]int{n})
-				}
-				b.SetBytes(int64(4 * n))
-				b.ResetTimer()
-				var wg sync.WaitGroup
-				for _, g := range gs {
-					wg.Go(func() {
-						for range b.N {
-							if err := g.AllReduce(xs[g.Rank()], Sum); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				// Bus bandwidth as NCCL defines it: each rank moves
-				// 2(n-1)/n of the tensor.
-				sec := b.Elapsed().Seconds() / float64(b.N)
-				b.ReportMetric(float64(4*n)*2*float64(ranks-1)/float64(ranks)/sec/1e6, "busMB/s")
-			})
+			for _, tcp := range []bool{false, true} {
+				b.Run(fmt.Sprintf("ranks=%d/floats=%d/tcp=%v", ranks, n, tcp), func(b *testing.B) {
+					benchAllReduce(b, ranks, n, Config{DisableSharedMemory: tcp})
+				})
+			}
 		}
 	}
+}
+
+// benchAllReduce is one case of BenchmarkAllReduce.
+func benchAllReduce(b *testing.B, ranks, n int, cfg Config) {
+	gs, err := newLocalGroups(context.Background(), ranks, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		for _, g := range gs {
+			g.Close()
+		}
+	}()
+	xs := make([]*tensor.Tensor, ranks)
+	for i := range xs {
+		xs[i] = tensor.Ones([]int{n})
+	}
+	b.SetBytes(int64(4 * n))
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, g := range gs {
+		wg.Go(func() {
+			for range b.N {
+				if err := g.AllReduce(xs[g.Rank()], Sum); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Bus bandwidth as NCCL defines it: each rank moves
+	// 2(n-1)/n of the tensor.
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(4*n)*2*float64(ranks-1)/float64(ranks)/sec/1e6, "busMB/s")
 }
 
 // BenchmarkTCPStream is the baseline for the all-reduce's bus bandwidth: a
@@ -94,25 +102,32 @@ func BenchmarkTCPStream(b *testing.B) {
 
 // BenchmarkAllReduceVsStream measures, in one run, the bus bandwidth of a
 // 4-rank all-reduce of 64 MB of float32 against a plain loopback TCP stream
-// of the same 64 MB between two goroutines, alternating the two in every
-// iteration so that both see the same machine load. It reports both and
-// their ratio (the target is at least 0.7 on a machine with a core per
-// rank). It also reports cpu-efficiency: the process CPU time per byte
-// crossing a socket in the stream divided by the same in the all-reduce
-// (whose ranks move ranks*2(ranks-1)/ranks times the tensor). Unlike the
-// wall-clock ratio it does not depend on how many cores are free, and it is
-// what the bandwidth ratio approaches when every rank has cores of its own.
+// of the same 64 MB between two goroutines, alternating them in every
+// iteration so that all see the same machine load. The ranks run twice:
+// with the shared-memory transport local ranks get by default (busMB/s,
+// bus/stream: the target is at least 0.7) and with it disabled, over
+// loopback TCP only (tcp-busMB/s, tcp-bus/stream). cpu-efficiency is the
+// process CPU time per byte of the stream divided by the same per bus
+// byte of the all-reduce (ranks*2(ranks-1)/ranks times the tensor); unlike
+// the wall-clock ratio it does not depend on how many cores are free.
 func BenchmarkAllReduceVsStream(b *testing.B) {
 	const ranks, n = 4, 16 << 20
-	gs, err := NewLocalGroups(context.Background(), ranks)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		for _, g := range gs {
-			g.Close()
+	start := func(cfg Config) []*TCPGroup {
+		gs, err := newLocalGroups(context.Background(), ranks, cfg)
+		if err != nil {
+			b.Fatal(err)
 		}
-	}()
+		b.Cleanup(func() {
+			for _, g := range gs {
+				g.Close()
+			}
+		})
+		return gs
+	}
+	shm, tcp := start(Config{}), start(Config{DisableSharedMemory: true})
+	if shm[0].shm == nil {
+		b.Fatal("the local ranks did not get shared memory")
+	}
 	xs := make([]*tensor.Tensor, ranks)
 	for i := range xs {
 		xs[i] = tensor.Ones([]int{n})
@@ -140,39 +155,49 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 	}
 	defer c.Close()
 	buf := make([]byte, 1<<20)
-	var streamSec, reduceSec, streamCPU, reduceCPU float64
+	// timed runs f and adds its wall and CPU seconds.
+	timed := func(sec, cpu *float64, f func()) {
+		cpu0, t0 := cpuSeconds(), time.Now()
+		f()
+		*sec += time.Since(t0).Seconds()
+		*cpu += cpuSeconds() - cpu0
+	}
+	allReduce := func(gs []*TCPGroup) func() {
+		return func() {
+			var wg sync.WaitGroup
+			for _, g := range gs {
+				wg.Go(func() {
+					if err := g.AllReduce(xs[g.Rank()], Sum); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		}
+	}
+	var streamSec, shmSec, tcpSec, streamCPU, shmCPU, tcpCPU float64
 	b.ResetTimer()
 	for range b.N {
-		cpu0 := cpuSeconds()
-		start := time.Now()
-		for range 4 * n / len(buf) {
-			if _, err := c.Write(buf); err != nil {
-				b.Fatal(err)
-			}
-		}
-		streamSec += time.Since(start).Seconds()
-		cpu1 := cpuSeconds()
-		streamCPU += cpu1 - cpu0
-		start = time.Now()
-		var wg sync.WaitGroup
-		for _, g := range gs {
-			wg.Go(func() {
-				if err := g.AllReduce(xs[g.Rank()], Sum); err != nil {
-					b.Error(err)
+		timed(&streamSec, &streamCPU, func() {
+			for range 4 * n / len(buf) {
+				if _, err := c.Write(buf); err != nil {
+					b.Fatal(err)
 				}
-			})
-		}
-		wg.Wait()
-		reduceSec += time.Since(start).Seconds()
-		reduceCPU += cpuSeconds() - cpu1
+			}
+		})
+		timed(&shmSec, &shmCPU, allReduce(shm))
+		timed(&tcpSec, &tcpCPU, allReduce(tcp))
 	}
-	stream := float64(4*n) * float64(b.N) / streamSec / 1e6
-	bus := float64(4*n) * 2 * float64(ranks-1) / float64(ranks) * float64(b.N) / reduceSec / 1e6
+	perIter := float64(4*n) * float64(b.N)
+	busBytes := perIter * 2 * float64(ranks-1) / float64(ranks)
+	stream := perIter / streamSec / 1e6
 	b.ReportMetric(stream, "streamMB/s")
-	b.ReportMetric(bus, "busMB/s")
-	b.ReportMetric(bus/stream, "bus/stream")
-	moved := float64(4*n) * 2 * float64(ranks-1) // bytes through sockets, all ranks
-	b.ReportMetric((streamCPU/float64(4*n))/(reduceCPU/moved), "cpu-efficiency")
+	b.ReportMetric(busBytes/shmSec/1e6, "busMB/s")
+	b.ReportMetric(busBytes/shmSec/1e6/stream, "bus/stream")
+	b.ReportMetric(busBytes/tcpSec/1e6, "tcp-busMB/s")
+	b.ReportMetric(busBytes/tcpSec/1e6/stream, "tcp-bus/stream")
+	b.ReportMetric((streamCPU/perIter)/(shmCPU/(busBytes*ranks)), "cpu-efficiency")
+	b.ReportMetric((streamCPU/perIter)/(tcpCPU/(busBytes*ranks)), "tcp-cpu-efficiency")
 }
 
 // drain reads c to its end in 1 MiB reads (io.Copy to io.Discard would

@@ -116,6 +116,13 @@ func (g *TCPGroup) reduceInRankOrder(got []vec, own vec, op ReduceOp) vec {
 	return acc
 }
 
+// useShm reports whether a collective that moves perRank bytes from each
+// rank to every other goes through shared memory: small ones stay on TCP,
+// whose direct exchange checks every message's operation and shape.
+func (g *TCPGroup) useShm(perRank int) bool {
+	return g.shm != nil && perRank*g.size > g.direct
+}
+
 // nextSeq numbers a collective.
 func (g *TCPGroup) nextSeq() uint64 {
 	g.seq++
@@ -183,6 +190,9 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 				if err == nil {
 					v = g.reduceInRankOrder(got, v, op)
 				}
+			} else if g.shm != nil {
+				err = g.shmAllReduce(seq, v, op, deadline)
+				divided = true
 			} else {
 				err = g.ringAllReduce(seq, v, op, deadline)
 				divided = true
@@ -416,6 +426,19 @@ func (g *TCPGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work
 	return g.submit(func(deadline time.Time) error {
 		seq := g.nextSeq()
 		v := hostVec(in)
+		if g.useShm(v.len() * v.elemSize()) {
+			ovs := make([]vec, len(outs))
+			for j, o := range outs {
+				ovs[j] = hostVec(o)
+			}
+			if err := g.shmAllGather(seq, ownCopy(v, in, outs), ovs, deadline); err != nil {
+				return err
+			}
+			for j, o := range outs {
+				ovs[j].store(o)
+			}
+			return nil
+		}
 		got, err := g.exchange(opAllGather, seq, v.dt, v.len(), func(int) vec { return v }, deadline)
 		if err != nil {
 			return err
@@ -455,6 +478,22 @@ func (g *TCPGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, 
 		vs := make([]vec, g.size)
 		for j, t := range ins {
 			vs[j] = hostVec(t)
+		}
+		if g.useShm(out.Numel() * out.DType().Size()) {
+			dst := hostVec(out)
+			for _, t := range ins {
+				if t.SharesStorage(out) {
+					// Writing the result must not change what is
+					// still to be staged.
+					dst = newVec(out.DType(), out.Numel())
+					break
+				}
+			}
+			if err := g.shmReduceScatter(seq, dst, vs, op, deadline); err != nil {
+				return err
+			}
+			dst.store(out)
+			return nil
 		}
 		got, err := g.exchange(opReduceScatter, seq, out.DType(), out.Numel(), func(j int) vec { return vs[j] }, deadline)
 		if err != nil {

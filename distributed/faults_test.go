@@ -3,6 +3,7 @@ package distributed
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -24,10 +25,19 @@ func kill(g *TCPGroup) {
 }
 
 func TestKilledPeerMidAllReduce(t *testing.T) {
-	gs, err := newLocalGroups(context.Background(), 4, Config{Timeout: 10 * time.Second, ChunkBytes: 4096})
+	for _, shm := range []bool{true, false} {
+		t.Run(fmt.Sprintf("shm=%v", shm), func(t *testing.T) { killedPeerMidAllReduce(t, shm) })
+	}
+}
+
+// killedPeerMidAllReduce kills a rank while the others run an all-reduce
+// of 1 MB, through shared memory or over TCP.
+func killedPeerMidAllReduce(t *testing.T, shm bool) {
+	gs, err := newLocalGroups(context.Background(), 4, Config{Timeout: 10 * time.Second, ChunkBytes: 4096, DisableSharedMemory: !shm})
 	require.NoError(t, err)
 	for _, g := range gs {
 		t.Cleanup(func() { g.Close() })
+		require.Equal(t, shm, g.shm != nil)
 	}
 	const victim = 2
 	x := make([]*tensor.Tensor, 4)

@@ -45,7 +45,8 @@ const (
 	opP2P
 	opShardReduceScatter
 	opShardAllGather
-	opLast = opShardAllGather
+	opShmSetup
+	opLast = opShmSetup
 )
 
 // opNames names the op codes for error messages.
@@ -53,6 +54,7 @@ var opNames = [...]string{
 	opBarrier: "Barrier", opBroadcast: "Broadcast", opAllReduce: "AllReduce", opReduce: "Reduce",
 	opAllGather: "AllGather", opReduceScatter: "ReduceScatter", opGather: "Gather", opScatter: "Scatter",
 	opP2P: "Send/Recv", opShardReduceScatter: "ReduceScatter (ZeroOptimizer)", opShardAllGather: "AllGather (ZeroOptimizer)",
+	opShmSetup: "shared-memory setup",
 }
 
 // opName returns the name of op code c.

@@ -1,6 +1,7 @@
 package distributed
 
 import (
+	"slices"
 	"time"
 
 	"github.com/emberml/ember/tensor"
@@ -21,19 +22,37 @@ func (ps parts) len() int {
 	return n
 }
 
-// decode overwrites elements [lo, hi) of the logical vector with the
-// little-endian bytes b.
-func (ps parts) decode(lo, hi int, b []byte) {
+// overlap calls fn for each part that holds some of elements [lo, hi) of
+// the logical vector, with the range [a, e) of that part's elements and
+// the byte offset at which they start counting from lo.
+func (ps parts) overlap(lo, hi int, fn func(p vec, a, e, at int)) {
 	off := 0
 	for _, p := range ps {
 		n := p.len()
 		if lo < off+n && hi > off {
 			a, e := max(lo, off), min(hi, off+n)
-			es := p.elemSize()
-			p.decode(a-off, e-off, b[(a-lo)*es:(e-lo)*es])
+			fn(p, a-off, e-off, (a-lo)*p.elemSize())
 		}
 		off += n
 	}
+}
+
+// decode overwrites elements [lo, hi) of the logical vector with the
+// little-endian bytes b.
+func (ps parts) decode(lo, hi int, b []byte) {
+	ps.overlap(lo, hi, func(p vec, a, e, at int) {
+		p.decode(a, e, b[at:at+(e-a)*p.elemSize()])
+	})
+}
+
+// copyOut copies elements [lo, hi) of the logical vector into b, in
+// native byte order (for shared memory, where every reader is on this
+// machine).
+func (ps parts) copyOut(lo, hi int, b []byte) {
+	ps.overlap(lo, hi, func(p vec, a, e, at int) {
+		es := p.elemSize()
+		copy(b[at:at+(e-a)*es], sliceBytes(p.data)[a*es:e*es])
+	})
 }
 
 // regions returns the parts' memory for a sink.
@@ -86,6 +105,9 @@ func (g *TCPGroup) recvParts(p *peer, op byte, seq uint64, dt tensor.DType, dst 
 // and buffers must not change until the Work completes.
 func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, recv []vec, dst vec, op ReduceOp) Work {
 	return g.submit(func(deadline time.Time) error {
+		if g.useShm(dst.len() * dst.elemSize()) {
+			return g.shmReduceScatterParts(dt, send, own, dst, op, deadline)
+		}
 		first := 0
 		if g.rank == 0 {
 			first = 1
@@ -129,6 +151,22 @@ func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) par
 // Work completes.
 func (g *TCPGroup) allGatherPartsAsync(dt tensor.DType, own parts, into func(j int) parts) Work {
 	return g.submit(func(deadline time.Time) error {
+		if g.shm != nil {
+			// The shares may differ in length: decide on the largest,
+			// which every rank computes alike.
+			dsts, lens := make([]parts, g.size), make([]int, g.size)
+			for j := range lens {
+				if j == g.rank {
+					lens[j] = own.len()
+				} else {
+					dsts[j] = into(j)
+					lens[j] = dsts[j].len()
+				}
+			}
+			if g.useShm(slices.Max(lens) * dt.Size()) {
+				return g.shmAllGatherParts(dt, own, dsts, lens, deadline)
+			}
+		}
 		return g.exchangeParts(opShardAllGather, dt, func(int) parts { return own }, into, deadline)
 	})
 }

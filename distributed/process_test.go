@@ -60,11 +60,14 @@ func TestCollectivesAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	runAll(t, startRanks(t, 3, "collectives"))
+	for r, out := range runAll(t, startRanks(t, 3, "collectives")) {
+		assert.Contains(t, out, "shared memory: true", "rank %d", r)
+	}
 }
 
-// runAll runs the commands to completion and requires that all succeed.
-func runAll(t *testing.T, cmds []*exec.Cmd) {
+// runAll runs the commands to completion, requires that all succeed and
+// returns their outputs.
+func runAll(t *testing.T, cmds []*exec.Cmd) []string {
 	t.Helper()
 	outs := make([][]byte, len(cmds))
 	errs := make([]error, len(cmds))
@@ -77,6 +80,11 @@ func runAll(t *testing.T, cmds []*exec.Cmd) {
 		require.NoError(t, errs[r], "rank %d:\n%s", r, outs[r])
 		assert.Contains(t, string(outs[r]), "helper done", "rank %d", r)
 	}
+	res := make([]string, len(outs))
+	for r, o := range outs {
+		res[r] = string(o)
+	}
+	return res
 }
 
 // TestAcrossNetworkNamespaces runs ranks in two network namespaces joined
@@ -129,15 +137,28 @@ func TestAcrossNetworkNamespaces(t *testing.T) {
 		}
 		return []string{ipPath, "netns", "exec", ns}
 	})
-	runAll(t, cmds)
+	// Separate network namespaces count as separate machines: TCP only.
+	for r, out := range runAll(t, cmds) {
+		assert.Contains(t, out, "shared memory: false", "rank %d", r)
+	}
 }
 
 func TestProcessKilledMidAllReduce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	// victim all-reduces 256 KiB (TCP's direct exchange), victim-shm
+	// 1 MiB (shared memory).
+	for _, mode := range []string{"victim", "victim-shm"} {
+		t.Run(mode, func(t *testing.T) { processKilledMidAllReduce(t, mode) })
+	}
+}
+
+// processKilledMidAllReduce kills rank 1 of 3 processes while the others
+// wait for it in an all-reduce.
+func processKilledMidAllReduce(t *testing.T, mode string) {
 	const victim = 1
-	cmds := startRanks(t, 3, "victim")
+	cmds := startRanks(t, 3, mode)
 	outs := make([]strings.Builder, len(cmds))
 	errs := make([]error, len(cmds))
 	ready := make(chan struct{})
@@ -193,10 +214,11 @@ func TestHelperRank(t *testing.T) {
 	require.NoError(t, err)
 	defer g.Close()
 	n, r := g.Size(), g.Rank()
+	fmt.Println("shared memory:", g.shm != nil)
 	switch mode {
 	case "collectives":
 		for _, dt := range allDTypes {
-			for _, size := range []int{5, 999} {
+			for _, size := range []int{5, 999, 70001} {
 				x := rankTensor(r, 0, size, dt)
 				require.NoError(t, g.AllReduce(x, Sum))
 				assert.Equal(t, roundTo(serialReduce(n, 0, size, dt, Sum), dt), x.Float64s())
@@ -211,8 +233,12 @@ func TestHelperRank(t *testing.T) {
 			}
 		}
 		require.NoError(t, g.Barrier())
-	case "victim":
+	case "victim", "victim-shm":
 		x := tensor.Ones([]int{1 << 16})
+		if mode == "victim-shm" {
+			require.NotNil(t, g.shm)
+			x = tensor.Ones([]int{1 << 18})
+		}
 		require.NoError(t, g.AllReduce(x, Sum))
 		if r == 1 {
 			fmt.Println("victim ready")

@@ -45,8 +45,13 @@ type Config struct {
 	// means 1 GiB. Larger transfers are split into frames of ChunkBytes.
 	MaxFrameBytes int
 	// ChunkBytes is the size of the pieces large transfers are cut into,
-	// so that reduction overlaps communication; 0 means 1 MiB.
+	// so that reduction overlaps communication; 0 means 1 MiB. It is
+	// also the size of the shared-memory pieces of local ranks.
 	ChunkBytes int
+	// DisableSharedMemory keeps every transfer on TCP even between ranks
+	// of one machine (see the package doc). The shared-memory path is used
+	// only when every rank allows it.
+	DisableSharedMemory bool
 }
 
 // Environment variables read by ConfigFromEnv (torchrun's names, plus
@@ -60,13 +65,15 @@ const (
 	EnvToken      = "EMBER_DIST_TOKEN"
 	EnvListenAddr = "EMBER_DIST_LISTEN"
 	EnvTimeout    = "EMBER_DIST_TIMEOUT"
+	EnvShm        = "EMBER_DIST_SHM"
 )
 
 // ConfigFromEnv reads a Config from the torchrun-compatible environment:
 // MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE are required, LOCAL_RANK
 // defaults to RANK, EMBER_DIST_TOKEN is the shared secret,
-// EMBER_DIST_LISTEN the optional listen address and EMBER_DIST_TIMEOUT an
-// optional time.Duration string.
+// EMBER_DIST_LISTEN the optional listen address, EMBER_DIST_TIMEOUT an
+// optional time.Duration string and EMBER_DIST_SHM=0 sets
+// DisableSharedMemory.
 func ConfigFromEnv() (Config, error) {
 	get := func(k string) (string, error) {
 		v, ok := os.LookupEnv(k)
@@ -109,6 +116,7 @@ func ConfigFromEnv() (Config, error) {
 		}
 	}
 	c.Token = os.Getenv(EnvToken)
+	c.DisableSharedMemory = os.Getenv(EnvShm) == "0"
 	c.ListenAddr = os.Getenv(EnvListenAddr)
 	if v := os.Getenv(EnvTimeout); v != "" {
 		d, err := time.ParseDuration(v)
@@ -179,6 +187,11 @@ type TCPGroup struct {
 	wdone chan struct{}
 
 	seq uint64 // collective sequence number; worker goroutine only
+
+	// shm moves the world group's large collectives through shared
+	// memory when every rank is on this machine; nil otherwise and in
+	// subgroups. Worker goroutine only.
+	shm *shmGroup
 }
 
 // link is the connection to one other rank, shared by every group that
@@ -258,6 +271,14 @@ func (l *link) next(gid byte) (f frame, ok bool, notify <-chan struct{}) {
 	return f, true, nil
 }
 
+// ended reports whether the connection has ended (its read loop saw an
+// error or an abort).
+func (l *link) ended() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.end != nil
+}
+
 // peer is another rank as seen from one group.
 type peer struct {
 	rank int // rank in the group
@@ -327,6 +348,12 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 		}
 	}
 	go g.worker()
+	if cfg.WorldSize > 1 {
+		if err := wait(g.submit(func(deadline time.Time) error { return g.setupShm(cfg, deadline) })); err != nil {
+			g.Close()
+			return nil, err
+		}
+	}
 	return g, nil
 }
 
@@ -800,6 +827,10 @@ func (g *TCPGroup) Close() error {
 		}
 	}
 	<-g.wdone
+	if g.shm != nil {
+		g.shm.unmap()
+		g.shm = nil
+	}
 	return nil
 }
 

@@ -1,0 +1,496 @@
+package distributed
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Shared-memory transport for ranks of one machine.
+//
+// At setup every rank creates one segment (a memfd on Linux) and every
+// rank maps every segment; the segments are proved shared by a random
+// nonce each rank reads back from its peers' segments. A segment holds a
+// header of counters and two slot descriptors, two staging slots (what the
+// rank contributes to a round) and two result slots (what it computed for
+// the others):
+//
+//	0     16 bytes  nonce
+//	64    uint32    filled:   rounds whose staging slot is written
+//	128   uint32    reduced:  rounds whose peers' staging this rank has read
+//	                          (and whose result slot it has written)
+//	192   uint32    gathered: rounds whose peers' results this rank has read
+//	256   uint32    sleepers: peers sleeping on one of this rank's counters
+//	512   2×64      slot descriptors: seq, element count, op and dtype
+//	4096  4×slot    staging 0, staging 1, result 0, result 1
+//
+// A collective is cut into rounds of at most a slot each, numbered across
+// collectives; round T uses slot T%2, so a rank fills round T+1 while slow
+// peers still read round T. In each round a rank fills its staging slot,
+// waits for every peer's, reads what it needs straight from the peers'
+// segments (its 1/N slice of every contribution, reduced in rank order,
+// for AllReduce and ReduceScatter), and for AllReduce waits for every
+// peer's result and copies the N results into place. The tensors stay in
+// cache from one phase to the next: a slot is ChunkBytes.
+//
+// The TCP connections stay the control channel for failures: a rank
+// waiting on a peer's counter spins briefly, then sleeps on it with
+// futex(2) a few milliseconds at a time, checking between naps whether the
+// group has aborted, whether the peer's connection has closed (the kernel
+// closes a dead process's sockets) and whether the collective's deadline
+// has passed. Any of those ends the wait with a *PeerError, and the worker
+// aborts the group so that the other ranks hear of it over TCP.
+const (
+	shmNonceOff    = 0
+	shmFilledOff   = 64
+	shmReducedOff  = 128
+	shmGatheredOff = 192
+	shmSleepersOff = 256
+	shmDescOff     = 512
+	shmHeaderBytes = 4096
+
+	// shmSpins is how many times a waiter yields before it sleeps: the
+	// peer is usually a few microseconds away.
+	shmSpins = 64
+	// shmNap bounds one sleep, and so how late a failure is noticed.
+	shmNap = 2 * time.Millisecond
+)
+
+// shmGroup is the world group's shared-memory state.
+type shmGroup struct {
+	g     *TCPGroup
+	self  int
+	segs  [][]byte // by rank, each mapped here
+	slot  int      // bytes in a staging or result slot
+	round uint32   // rounds completed; worker goroutine only
+}
+
+// shmDesc identifies the collective a round belongs to, so that ranks
+// running different collectives fail instead of mixing data.
+type shmDesc struct {
+	seq uint64
+	n   uint64 // elements of the collective
+	op  byte
+	dt  tensor.DType
+}
+
+// shmPhases is what a collective does in each round r: fill writes this
+// rank's staging slot, middle reads the peers' staging slots (and may
+// write this rank's result slot), gather (nil for collectives without
+// results) reads the peers' result slots.
+type shmPhases struct {
+	fill   func(r int, stage []byte)
+	middle func(r int, stage func(j int) []byte, result []byte)
+	gather func(r int, result func(j int) []byte)
+}
+
+// shmSlotBytes is the slot size for ChunkBytes chunk in a group of size
+// ranks: a multiple of 64 bytes that holds at least one float64 per rank.
+func shmSlotBytes(chunk, size int) int {
+	return max(chunk&^63, 64*size)
+}
+
+// setupShm decides, with every rank, whether the group's collectives can
+// use shared memory, and maps the segments if so. All ranks run the same
+// two exchanges whatever they find, so that a rank without shared memory
+// (another machine, DisableSharedMemory, a kernel that refuses) makes the
+// whole group keep to TCP. Only transport failures are errors.
+func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
+	slot := shmSlotBytes(g.chunk, g.size)
+	size := shmHeaderBytes + 4*slot
+	segs := make([][]byte, g.size)
+	unmapAll := func() {
+		for _, m := range segs {
+			if m != nil {
+				unmapSegment(m)
+			}
+		}
+	}
+	want := shmSupported && nativeLittle && !cfg.DisableSharedMemory
+	var pid, fd int
+	var nonce [16]byte
+	if want {
+		var err error
+		segs[g.rank], pid, fd, err = createSegment(size)
+		if err == nil {
+			defer closeSegmentFD(fd) // once every rank has opened it
+			rand.Read(nonce[:])
+			copy(segs[g.rank][shmNonceOff:], nonce[:])
+		}
+		want = err == nil
+	}
+	info := []int64{boolInt(want), hostID(), int64(pid), int64(fd), int64(size),
+		int64(binary.LittleEndian.Uint64(nonce[:8])), int64(binary.LittleEndian.Uint64(nonce[8:]))}
+	got, err := g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, len(info), func(int) vec { return vec{tensor.Int64, info} }, deadline)
+	if err != nil {
+		unmapAll()
+		return err
+	}
+	ok := want
+	for j := 0; ok && j < g.size; j++ {
+		if j == g.rank {
+			continue
+		}
+		d := got[j].data.([]int64)
+		if d[0] != 1 || d[1] != info[1] || d[4] != info[4] {
+			ok = false
+			break
+		}
+		m, err := openSegment(int(d[2]), int(d[3]), size)
+		if err != nil {
+			ok = false
+			break
+		}
+		segs[j] = m
+		var peerNonce [16]byte
+		binary.LittleEndian.PutUint64(peerNonce[:8], uint64(d[5]))
+		binary.LittleEndian.PutUint64(peerNonce[8:], uint64(d[6]))
+		ok = [16]byte(m[shmNonceOff:shmNonceOff+16]) == peerNonce
+	}
+	vote := []int64{boolInt(ok)}
+	votes, err := g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, 1, func(int) vec { return vec{tensor.Int64, vote} }, deadline)
+	if err != nil {
+		unmapAll()
+		return err
+	}
+	for j, v := range votes {
+		if j != g.rank && v.data.([]int64)[0] != 1 {
+			ok = false
+		}
+	}
+	if !ok {
+		unmapAll()
+		return nil
+	}
+	g.shm = &shmGroup{g: g, self: g.rank, segs: segs, slot: slot}
+	return nil
+}
+
+// boolInt is 1 for true, 0 for false.
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// unmap releases every mapping (after the worker has stopped).
+func (s *shmGroup) unmap() {
+	for _, m := range s.segs {
+		unmapSegment(m)
+	}
+	s.segs = nil
+}
+
+// word returns the counter at off in rank r's segment.
+func (s *shmGroup) word(r, off int) *uint32 {
+	return (*uint32)(unsafe.Pointer(&s.segs[r][off]))
+}
+
+// staging returns rank r's staging slot k.
+func (s *shmGroup) staging(r, k int) []byte {
+	off := shmHeaderBytes + k*s.slot
+	return s.segs[r][off : off+s.slot : off+s.slot]
+}
+
+// result returns rank r's result slot k.
+func (s *shmGroup) result(r, k int) []byte {
+	off := shmHeaderBytes + (2+k)*s.slot
+	return s.segs[r][off : off+s.slot : off+s.slot]
+}
+
+// desc returns rank r's descriptor words for slot k.
+func (s *shmGroup) desc(r, k int) *[3]uint64 {
+	return (*[3]uint64)(unsafe.Pointer(&s.segs[r][shmDescOff+64*k]))
+}
+
+// reached compares round counters modulo 2³².
+func reached(cur, want uint32) bool { return int32(cur-want) >= 0 }
+
+// publish sets this rank's counter at off to v and wakes peers sleeping on
+// it.
+func (s *shmGroup) publish(off int, v uint32) {
+	w := s.word(s.self, off)
+	atomic.StoreUint32(w, v)
+	// The store comes before this load and a sleeper's increment before
+	// its last look at w, so one of the two sees the other.
+	if atomic.LoadUint32(s.word(s.self, shmSleepersOff)) != 0 {
+		futexWake(w)
+	}
+}
+
+// await waits until rank j's counter at off reaches want, or returns why
+// it never will.
+func (s *shmGroup) await(j, off int, want uint32, d shmDesc, deadline time.Time) error {
+	w := s.word(j, off)
+	for i := 0; ; i++ {
+		if reached(atomic.LoadUint32(w), want) {
+			return nil
+		}
+		if i < shmSpins {
+			runtime.Gosched()
+			continue
+		}
+		if err := s.check(j, d, deadline); err != nil {
+			return err
+		}
+		sleepers := s.word(j, shmSleepersOff)
+		atomic.AddUint32(sleepers, 1)
+		if cur := atomic.LoadUint32(w); !reached(cur, want) {
+			futexWait(w, cur, max(min(shmNap, time.Until(deadline)), time.Microsecond))
+		}
+		atomic.AddUint32(sleepers, ^uint32(0))
+	}
+}
+
+// check returns an error once waiting for peer j is hopeless: the group
+// has failed, j's connection is gone or the deadline has passed.
+func (s *shmGroup) check(j int, d shmDesc, deadline time.Time) error {
+	g := s.g
+	select {
+	case <-g.done:
+		return g.failure()
+	default:
+	}
+	fail := func(err error) error {
+		return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: err}
+	}
+	if g.links[j].ended() {
+		// A rank that aborted names the first failure before it closes.
+		return g.settle(fail(fmt.Errorf("connection closed during a shared-memory %s", opName(d.op))))
+	}
+	if !time.Now().Before(deadline) {
+		return fail(fmt.Errorf("timed out after %v waiting for it (is it running the same collective?)", g.Timeout()))
+	}
+	return nil
+}
+
+// awaitAll waits for the counter at off of every peer.
+func (s *shmGroup) awaitAll(off int, want uint32, d shmDesc, deadline time.Time) error {
+	for j := range s.segs {
+		if j != s.self {
+			if err := s.await(j, off, want, d, deadline); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// run executes a collective of the given number of rounds.
+func (s *shmGroup) run(d shmDesc, rounds int, p shmPhases, deadline time.Time) error {
+	words := [3]uint64{d.seq, d.n, uint64(d.op) | uint64(d.dt)<<8}
+	for r := range rounds {
+		t := s.round
+		k := int(t % 2)
+		// Slot k was last read by the peers in round t-2.
+		if err := s.awaitAll(shmReducedOff, t-1, d, deadline); err != nil {
+			return err
+		}
+		p.fill(r, s.staging(s.self, k))
+		*s.desc(s.self, k) = words
+		s.publish(shmFilledOff, t+1)
+		if err := s.awaitAll(shmFilledOff, t+1, d, deadline); err != nil {
+			return err
+		}
+		for j := range s.segs {
+			if pw := *s.desc(j, k); j != s.self && pw != words {
+				return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: fmt.Errorf(
+					"mismatched operation: it runs %s #%d on %d elements of dtype %d while this rank runs %s #%d on %d elements of dtype %d (ranks must issue the same collectives in the same order, on tensors of the same shape and dtype)",
+					opName(byte(pw[2])), pw[0], pw[1], pw[2]>>8, opName(d.op), d.seq, d.n, d.dt)}
+			}
+		}
+		if p.gather != nil {
+			// Result slot k was last read by the peers in round t-2.
+			if err := s.awaitAll(shmGatheredOff, t-1, d, deadline); err != nil {
+				return err
+			}
+		}
+		p.middle(r, func(j int) []byte { return s.staging(j, k) }, s.result(s.self, k))
+		s.publish(shmReducedOff, t+1)
+		if p.gather != nil {
+			if err := s.awaitAll(shmReducedOff, t+1, d, deadline); err != nil {
+				return err
+			}
+			p.gather(r, func(j int) []byte { return s.result(j, k) })
+		}
+		s.publish(shmGatheredOff, t+1)
+		s.round++
+	}
+	return nil
+}
+
+// bytesVec views b, aligned memory of whole elements, as a vec of dtype dt.
+func bytesVec(dt tensor.DType, b []byte) vec {
+	switch dt {
+	case tensor.Float32:
+		return vec{dt, rawView[float32](b)}
+	case tensor.Float64:
+		return vec{dt, rawView[float64](b)}
+	case tensor.Int32:
+		return vec{dt, rawView[int32](b)}
+	default:
+		return vec{dt, rawView[int64](b)}
+	}
+}
+
+// shmAllReduce all-reduces v in place: in each round of a slot's worth of
+// elements, rank i reduces the i-th of N pieces from every rank's staging
+// slot in rank order (dividing by N for Avg), and every rank copies the N
+// reduced pieces back. Every element is reduced once, by one rank, in one
+// order, so the ranks' results are bit-identical.
+func (g *TCPGroup) shmAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
+	s, es, n, size := g.shm, v.elemSize(), v.len(), g.size
+	w := s.slot / es
+	window := func(r int) (int, int) { return r * w, min((r+1)*w, n) }
+	piece := func(lo, hi, i int) (int, int) { return lo + i*(hi-lo)/size, lo + (i+1)*(hi-lo)/size }
+	all := sliceBytes(v.data)
+	return s.run(shmDesc{seq, uint64(n), opAllReduce, v.dt}, (n+w-1)/w, shmPhases{
+		fill: func(r int, stage []byte) {
+			lo, hi := window(r)
+			copy(stage, all[lo*es:hi*es])
+		},
+		middle: func(r int, stage func(int) []byte, result []byte) {
+			lo, hi := window(r)
+			a, b := piece(lo, hi, s.self)
+			if a == b {
+				return
+			}
+			from, to := (a-lo)*es, (b-lo)*es
+			copy(result, stage(0)[from:to])
+			acc := bytesVec(v.dt, result[:to-from])
+			for j := 1; j < size; j++ {
+				acc.reduceBytes(0, b-a, stage(j)[from:to], op)
+			}
+			if op == Avg {
+				acc.divide(size)
+			}
+		},
+		gather: func(r int, result func(int) []byte) {
+			lo, hi := window(r)
+			for j := range size {
+				a, b := piece(lo, hi, j)
+				copy(all[a*es:b*es], result(j)[:(b-a)*es])
+			}
+		},
+	}, deadline)
+}
+
+// shmReduceScatter reduces into dst this rank's share of the ranks' ins:
+// in each round every rank stages its pieces for all ranks side by side,
+// and each rank reduces the pieces meant for it straight from the peers'
+// slots, in rank order.
+func (g *TCPGroup) shmReduceScatter(seq uint64, dst vec, ins []vec, op ReduceOp, deadline time.Time) error {
+	s, es, n, size := g.shm, dst.elemSize(), dst.len(), g.size
+	c := s.slot / es / size
+	window := func(r int) (int, int) { return r * c, min((r+1)*c, n) }
+	return s.run(shmDesc{seq, uint64(n), opReduceScatter, dst.dt}, (n+c-1)/c, shmPhases{
+		fill: func(r int, stage []byte) {
+			lo, hi := window(r)
+			for j, in := range ins {
+				copy(stage[j*c*es:], sliceBytes(in.data)[lo*es:hi*es])
+			}
+		},
+		middle: func(r int, stage func(int) []byte, _ []byte) {
+			lo, hi := window(r)
+			reduceStaged(dst, lo, hi, s.self*c*es, size, stage, op)
+		},
+	}, deadline)
+}
+
+// reduceStaged writes into dst[lo:hi) the combination by op, in rank
+// order, of the elements at byte offset from of the size ranks' staging
+// slots (divided by size for Avg).
+func reduceStaged(dst vec, lo, hi, from, size int, stage func(int) []byte, op ReduceOp) {
+	to := from + (hi-lo)*dst.elemSize()
+	dst.decode(lo, hi, stage(0)[from:to])
+	for j := 1; j < size; j++ {
+		dst.reduceBytes(lo, hi, stage(j)[from:to], op)
+	}
+	if op == Avg {
+		vec{dst.dt, dst.slice(lo, hi)}.divide(size)
+	}
+}
+
+// shmAllGather copies every rank's in into outs[rank], a slot at a time,
+// straight from the peers' staging slots.
+func (g *TCPGroup) shmAllGather(seq uint64, in vec, outs []vec, deadline time.Time) error {
+	s, es, n := g.shm, in.elemSize(), in.len()
+	w := s.slot / es
+	window := func(r int) (int, int) { return r * w, min((r+1)*w, n) }
+	src := sliceBytes(in.data)
+	return s.run(shmDesc{seq, uint64(n), opAllGather, in.dt}, (n+w-1)/w, shmPhases{
+		fill: func(r int, stage []byte) {
+			lo, hi := window(r)
+			copy(stage, src[lo*es:hi*es])
+		},
+		middle: func(r int, stage func(int) []byte, _ []byte) {
+			lo, hi := window(r)
+			for j, o := range outs {
+				copy(sliceBytes(o.data)[lo*es:hi*es], stage(j)[:(hi-lo)*es])
+			}
+		},
+	}, deadline)
+}
+
+// shmReduceScatterParts is reduceScatterPartsAsync's shared-memory form:
+// like shmReduceScatter, with this rank's contributions for rank j in the
+// pieces send(j) (own for itself).
+func (g *TCPGroup) shmReduceScatterParts(dt tensor.DType, send func(j int) parts, own parts, dst vec, op ReduceOp, deadline time.Time) error {
+	s, es, n, size := g.shm, dt.Size(), dst.len(), g.size
+	c := s.slot / es / size
+	window := func(r int) (int, int) { return r * c, min((r+1)*c, n) }
+	srcs := make([]parts, size)
+	for j := range srcs {
+		if j == s.self {
+			srcs[j] = own
+		} else {
+			srcs[j] = send(j)
+		}
+	}
+	return s.run(shmDesc{g.nextSeq(), uint64(n), opShardReduceScatter, dt}, (n+c-1)/c, shmPhases{
+		fill: func(r int, stage []byte) {
+			lo, hi := window(r)
+			for j, ps := range srcs {
+				ps.copyOut(lo, hi, stage[j*c*es:])
+			}
+		},
+		middle: func(r int, stage func(int) []byte, _ []byte) {
+			lo, hi := window(r)
+			reduceStaged(dst, lo, hi, s.self*c*es, size, stage, op)
+		},
+	}, deadline)
+}
+
+// shmAllGatherParts is allGatherPartsAsync's shared-memory form: every
+// peer j's own pieces are copied into dsts[j]. The shares may differ in
+// length: lens holds every rank's.
+func (g *TCPGroup) shmAllGatherParts(dt tensor.DType, own parts, dsts []parts, lens []int, deadline time.Time) error {
+	s, es := g.shm, dt.Size()
+	w := s.slot / es
+	n, total := 0, 0
+	for _, l := range lens {
+		n, total = max(n, l), total+l
+	}
+	// window returns round r's elements of a share of length l.
+	window := func(r, l int) (int, int) { return min(r*w, l), min((r+1)*w, l) }
+	return s.run(shmDesc{g.nextSeq(), uint64(total), opShardAllGather, dt}, (n+w-1)/w, shmPhases{
+		fill: func(r int, stage []byte) {
+			lo, hi := window(r, lens[s.self])
+			own.copyOut(lo, hi, stage)
+		},
+		middle: func(r int, stage func(int) []byte, _ []byte) {
+			for j, ps := range dsts {
+				if lo, hi := window(r, lens[j]); j != s.self && lo < hi {
+					ps.decode(lo, hi, stage(j)[:(hi-lo)*es])
+				}
+			}
+		},
+	}, deadline)
+}

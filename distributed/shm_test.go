@@ -1,0 +1,192 @@
+package distributed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/tensor"
+)
+
+func TestLocalRanksShareMemory(t *testing.T) {
+	for _, g := range localGroups(t, 3) {
+		require.NotNil(t, g.shm, "rank %d", g.Rank())
+		assert.Len(t, g.shm.segs, 3)
+	}
+	gs, err := newLocalGroups(context.Background(), 2, Config{DisableSharedMemory: true})
+	require.NoError(t, err)
+	for _, g := range gs {
+		assert.Nil(t, g.shm)
+		require.NoError(t, g.Close())
+	}
+}
+
+func TestSharedMemoryNeedsEveryRank(t *testing.T) {
+	// Rank 1 refuses shared memory: the others must keep to TCP too, and
+	// a large all-reduce (the ring) still gives the serial result.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	const n = 3
+	gs := make([]*TCPGroup, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for r := range n {
+		cfg := Config{Rank: r, WorldSize: n, MasterAddr: ln.Addr().String(), ListenAddr: "127.0.0.1",
+			Token: "t", Timeout: 10 * time.Second, DisableSharedMemory: r == 1}
+		var store net.Listener
+		if r == 0 {
+			store = ln
+		}
+		wg.Go(func() { gs[r], errs[r] = newTCPGroup(context.Background(), cfg, store) })
+	}
+	wg.Wait()
+	for r := range n {
+		require.NoError(t, errs[r])
+		t.Cleanup(func() { gs[r].Close() })
+		assert.Nil(t, gs[r].shm, "rank %d", r)
+	}
+	const size = 100_003
+	requireAll(t, gs, func(g *TCPGroup) error {
+		x := rankTensor(g.Rank(), 0, size, tensor.Float32)
+		if err := g.AllReduce(x, Sum); err != nil {
+			return err
+		}
+		assert.Equal(t, roundTo(serialReduce(n, 0, size, tensor.Float32, Sum), tensor.Float32), x.Float64s())
+		return nil
+	})
+}
+
+func TestCollectivesOverTCPOnly(t *testing.T) {
+	sizes := []int{1, 0, 7, 61, 333}
+	for n := 2; n <= 8; n += 3 {
+		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
+			gs, err := newLocalGroups(context.Background(), n, Config{Timeout: 20 * time.Second, ChunkBytes: 256, DisableSharedMemory: true})
+			require.NoError(t, err)
+			for _, g := range gs {
+				g.direct = 64
+				t.Cleanup(func() { g.Close() })
+			}
+			requireAll(t, gs, func(g *TCPGroup) error { return collectiveSuite(t, g, sizes) })
+		})
+	}
+}
+
+func TestSharedMemoryMatchesTCPBits(t *testing.T) {
+	// Random floats, where the reduction order shows in the last bits:
+	// every rank gets the same bits, and ReduceScatter (rank order on
+	// both paths) gives the TCP path's bits.
+	const n, size = 5, 4099
+	run := func(disable bool) [][]float32 {
+		gs, err := newLocalGroups(context.Background(), n, Config{Timeout: 20 * time.Second, ChunkBytes: 1024, DisableSharedMemory: disable})
+		require.NoError(t, err)
+		defer func() {
+			for _, g := range gs {
+				g.Close()
+			}
+		}()
+		res := make([][]float32, n)
+		requireAll(t, gs, func(g *TCPGroup) error {
+			g.direct = 64
+			gen := tensor.NewGenerator(uint64(g.Rank()) + 7)
+			ins := make([]*tensor.Tensor, n)
+			for j := range ins {
+				ins[j] = gen.Randn([]int{size}, tensor.Float32)
+			}
+			out := tensor.Zeros([]int{size})
+			if err := g.ReduceScatter(out, ins, Avg); err != nil {
+				return err
+			}
+			res[g.Rank()] = out.Float32s()
+			return nil
+		})
+		return res
+	}
+	shm, tcp := run(false), run(true)
+	for r := range n {
+		assert.Equal(t, tcp[r], shm[r], "rank %d", r)
+	}
+	gs := localGroups(t, n)
+	avg := make([][]float32, n)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		var err error
+		avg[g.Rank()], err = randomAvg(g)
+		return err
+	})
+	for r := 1; r < n; r++ {
+		require.Equal(t, avg[0], avg[r], "rank %d", r)
+	}
+}
+
+func TestSharedMemoryInPlaceOutputs(t *testing.T) {
+	// The output aliases an input: the result must be computed from the
+	// inputs as they were.
+	const n, size = 3, 200
+	gs := localGroups(t, n)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		r := g.Rank()
+		flat := tensor.Zeros([]int{n * size})
+		ins := make([]*tensor.Tensor, n)
+		for j := range ins {
+			ins[j] = flat.Narrow(0, j*size, size)
+			ins[j].CopyFrom(rankTensor(r, j, size, tensor.Float32))
+		}
+		if err := g.ReduceScatter(ins[(r+1)%n], ins, Sum); err != nil {
+			return err
+		}
+		assert.Equal(t, roundTo(serialReduce(n, r, size, tensor.Float32, Sum), tensor.Float32), ins[(r+1)%n].Float64s())
+
+		outs := make([]*tensor.Tensor, n)
+		for j := range outs {
+			outs[j] = flat.Narrow(0, j*size, size)
+		}
+		in := flat.Narrow(0, ((r+2)%n)*size, size)
+		in.CopyFrom(rankTensor(r, 9, size, tensor.Float32))
+		if err := g.AllGather(outs, in); err != nil {
+			return err
+		}
+		for j, o := range outs {
+			assert.Equal(t, rankTensor(j, 9, size, tensor.Float32).Float64s(), o.Float64s(), "rank %d slot %d", r, j)
+		}
+		return nil
+	})
+}
+
+func TestSharedMemoryTimeoutNamesSilentPeer(t *testing.T) {
+	gs := localGroups(t, 2)
+	gs[0].SetTimeout(200 * time.Millisecond)
+	// Rank 1 does not join: rank 0 gives up on it.
+	err := gs[0].AllReduce(tensor.Ones([]int{1000}), Sum)
+	require.Error(t, err)
+	var pe *PeerError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 1, pe.Rank)
+	assert.Contains(t, err.Error(), "timed out")
+	// Rank 1 learns of the abort instead of waiting out its 20 s.
+	start := time.Now()
+	require.Error(t, gs[1].AllReduce(tensor.Ones([]int{1000}), Sum))
+	assert.Less(t, time.Since(start), 10*time.Second)
+}
+
+func TestSharedMemoryMismatchedCollectives(t *testing.T) {
+	gs := localGroups(t, 2)
+	errs := onAll(gs, func(g *TCPGroup) error {
+		x := tensor.Ones([]int{1000})
+		if g.Rank() == 0 {
+			return g.AllReduce(x, Sum)
+		}
+		return g.AllGather([]*tensor.Tensor{tensor.Zeros([]int{1000}), tensor.Zeros([]int{1000})}, x)
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		var pe *PeerError
+		require.True(t, errors.As(err, &pe), "rank %d: %v", r, err)
+		assert.Contains(t, err.Error(), "mismatched operation", "rank %d", r)
+	}
+}
