@@ -177,7 +177,16 @@ func MaxPool2d[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 		maxPool2x2(dst, idx, src, g)
 		return
 	}
-	maxPool2dGeneric(dst, idx, src, g)
+	p := newMaxPoolPlan[T](g)
+	ohw, hw := g.OH*g.OW, g.H*g.W
+	parallelFor(g.Planes, ohw*g.KH*g.KW, func(p0, p1 int) {
+		s := p.scratch()
+		for pl := p0; pl < p1; pl++ {
+			out, plane := dst[pl*ohw:][:ohw], src[pl*hw:][:hw]
+			p.values(out, plane, s)
+			p.positions(out, idx[pl*ohw:][:ohw], plane)
+		}
+	})
 }
 
 // maxPool2x2 is MaxPool2d for 2×2 windows at stride 2 without padding or
@@ -215,91 +224,169 @@ func maxPool2x2[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 	})
 }
 
-// maxPool2dGeneric is MaxPool2d for any window geometry.
-func maxPool2dGeneric[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
-	hw, ohw := g.H*g.W, g.OH*g.OW
-	w, ow, dh, dw := g.W, g.OW, g.DilationH, g.DilationW
-	h0, h1 := maxWindows(g.OH, g.StrideH, g.PadH, g.KH, dh, g.H)
-	w0, w1 := maxWindows(g.OW, g.StrideW, g.PadW, g.KW, dw, g.W)
-	parallelFor(g.Planes, ohw*g.KH*g.KW, func(p0, p1 int) {
-		negInf := T(math.Inf(-1))
-		for p := p0; p < p1; p++ {
-			plane := src[p*hw:][:hw]
-			out := dst[p*ohw:][:ohw]
-			oidx := idx[p*ohw:][:ohw]
-			for oh, ih0 := range h0 {
-				ih1 := h1[oh]
-				o, oi := out[oh*ow:][:ow], oidx[oh*ow:][:ow]
-				for j, iw0 := range w0 {
-					iw1 := w1[j]
-					best, bi := negInf, ih0*w+iw0
-					for ih := ih0; ih < ih1; ih += dh {
-						row := plane[ih*w:][:w]
-						for iw := iw0; iw < iw1; iw += dw {
-							if v := row[iw]; v > best || v != v {
-								best, bi = v, ih*w+iw
-							}
-						}
-					}
-					o[j] = best
-					oi[j] = int64(bi)
-				}
-			}
-		}
-	})
-}
-
 // MaxPool2dValues writes each window's maximum into dst, like MaxPool2d
 // but without the positions, for inference: the values equal MaxPool2d's
 // (a NaN in a window is its maximum), except that a window whose maximum is
 // a zero holding both signs may give +0 where MaxPool2d gives the first.
-// Each output row is pooled in two branch-free passes: the maxima down the
-// window's input rows into a scratch row, then across each window of it.
 func MaxPool2dValues[T Float](dst, src []T, g PoolGeom) {
-	hw, ohw := g.H*g.W, g.OH*g.OW
-	w, ow, dh, dw := g.W, g.OW, g.DilationH, g.DilationW
-	h0, h1 := maxWindows(g.OH, g.StrideH, g.PadH, g.KH, dh, g.H)
-	w0, w1 := maxWindows(g.OW, g.StrideW, g.PadW, g.KW, dw, g.W)
-	parallelFor(g.Planes, ohw*g.KH*g.KW, func(p0, p1 int) {
-		negInf := T(math.Inf(-1))
-		col := make([]T, w)
-		for p := p0; p < p1; p++ {
-			plane := src[p*hw:][:hw]
-			out := dst[p*ohw:][:ohw]
-			for oh, ih0 := range h0 {
-				ih1 := h1[oh]
-				o := out[oh*ow:][:ow]
-				if ih0 >= ih1 {
-					for j := range o {
-						o[j] = negInf
-					}
-					continue
-				}
-				copy(col, plane[ih0*w:][:w])
-				for ih := ih0 + dh; ih < ih1; ih += dh {
-					row := plane[ih*w:][:w]
-					for i, v := range row {
-						col[i] = max(col[i], v)
-					}
-				}
-				for j, iw0 := range w0 {
-					iw1, best := w1[j], negInf
-					if dw == 1 {
-						if iw0 < iw1 {
-							for _, v := range col[iw0:iw1] {
-								best = max(best, v)
-							}
-						}
-					} else {
-						for iw := iw0; iw < iw1; iw += dw {
-							best = max(best, col[iw])
-						}
-					}
-					o[j] = best
-				}
-			}
+	p := newMaxPoolPlan[T](g)
+	parallelFor(g.Planes, g.OH*g.OW*g.KH*g.KW, func(p0, p1 int) {
+		s := p.scratch()
+		for pl := p0; pl < p1; pl++ {
+			p.values(dst[pl*g.OH*g.OW:][:g.OH*g.OW], src[pl*g.H*g.W:][:g.H*g.W], s)
 		}
 	})
+}
+
+// maxPoolPlan is one max pooling's windows: output row oh reads input
+// rows h0[oh], h0[oh]+DilationH, ... below h1[oh], and output column j
+// input columns w0[j], ... below w1[j].
+type maxPoolPlan[T Float] struct {
+	g              PoolGeom
+	h0, h1, w0, w1 []int
+}
+
+func newMaxPoolPlan[T Float](g PoolGeom) *maxPoolPlan[T] {
+	p := &maxPoolPlan[T]{g: g}
+	p.h0, p.h1 = maxWindows(g.OH, g.StrideH, g.PadH, g.KH, g.DilationH, g.H)
+	p.w0, p.w1 = maxWindows(g.OW, g.StrideW, g.PadW, g.KW, g.DilationW, g.W)
+	return p
+}
+
+// maxPoolScratch is one goroutine's rows for maxPoolPlan.values: the
+// maxima down a window's rows (col) and across each full window of
+// them (win).
+type maxPoolScratch[T Float] struct{ col, win []T }
+
+func (p *maxPoolPlan[T]) scratch() *maxPoolScratch[T] {
+	return &maxPoolScratch[T]{col: make([]T, p.g.W), win: make([]T, p.g.W)}
+}
+
+// values pools one plane into out. Each output row takes three passes,
+// all but the last vectorized (maxInto): the maxima down the window's
+// input rows into s.col; for undilated windows the maxima of every run
+// of KW columns of s.col into s.win; then each output reads its window's
+// maximum from s.win, or for windows clipped by the padding (and dilated
+// ones) takes it across s.col. Go's max throughout, so the values do not
+// depend on the path.
+func (p *maxPoolPlan[T]) values(out, plane []T, s *maxPoolScratch[T]) {
+	g := p.g
+	w, ow, dh, dw, kw := g.W, g.OW, g.DilationH, g.DilationW, g.KW
+	negInf := T(math.Inf(-1))
+	col := s.col
+	runs := 0 // full windows of kw columns start at 0 ... runs-1
+	if dw == 1 && kw > 1 && kw <= w {
+		runs = w - kw + 1
+	}
+	for oh, ih0 := range p.h0 {
+		ih1 := p.h1[oh]
+		o := out[oh*ow:][:ow]
+		if ih0 >= ih1 {
+			for j := range o {
+				o[j] = negInf
+			}
+			continue
+		}
+		copy(col, plane[ih0*w:][:w])
+		for ih := ih0 + dh; ih < ih1; ih += dh {
+			maxInto(col, plane[ih*w:][:w])
+		}
+		win := s.win[:runs]
+		if runs > 0 {
+			copy(win, col)
+			for d := 1; d < kw; d++ {
+				maxInto(win, col[d:][:runs])
+			}
+		}
+		for j, iw0 := range p.w0 {
+			iw1 := p.w1[j]
+			if runs > 0 && iw1-iw0 == kw {
+				o[j] = win[iw0]
+				continue
+			}
+			best := negInf
+			for iw := iw0; iw < iw1; iw += dw {
+				best = max(best, col[iw])
+			}
+			o[j] = best
+		}
+	}
+}
+
+// positions writes into oidx the flat position in plane of each window's
+// maximum in out (pooled by values) as MaxPool2d chooses it, and sets the
+// value to the input there (the sign of a zero maximum): the first
+// input equal to the maximum in row-major window order, found by a scan
+// from the window's end that the compiler keeps branch-free, or, for a
+// NaN, the last NaN; an empty window gives its start and -Inf.
+func (p *maxPoolPlan[T]) positions(out []T, oidx []int64, plane []T) {
+	g := p.g
+	w, ow, dh, dw := g.W, g.OW, g.DilationH, g.DilationW
+	for oh, ih0 := range p.h0 {
+		ih1 := p.h1[oh]
+		o, oi := out[oh*ow:][:ow], oidx[oh*ow:][:ow]
+		lastH := ih0 + (ih1-1-ih0)/dh*dh
+		for j, iw0 := range p.w0 {
+			iw1 := p.w1[j]
+			best, bi := o[j], ih0*w+iw0
+			if best != best {
+				for ih := ih0; ih < ih1; ih += dh {
+					for iw := iw0; iw < iw1; iw += dw {
+						if v := plane[ih*w+iw]; v != v {
+							bi = ih*w + iw
+						}
+					}
+				}
+				o[j] = plane[bi]
+			} else if ih0 < ih1 && iw0 < iw1 {
+				lastW := iw1 - 1
+				if dw > 1 {
+					lastW = iw0 + (iw1-1-iw0)/dw*dw
+				}
+				for ih := lastH; ih >= ih0; ih -= dh {
+					row := plane[ih*w:][:lastW+1]
+					if dw == 1 {
+						run := row[iw0:]
+						for k := len(run) - 1; k >= 0; k-- {
+							if run[k] == best {
+								bi = ih*w + iw0 + k
+							}
+						}
+						continue
+					}
+					for iw := lastW; iw >= iw0; iw -= dw {
+						if row[iw] == best {
+							bi = ih*w + iw
+						}
+					}
+				}
+				o[j] = plane[bi]
+			}
+			oi[j] = int64(bi)
+		}
+	}
+}
+
+// maxInto sets dst[i] = max(dst[i], src[i]) for every i of dst, with
+// Go's max (NaN when either is NaN, +0 over -0); float32 runs the vector
+// kernel maxInto32.
+func maxInto[T Float](dst, src []T) {
+	if d, ok := any(dst).([]float32); ok {
+		maxInto32(d, any(src).([]float32)[:len(d)])
+		return
+	}
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = max(dst[i], v)
+	}
+}
+
+// maxIntoGo is maxInto32's Go twin.
+func maxIntoGo(dst, src []float32) {
+	src = src[:len(dst)]
+	for i, v := range src {
+		dst[i] = max(dst[i], v)
+	}
 }
 
 // maxWindows returns, for each of n outputs, the first input position of
