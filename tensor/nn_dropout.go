@@ -3,12 +3,17 @@ package tensor
 import (
 	"fmt"
 	"math"
+
+	"github.com/emberml/ember/tensor/internal/vec"
 )
 
 // DropoutMask returns an inverted-dropout mask of the given shape and dtype
 // (Float32 or Float64) on the CPU: each element is 0 with probability p and
-// 1/(1-p) otherwise, drawn from gen (one uniform draw per element, so a
-// seed fixes the mask). p = 1 gives all zeros.
+// 1/(1-p) otherwise. It takes one 64-bit seed from gen and keeps element i
+// where PhiloxUniform(seed, i) < 1-p, the rule a RandomKernels device
+// follows, so a seed fixes the mask and the CPU and such a device draw the
+// same one. Being counter-based, the mask is drawn on NumThreads
+// goroutines. p = 1 gives all zeros.
 func DropoutMask(gen *Generator, shape []int, p float64, dt DType) *Tensor {
 	if !(p >= 0 && p <= 1) {
 		panic(fmt.Sprintf("tensor.DropoutMask: probability %v out of [0, 1]", p))
@@ -25,31 +30,25 @@ func DropoutMask(gen *Generator, shape []int, p float64, dt DType) *Tensor {
 	if keep > 0 {
 		scale = 1 / keep
 	}
-	// rng.Float64() is x/2**53 for x the low 53 bits of one Uint64 draw, so
-	// Float64() < keep exactly when x < ceil(keep·2**53): the same mask,
-	// drawn without the conversion and division.
-	limit := uint64(math.Ceil(keep * (1 << 53)))
 	out := emptyOut(cpuBackend{}, dt, shape)
-	gen.mu.Lock()
-	defer gen.mu.Unlock()
-	switch m := out.st.buf.(*cpuBuffer).data.(type) {
-	case []float32:
-		dropoutFill(m, gen, limit, float32(scale))
-	case []float64:
-		dropoutFill(m, gen, limit, scale)
-	}
+	fillDropoutMask(out.st.buf.(*cpuBuffer), keep, scale, gen.Uint64())
 	return out
 }
 
-// dropoutFill sets m[i] to scale where the i-th draw's low 53 bits are
-// below limit and to 0 elsewhere.
-func dropoutFill[T float32 | float64](m []T, gen *Generator, limit uint64, scale T) {
-	for i := range m {
-		var v T
-		if gen.rng.Uint64()&(1<<53-1) < limit {
-			v = scale
-		}
-		m[i] = v
+// fillDropoutMask sets element i of buf (Float32 or Float64) to scale where
+// PhiloxUniform(seed, i) < keep and to 0 elsewhere.
+func fillDropoutMask(buf *cpuBuffer, keep, scale float64, seed uint64) {
+	// PhiloxUniform is x/2**24 for x a word's top 24 bits, so it is below
+	// keep exactly when x < ceil(keep·2**24): the same mask, compared as
+	// integers.
+	limit := uint32(math.Ceil(keep * (1 << 24)))
+	// Ranges start on whole Philox blocks and whole kernel steps.
+	const grain = 64
+	switch m := buf.data.(type) {
+	case []float32:
+		parallelFor(len(m), grain, func(lo, hi int) { vec.PhiloxMask32(m[lo:hi], uint64(lo), seed, limit, float32(scale)) })
+	case []float64:
+		parallelFor(len(m), grain, func(lo, hi int) { vec.PhiloxMask64(m[lo:hi], uint64(lo), seed, limit, scale) })
 	}
 }
 

@@ -46,8 +46,8 @@ func PhiloxUniform(seed uint64, i int64) float64 {
 // that draw random numbers in their own memory. When a tensor's backend
 // implements it, dropout masks are made there from one 64-bit seed taken
 // from the host Generator, instead of being drawn on the host and copied
-// over; the mask differs from the CPU's for the same seed (as PyTorch's CPU
-// and CUDA masks do) but is still fixed by the seed.
+// over; the CPU draws its masks by the same rule, so both give the same mask
+// for the same seed.
 type RandomKernels interface {
 	// DropoutMask fills the n elements of dst (Float32 or Float64) with
 	// scale where PhiloxUniform(seed, i) < keep and with 0 elsewhere.
