@@ -3,7 +3,6 @@ package gemm
 import (
 	"fmt"
 	"runtime"
-	"sync"
 
 	"github.com/emberml/ember/tensor/internal/vec"
 )
@@ -142,7 +141,7 @@ func SgemmPacked(threads int, a *PackedA, n int, packB BPacker, beta float32, c 
 	if float64(m)*float64(n)*float64(k) < minParallelWork {
 		threads = 1
 	}
-	runPacked(a, n, packB, c, ldc, overwrite, threads, n < 2*a.kern.nr, Epilogue{})
+	runPacked(a, n, packB, c, ldc, overwrite, threads, Epilogue{})
 }
 
 // Epilogue is what SgemmPackedEpilogue does around the product on each
@@ -190,38 +189,120 @@ func SgemmPackedEpilogue(threads int, a *PackedA, n int, packB BPacker, c []floa
 	if float64(m)*float64(n)*float64(k) < minParallelWork {
 		threads = 1
 	}
-	runPacked(a, n, packB, c, ldc, ep.Init == nil, threads, n < 2*a.kern.nr, ep)
+	runPacked(a, n, packB, c, ldc, ep.Init == nil, threads, ep)
 }
 
-// runPacked runs blockedPacked over threads goroutines, each taking a run
-// of whole MR panels of rows (byRows) or NR panels of columns, or on the
-// calling goroutine when there are not two panels to share. SgemmPacked
-// splits the columns, where each goroutine packs only its own part of B,
-// unless there are fewer than two panels of them: measured on ResNet-18's
-// shapes, splitting the rows of a wide packed A lost even where it halves
-// each goroutine's reads of A.
-func runPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite bool, threads int, byRows bool, ep Epilogue) {
-	kern, m := a.kern, a.m
-	var wg sync.WaitGroup
-	switch {
-	case threads > 1 && byRows && m > kern.mr:
-		panels := (m + kern.mr - 1) / kern.mr
-		per := (panels + threads - 1) / threads * kern.mr
-		for i0 := 0; i0 < m; i0 += per {
-			mi := min(per, m-i0)
-			wg.Go(func() { blockedPacked(a, i0, mi, 0, n, packB, c[i0*ldc:], ldc, overwrite, ep) })
-		}
-	case threads > 1 && !byRows && n > kern.nr:
-		panels := (n + kern.nr - 1) / kern.nr
-		per := (panels + threads - 1) / threads * kern.nr
-		for j0 := 0; j0 < n; j0 += per {
-			nj := min(per, n-j0)
-			wg.Go(func() { blockedPacked(a, 0, m, j0, nj, packB, c[j0:], ldc, overwrite, ep) })
-		}
-	default:
-		blockedPacked(a, 0, m, 0, n, packB, c, ldc, overwrite, ep)
+// runPacked runs the product over threads goroutines (or on the calling
+// goroutine when there are not two panels to share), in one of two ways,
+// whichever leaves the busiest goroutine the least work (splitRows): each
+// goroutine takes a run of whole NR panels of columns, packing only its
+// own part of B (blockedPacked), or, for few columns, the goroutines
+// first pack B together into one shared copy and then each takes a run
+// of whole MR panels of rows (sharedRowsPacked), so that each reads only
+// its part of the packed A, which at batch-1 convolution shapes (a large
+// weight, 49 or 196 output positions) is what the time goes on.
+func runPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite bool, threads int, ep Epilogue) {
+	if threads > 1 && splitRows(a, n, threads) {
+		sharedRowsPacked(a, n, packB, c, ldc, overwrite, threads, ep)
+		return
 	}
-	wg.Wait()
+	colsPacked(a, n, packB, c, ldc, overwrite, threads, ep)
+}
+
+// colsPacked runs blockedPacked on up to threads goroutines, each taking
+// a run of whole NR panels of columns of C and packing its own part of B.
+func colsPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite bool, threads int, ep Epilogue) {
+	nr := a.kern.nr
+	colPanels := (n + nr - 1) / nr
+	parts := max(min(threads, colPanels), 1)
+	onEach(parts, func(t int) {
+		j0, j1 := t*colPanels/parts*nr, min((t+1)*colPanels/parts*nr, n)
+		blockedPacked(a, 0, a.m, j0, j1-j0, packB, c[j0:], ldc, overwrite, ep)
+	})
+}
+
+// maxSharedPackedB bounds the packed B that sharedRowsPacked shares
+// (512 Ki elements, 2 MiB): the columns are few, and B is read again by
+// every block of rows, so it should stay in the cache.
+const maxSharedPackedB = 1 << 19
+
+// splitRows reports whether runPacked should share one packed B and split
+// the rows of a among threads goroutines rather than the columns. Each
+// way is costed in panel products (MR rows by NR columns over all of k)
+// plus the panels of A the busiest goroutine reads, each costed as one
+// product: a packed weight used for a few columns comes from memory,
+// about as fast as the product uses it. Ties go to the rows.
+func splitRows(a *PackedA, n, threads int) bool {
+	kern := a.kern
+	colPanels := (n + kern.nr - 1) / kern.nr
+	rowPanels := (a.m + kern.mr - 1) / kern.mr
+	if rowPanels < 2 || n > kern.nc || sharedPackedSize(kern, a.k, n) > maxSharedPackedB {
+		return false
+	}
+	colShare := (colPanels + threads - 1) / threads
+	rowShare := (rowPanels + threads - 1) / threads
+	return colPanels*rowShare+rowShare <= colShare*rowPanels+rowPanels
+}
+
+// sharedPackedSize returns the elements sharedRowsPacked packs a k×n B
+// into: for each KC block, the column panels, each KC·NR elements and a
+// pad long.
+func sharedPackedSize(kern *kernel, k, n int) int {
+	return (k + kern.kc - 1) / kern.kc * sharedBlockSize(kern, n)
+}
+
+// sharedBlockSize returns the elements one KC block of a packed k×n B
+// takes in sharedRowsPacked.
+func sharedBlockSize(kern *kernel, n int) int {
+	return (n + kern.nr - 1) / kern.nr * (kern.nr*kern.kc + panelPad)
+}
+
+// sharedRowsPacked computes the product (as blockedPacked does for all of
+// C) on threads goroutines sharing one packed copy of B (n at most NC
+// columns): first each packs a run of its column panels for every KC
+// block; then each computes a run of whole MR panels of rows of C over
+// every KC block, starting it with ep.Init and ending it with the ReLU.
+// Every element of C sees the same KC blocks in the same order as in
+// blockedPacked, so the result does not depend on the split.
+func sharedRowsPacked(a *PackedA, n int, packB BPacker, c []float32, ldc int, overwrite bool, threads int, ep Epilogue) {
+	kern, m, k := a.kern, a.m, a.k
+	mr, nr := kern.mr, kern.nr
+	block := sharedBlockSize(kern, n)
+	pb := getBuf(sharedPackedSize(kern, k, n))
+	defer bufPool.Put(pb)
+	bufB := *pb
+	colPanels := (n + nr - 1) / nr
+	parts := min(threads, colPanels)
+	onEach(parts, func(t int) {
+		p0, p1 := t*colPanels/parts, (t+1)*colPanels/parts
+		j0, j1 := p0*nr, min(p1*nr, n)
+		for pc := 0; pc < k; pc += kern.kc {
+			kb := min(kern.kc, k-pc)
+			ps := nr*kb + panelPad
+			packB(bufB[pc/kern.kc*block+p0*ps:], ps, pc, kb, j0, j1-j0, nr)
+		}
+	})
+	rowPanels := (m + mr - 1) / mr
+	parts = min(threads, rowPanels)
+	onEach(parts, func(t int) {
+		i0, i1 := t*rowPanels/parts*mr, min((t+1)*rowPanels/parts*mr, m)
+		pt := getBuf(mr * nr)
+		defer bufPool.Put(pt)
+		cc := c[i0*ldc:]
+		if ep.Init != nil {
+			ep.Init(cc, ldc, i0, i1-i0, 0, n)
+		}
+		for pc := 0; pc < k; pc += kern.kc {
+			kb := min(kern.kc, k-pc)
+			add := pc > 0 || !overwrite
+			relu := ep.Relu && pc+kb == k
+			ap := a.data[pc*a.mp:]
+			for ic := i0; ic < i1; ic += kern.mc {
+				mb := min(kern.mc, i1-ic)
+				macroKernel(kern, ap[ic*kb:], bufB[pc/kern.kc*block:], nr*kb+panelPad, kb, mb, n, cc[(ic-i0)*ldc:], ldc, add, relu, *pt)
+			}
+		}
+	})
 }
 
 // panelPad is the gap, in elements (one 64-byte cache line), between
