@@ -651,23 +651,23 @@ func Moments[T Float](mean, variance, src []T, outer, n, inner int) {
 }
 
 // ScaleShift writes dst[a, j, c] = src[a, j, c]*scale[j] + shift[j]; nil
-// scale means ones and nil shift zeros. dst may alias src.
+// scale means ones and nil shift zeros. dst may alias src. The rows (a, j)
+// are shared among goroutines, so a batch of one image is split too.
 func ScaleShift[T Float](dst, src, scale, shift []T, outer, n, inner int) {
-	parallelFor(outer, n*inner, func(a0, a1 int) {
-		for a := a0; a < a1; a++ {
-			for j := range n {
-				off := (a*n + j) * inner
-				s, d := src[off:off+inner], dst[off:off+inner]
-				var k, b T = 1, 0
-				if scale != nil {
-					k = scale[j]
-				}
-				if shift != nil {
-					b = shift[j]
-				}
-				for i, v := range s {
-					d[i] = v*k + b
-				}
+	parallelFor(outer*n, inner, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			j := r % n
+			off := r * inner
+			s, d := src[off:off+inner], dst[off:off+inner]
+			var k, b T = 1, 0
+			if scale != nil {
+				k = scale[j]
+			}
+			if shift != nil {
+				b = shift[j]
+			}
+			for i, v := range s {
+				d[i] = v*k + b
 			}
 		}
 	})
