@@ -15,6 +15,28 @@
 // Listeners bind only to the configured addresses and close once the mesh
 // is complete.
 //
+// Ranks on one machine move the data of large collectives (AllReduce,
+// ReduceScatter, AllGather and ZeroOptimizer's exchanges above 256 KiB)
+// through shared memory instead of loopback TCP: at setup every rank
+// creates a memfd segment that the others map through /proc/PID/fd and
+// prove shared by reading back a random nonce, after checking that they
+// share host name, boot id and network namespace; the memfd is closed once
+// mapped, so nothing is left behind however the processes end. Each rank
+// copies a ChunkBytes window of its tensor into its segment, reduces its
+// 1/N of every rank's window in rank order straight from the peers'
+// segments, and copies the N reduced pieces back, two windows in flight.
+// Waits spin briefly and then sleep on futex(2); the TCP connections stay
+// the control channel, so timeouts, dead peers and mismatched collectives
+// are reported as on TCP. The group uses shared memory only if every rank
+// can; Config.DisableSharedMemory (EMBER_DIST_SHM=0) turns it off, and
+// subgroups, other systems and big-endian machines use TCP. All-reducing
+// 64 MB of float32 across 4 local ranks on a 2-core machine reaches a bus
+// bandwidth of 0.27 of a loopback TCP stream against 0.20 over TCP, and
+// uses 0.88 of the stream's CPU time per byte against 0.54:
+//
+//	go test -c -o /tmp/dist.test ./distributed && cd distributed &&
+//	/tmp/dist.test -test.run '^$' -test.bench AllReduceVsStream -test.benchtime 20x
+//
 // Built with the tag mpi (cgo, Debian's libopenmpi-dev), NewMPIGroup gives
 // the same ProcessGroup over MPI for jobs started by mpirun or Slurm's srun:
 //

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -26,7 +28,7 @@ import (
 //	128   uint32    reduced:  rounds whose peers' staging this rank has read
 //	                          (and whose result slot it has written)
 //	192   uint32    gathered: rounds whose peers' results this rank has read
-//	256   uint32    sleepers: peers sleeping on one of this rank's counters
+//	256   64×uint32 sleepers: bit i set while rank i sleeps on a counter
 //	512   2×64      slot descriptors: seq, element count, op and dtype
 //	4096  4×slot    staging 0, staging 1, result 0, result 1
 //
@@ -39,10 +41,14 @@ import (
 // peer's result and copies the N results into place. The tensors stay in
 // cache from one phase to the next: a slot is ChunkBytes.
 //
-// The TCP connections stay the control channel for failures: a rank
-// waiting on a peer's counter spins briefly, then sleeps on it with
-// futex(2) a few milliseconds at a time, checking between naps whether the
-// group has aborted, whether the peer's connection has closed (the kernel
+// A rank waiting on a peer's counter spins briefly, then marks itself in
+// the peer's sleepers and sleeps on its own waker pipe, which the peer
+// writes to after it moves a counter while sleepers are marked. The pipe
+// is read through the runtime's poller, so a sleeping rank holds no
+// thread and computation that overlaps the collective runs on. The TCP
+// connections stay the control channel for failures: the rank sleeps a
+// few milliseconds at a time, checking between naps whether the group has
+// aborted, whether the peer's connection has closed (the kernel
 // closes a dead process's sockets) and whether the collective's deadline
 // has passed. Any of those ends the wait with a *PeerError, and the worker
 // aborts the group so that the other ranks hear of it over TCP.
@@ -52,6 +58,7 @@ const (
 	shmReducedOff  = 128
 	shmGatheredOff = 192
 	shmSleepersOff = 256
+	shmMaxRanks    = 64 * 32 // sleeper bits in the header
 	shmDescOff     = 512
 	shmHeaderBytes = 4096
 
@@ -69,6 +76,11 @@ type shmGroup struct {
 	segs  [][]byte // by rank, each mapped here
 	slot  int      // bytes in a staging or result slot
 	round uint32   // rounds completed; worker goroutine only
+
+	waker  *os.File // this rank's waker pipe, read end
+	wakerW int      // its write end, held so that the pipe never ends
+	wakers []int    // write ends of the peers' waker pipes, by rank
+	wbuf   [64]byte // drains wake-ups
 }
 
 // shmDesc identifies the collective a round belongs to, so that ranks
@@ -104,59 +116,49 @@ func shmSlotBytes(chunk, size int) int {
 func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	slot := shmSlotBytes(g.chunk, g.size)
 	size := shmHeaderBytes + 4*slot
-	segs := make([][]byte, g.size)
-	unmapAll := func() {
-		for _, m := range segs {
-			if m != nil {
-				unmapSegment(m)
-			}
-		}
+	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, wakerW: -1, wakers: make([]int, g.size)}
+	for j := range s.wakers {
+		s.wakers[j] = -1
 	}
-	want := shmSupported && nativeLittle && !cfg.DisableSharedMemory
+	want := shmSupported && nativeLittle && !cfg.DisableSharedMemory && g.size <= shmMaxRanks
 	var pid, fd int
 	var nonce [16]byte
 	if want {
 		var err error
-		segs[g.rank], pid, fd, err = createSegment(size)
+		s.segs[g.rank], pid, fd, err = createSegment(size)
 		if err == nil {
-			defer closeSegmentFD(fd) // once every rank has opened it
+			defer closeFD(fd) // once every rank has opened it
 			rand.Read(nonce[:])
-			copy(segs[g.rank][shmNonceOff:], nonce[:])
+			copy(s.segs[g.rank][shmNonceOff:], nonce[:])
+			s.waker, s.wakerW, err = createWaker()
+		}
+		if err == nil {
+			// Deadlines need a pipe the runtime polls.
+			err = s.waker.SetReadDeadline(time.Time{})
 		}
 		want = err == nil
 	}
+	var wakerFD int64 = -1
+	if s.waker != nil {
+		wakerFD = int64(s.waker.Fd())
+	}
 	info := []int64{boolInt(want), hostID(), int64(pid), int64(fd), int64(size),
-		int64(binary.LittleEndian.Uint64(nonce[:8])), int64(binary.LittleEndian.Uint64(nonce[8:]))}
+		int64(binary.LittleEndian.Uint64(nonce[:8])), int64(binary.LittleEndian.Uint64(nonce[8:])), wakerFD}
 	got, err := g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, len(info), func(int) vec { return vec{tensor.Int64, info} }, deadline)
 	if err != nil {
-		unmapAll()
+		s.unmap()
 		return err
 	}
 	ok := want
 	for j := 0; ok && j < g.size; j++ {
-		if j == g.rank {
-			continue
+		if j != g.rank {
+			ok = s.open(j, got[j].data.([]int64), info, size)
 		}
-		d := got[j].data.([]int64)
-		if d[0] != 1 || d[1] != info[1] || d[4] != info[4] {
-			ok = false
-			break
-		}
-		m, err := openSegment(int(d[2]), int(d[3]), size)
-		if err != nil {
-			ok = false
-			break
-		}
-		segs[j] = m
-		var peerNonce [16]byte
-		binary.LittleEndian.PutUint64(peerNonce[:8], uint64(d[5]))
-		binary.LittleEndian.PutUint64(peerNonce[8:], uint64(d[6]))
-		ok = [16]byte(m[shmNonceOff:shmNonceOff+16]) == peerNonce
 	}
 	vote := []int64{boolInt(ok)}
 	votes, err := g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, 1, func(int) vec { return vec{tensor.Int64, vote} }, deadline)
 	if err != nil {
-		unmapAll()
+		s.unmap()
 		return err
 	}
 	for j, v := range votes {
@@ -165,11 +167,33 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 		}
 	}
 	if !ok {
-		unmapAll()
+		s.unmap()
 		return nil
 	}
-	g.shm = &shmGroup{g: g, self: g.rank, segs: segs, slot: slot}
+	g.shm = s
 	return nil
+}
+
+// open maps peer j's segment and opens its waker from the setup record d
+// it sent (own is this rank's), and reports whether the segment holds the
+// nonce j wrote, that is, whether the two ranks share its memory.
+func (s *shmGroup) open(j int, d, own []int64, size int) bool {
+	if d[0] != 1 || d[1] != own[1] || d[4] != own[4] {
+		return false
+	}
+	m, err := openSegment(int(d[2]), int(d[3]), size)
+	if err != nil {
+		return false
+	}
+	s.segs[j] = m
+	var nonce [16]byte
+	binary.LittleEndian.PutUint64(nonce[:8], uint64(d[5]))
+	binary.LittleEndian.PutUint64(nonce[8:], uint64(d[6]))
+	if [16]byte(m[shmNonceOff:shmNonceOff+16]) != nonce {
+		return false
+	}
+	s.wakers[j], err = openWaker(int(d[2]), int(d[7]))
+	return err == nil
 }
 
 // boolInt is 1 for true, 0 for false.
@@ -180,12 +204,23 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// unmap releases every mapping (after the worker has stopped).
+// unmap releases every mapping and waker (after the worker has stopped).
 func (s *shmGroup) unmap() {
 	for _, m := range s.segs {
-		unmapSegment(m)
+		if m != nil {
+			unmapSegment(m)
+		}
 	}
 	s.segs = nil
+	for _, w := range s.wakers {
+		if w >= 0 {
+			closeFD(w)
+		}
+	}
+	if s.waker != nil {
+		s.waker.Close()
+		closeFD(s.wakerW)
+	}
 }
 
 // word returns the counter at off in rank r's segment.
@@ -213,15 +248,23 @@ func (s *shmGroup) desc(r, k int) *[3]uint64 {
 // reached compares round counters modulo 2³².
 func reached(cur, want uint32) bool { return int32(cur-want) >= 0 }
 
-// publish sets this rank's counter at off to v and wakes peers sleeping on
-// it.
+// sleepers returns the word of rank r's sleeper bits that holds rank i's
+// bit, and the bit.
+func (s *shmGroup) sleepers(r, i int) (*uint32, uint32) {
+	return s.word(r, shmSleepersOff+4*(i/32)), 1 << (i % 32)
+}
+
+// publish sets this rank's counter at off to v and wakes the peers
+// sleeping on its counters.
 func (s *shmGroup) publish(off int, v uint32) {
-	w := s.word(s.self, off)
-	atomic.StoreUint32(w, v)
-	// The store comes before this load and a sleeper's increment before
-	// its last look at w, so one of the two sees the other.
-	if atomic.LoadUint32(s.word(s.self, shmSleepersOff)) != 0 {
-		futexWake(w)
+	atomic.StoreUint32(s.word(s.self, off), v)
+	// The store comes before these loads and a sleeper's mark before its
+	// last look at the counter, so one of the two sees the other.
+	for base := 0; base < len(s.segs); base += 32 {
+		marks := atomic.LoadUint32(s.word(s.self, shmSleepersOff+base/8))
+		for ; marks != 0; marks &= marks - 1 {
+			wake(s.wakers[base+bits.TrailingZeros32(marks)])
+		}
 	}
 }
 
@@ -240,12 +283,13 @@ func (s *shmGroup) await(j, off int, want uint32, d shmDesc, deadline time.Time)
 		if err := s.check(j, d, deadline); err != nil {
 			return err
 		}
-		sleepers := s.word(j, shmSleepersOff)
-		atomic.AddUint32(sleepers, 1)
-		if cur := atomic.LoadUint32(w); !reached(cur, want) {
-			futexWait(w, cur, max(min(shmNap, time.Until(deadline)), time.Microsecond))
+		mark, bit := s.sleepers(j, s.self)
+		atomic.OrUint32(mark, bit)
+		if !reached(atomic.LoadUint32(w), want) {
+			s.waker.SetReadDeadline(time.Now().Add(min(shmNap, time.Until(deadline))))
+			s.waker.Read(s.wbuf[:])
 		}
-		atomic.AddUint32(sleepers, ^uint32(0))
+		atomic.AndUint32(mark, ^bit)
 	}
 }
 
@@ -353,24 +397,24 @@ func (g *TCPGroup) shmAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Ti
 	all := sliceBytes(v.data)
 	return s.run(shmDesc{seq, uint64(n), opAllReduce, v.dt}, (n+w-1)/w, shmPhases{
 		fill: func(r int, stage []byte) {
+			// This rank's own piece is read from v: only the others
+			// are staged.
 			lo, hi := window(r)
-			copy(stage, all[lo*es:hi*es])
+			a, b := piece(lo, hi, s.self)
+			copy(stage, all[lo*es:a*es])
+			copy(stage[(b-lo)*es:], all[b*es:hi*es])
 		},
 		middle: func(r int, stage func(int) []byte, result []byte) {
 			lo, hi := window(r)
 			a, b := piece(lo, hi, s.self)
-			if a == b {
-				return
-			}
 			from, to := (a-lo)*es, (b-lo)*es
-			copy(result, stage(0)[from:to])
-			acc := bytesVec(v.dt, result[:to-from])
-			for j := 1; j < size; j++ {
-				acc.reduceBytes(0, b-a, stage(j)[from:to], op)
-			}
-			if op == Avg {
-				acc.divide(size)
-			}
+			combineRanks(bytesVec(v.dt, result[:to-from]), 0, b-a, size, func(j int, use func(int, []byte)) {
+				if j == s.self {
+					use(0, all[a*es:b*es])
+				} else {
+					use(0, stage(j)[from:to])
+				}
+			}, op)
 		},
 		gather: func(r int, result func(int) []byte) {
 			lo, hi := window(r)
@@ -394,26 +438,45 @@ func (g *TCPGroup) shmReduceScatter(seq uint64, dst vec, ins []vec, op ReduceOp,
 		fill: func(r int, stage []byte) {
 			lo, hi := window(r)
 			for j, in := range ins {
-				copy(stage[j*c*es:], sliceBytes(in.data)[lo*es:hi*es])
+				if j != s.self {
+					copy(stage[j*c*es:], sliceBytes(in.data)[lo*es:hi*es])
+				}
 			}
 		},
 		middle: func(r int, stage func(int) []byte, _ []byte) {
 			lo, hi := window(r)
-			reduceStaged(dst, lo, hi, s.self*c*es, size, stage, op)
+			from := s.self * c * es
+			combineRanks(dst, lo, hi, size, func(j int, use func(int, []byte)) {
+				if j == s.self {
+					use(0, sliceBytes(ins[j].data)[lo*es:hi*es])
+				} else {
+					use(0, stage(j)[from:from+(hi-lo)*es])
+				}
+			}, op)
 		},
 	}, deadline)
 }
 
-// reduceStaged writes into dst[lo:hi) the combination by op, in rank
-// order, of the elements at byte offset from of the size ranks' staging
-// slots (divided by size for Avg).
-func reduceStaged(dst vec, lo, hi, from, size int, stage func(int) []byte, op ReduceOp) {
-	to := from + (hi-lo)*dst.elemSize()
-	dst.decode(lo, hi, stage(0)[from:to])
-	for j := 1; j < size; j++ {
-		dst.reduceBytes(lo, hi, stage(j)[from:to], op)
+// combineRanks writes into dst[lo:hi) the combination by op, in rank
+// order, of the size ranks' contributions (divided by size for Avg);
+// contrib(j, use) hands rank j's elements to use in runs: use(at, b) for
+// the elements from lo+at, in native byte order.
+func combineRanks(dst vec, lo, hi, size int, contrib func(j int, use func(at int, b []byte)), op ReduceOp) {
+	es := dst.elemSize()
+	for j := range size {
+		contrib(j, func(at int, b []byte) {
+			a := lo + at
+			if len(b) == 0 {
+				return
+			}
+			if j == 0 {
+				dst.decode(a, a+len(b)/es, b)
+			} else {
+				dst.reduceBytes(a, a+len(b)/es, b, op)
+			}
+		})
 	}
-	if op == Avg {
+	if op == Avg && hi > lo {
 		vec{dst.dt, dst.slice(lo, hi)}.divide(size)
 	}
 }
@@ -448,9 +511,7 @@ func (g *TCPGroup) shmReduceScatterParts(dt tensor.DType, send func(j int) parts
 	window := func(r int) (int, int) { return r * c, min((r+1)*c, n) }
 	srcs := make([]parts, size)
 	for j := range srcs {
-		if j == s.self {
-			srcs[j] = own
-		} else {
+		if j != s.self {
 			srcs[j] = send(j)
 		}
 	}
@@ -458,12 +519,23 @@ func (g *TCPGroup) shmReduceScatterParts(dt tensor.DType, send func(j int) parts
 		fill: func(r int, stage []byte) {
 			lo, hi := window(r)
 			for j, ps := range srcs {
-				ps.copyOut(lo, hi, stage[j*c*es:])
+				if j != s.self {
+					ps.copyOut(lo, hi, stage[j*c*es:])
+				}
 			}
 		},
 		middle: func(r int, stage func(int) []byte, _ []byte) {
 			lo, hi := window(r)
-			reduceStaged(dst, lo, hi, s.self*c*es, size, stage, op)
+			from := s.self * c * es
+			combineRanks(dst, lo, hi, size, func(j int, use func(int, []byte)) {
+				if j != s.self {
+					use(0, stage(j)[from:from+(hi-lo)*es])
+					return
+				}
+				own.overlap(lo, hi, func(p vec, a, e, at int) {
+					use(at/es, sliceBytes(p.data)[a*es:e*es])
+				})
+			}, op)
 		},
 	}, deadline)
 }

@@ -7,10 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
-	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,13 +15,6 @@ import (
 // shmSupported reports whether this build can map segments of other
 // processes.
 const shmSupported = true
-
-// futex(2) operations on a word shared between processes (not the
-// _PRIVATE variants, which only match waiters of one process).
-const (
-	futexWaitOp = 0
-	futexWakeOp = 1
-)
 
 // hostID identifies this boot of this machine and this network
 // namespace: the hash of the host name, the kernel's boot id and the
@@ -61,10 +51,6 @@ func createSegment(size int) (mem []byte, pid, fd int, err error) {
 	return mem, os.Getpid(), fd, nil
 }
 
-// closeSegmentFD closes the memfd createSegment returned; the mapping
-// stays.
-func closeSegmentFD(fd int) { unix.Close(fd) }
-
 // openSegment maps the segment that process pid created as its file
 // descriptor fd. It refuses anything but a regular file of at least size
 // bytes, so that a stale pid on another machine cannot make it open a
@@ -93,14 +79,37 @@ func openSegment(pid, fd, size int) ([]byte, error) {
 // unmapSegment releases a mapping.
 func unmapSegment(mem []byte) { unix.Munmap(mem) }
 
-// futexWait sleeps while *addr holds val, at most d (spurious wake-ups
-// are fine: callers re-check).
-func futexWait(addr *uint32, val uint32, d time.Duration) {
-	ts := unix.NsecToTimespec(int64(d))
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitOp, uintptr(val), uintptr(unsafe.Pointer(&ts)), 0, 0)
+// createWaker creates the pipe a rank sleeps on while it waits for its
+// peers: the read end as a File of the runtime's poller (a sleeping
+// goroutine holds no thread, so computation overlapping the collective goes
+// on), and the write end, kept open so that the pipe never reads as ended.
+// Peers open the pipe through /proc/<pid>/fd/<fd of r> to wake the rank.
+func createWaker() (r *os.File, w int, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, -1, fmt.Errorf("pipe2: %w", err)
+	}
+	return os.NewFile(uintptr(p[0]), "ember-dist-waker"), p[1], nil
 }
 
-// futexWake wakes every process waiting on addr.
-func futexWake(addr *uint32) {
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakeOp, math.MaxInt32, 0, 0, 0)
+// openWaker opens for writing the pipe that process pid reads as its file
+// descriptor fd, refusing anything but a pipe.
+func openWaker(pid, fd int) (int, error) {
+	path := fmt.Sprintf("/proc/%d/fd/%d", pid, fd)
+	f, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open %s: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(f, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
+		unix.Close(f)
+		return -1, fmt.Errorf("%s is not a pipe", path)
+	}
+	return f, nil
 }
+
+// wake writes a byte to a waker pipe; a full pipe already holds wake-ups.
+func wake(fd int) { unix.Write(fd, []byte{1}) }
+
+// closeFD closes a file descriptor.
+func closeFD(fd int) { unix.Close(fd) }

@@ -4,7 +4,7 @@ package distributed
 
 import (
 	"errors"
-	"time"
+	"os"
 )
 
 // shmSupported reports whether this build can map segments of other
@@ -20,18 +20,20 @@ func hostID() int64 { return 0 }
 // createSegment is unavailable outside Linux.
 func createSegment(int) ([]byte, int, int, error) { return nil, 0, -1, errNoShm }
 
-// closeSegmentFD is unavailable outside Linux.
-func closeSegmentFD(int) {}
-
 // openSegment is unavailable outside Linux.
 func openSegment(int, int, int) ([]byte, error) { return nil, errNoShm }
 
 // unmapSegment is unavailable outside Linux.
 func unmapSegment([]byte) {}
 
-// futexWait sleeps for d: no segment is ever mapped outside Linux, so
-// nothing waits on a shared word.
-func futexWait(_ *uint32, _ uint32, d time.Duration) { time.Sleep(d) }
+// createWaker is unavailable outside Linux.
+func createWaker() (*os.File, int, error) { return nil, -1, errNoShm }
 
-// futexWake has nothing to wake outside Linux.
-func futexWake(*uint32) {}
+// openWaker is unavailable outside Linux.
+func openWaker(int, int) (int, error) { return -1, errNoShm }
+
+// wake has nothing to wake outside Linux.
+func wake(int) {}
+
+// closeFD has nothing to close outside Linux.
+func closeFD(int) {}
