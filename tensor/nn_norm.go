@@ -3,6 +3,8 @@ package tensor
 import (
 	"fmt"
 	"slices"
+
+	"github.com/emberml/ember/tensor/internal/vec"
 )
 
 // Normalization: statistics helpers and the functional forms of batch,
@@ -187,11 +189,49 @@ func LayerNormWithStats(x *Tensor, normalizedShape []int, weight, bias *Tensor, 
 	rows, cols := numel(lead), numel(normalizedShape)
 	mean, variance = moments(op, x, 1, rows, cols)
 	rstd := invStd(variance, eps)
+	if x.dtype == Float32 && sameFloatDense(x, mean, rstd) && (weight == nil || sameFloatDense(x, weight)) && (bias == nil || sameFloatDense(x, bias)) {
+		out = layerNormApply32(x, mean, rstd, weight, bias, rows, cols)
+		return out, mean.Reshape(lead...), variance.Reshape(lead...)
+	}
 	out = scaleShift(x, rstd, mean.Mul(rstd).Neg(), 1, rows, cols, false)
 	if weight != nil || bias != nil {
 		scaleShift(out, weight, bias, rows, cols, 1, true)
 	}
 	return out, mean.Reshape(lead...), variance.Reshape(lead...)
+}
+
+// layerNormApply32 returns (x-mean)·rstd·weight + bias, row by row with the
+// vector kernels (the same roundings as the general path), for contiguous float32 CPU operands (x [rows, cols], mean
+// and rstd [rows], weight and bias [cols] or nil), where the general
+// ScaleShift path would take the per-column affine one element at a time.
+func layerNormApply32(x, mean, rstd, weight, bias *Tensor, rows, cols int) *Tensor {
+	xd, _ := cpuDense[float32](x)
+	md, _ := cpuDense[float32](mean)
+	rd, _ := cpuDense[float32](rstd)
+	var w, b []float32
+	if weight != nil {
+		w, _ = cpuDense[float32](weight)
+	}
+	if bias != nil {
+		b, _ = cpuDense[float32](bias)
+	}
+	out := emptyOut(x.st.backend, Float32, x.shape)
+	od := out.st.buf.(*cpuBuffer).data.([]float32)
+	parallelFor(rows*cols, cols, func(lo, hi int) {
+		for r := lo / cols; r < hi/cols; r++ {
+			o := od[r*cols : (r+1)*cols]
+			// x·rstd + (-mean·rstd), rounded as the general path rounds.
+			vec.MulConst(o, xd[r*cols:(r+1)*cols], rd[r])
+			vec.AddConst(o, o, -(md[r] * rd[r]))
+			if w != nil {
+				vec.Mul(o, o, w)
+			}
+			if b != nil {
+				vec.Add(o, o, b)
+			}
+		}
+	})
+	return out
 }
 
 // GroupNorm normalizes x ([N, C, ...]) over groups of C/groups consecutive
