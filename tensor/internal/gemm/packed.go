@@ -324,11 +324,13 @@ func blockedPacked(a *PackedA, i0, m, j0, n int, packB BPacker, c []float32, ldc
 	defer bufPool.Put(pb)
 	defer bufPool.Put(pt)
 	bufB, tile := *pb, *pt
-	if ep.Init != nil {
-		ep.Init(c, ldc, i0, m, j0, n)
-	}
 	for jc := 0; jc < n; jc += kern.nc {
 		nb := min(kern.nc, n-jc)
+		if ep.Init != nil {
+			// One NC block at a time, so that the products find it
+			// in cache.
+			ep.Init(c[jc:], ldc, i0, m, j0+jc, nb)
+		}
 		for pc := 0; pc < k; pc += kern.kc {
 			kb := min(kern.kc, k-pc)
 			add := pc > 0 || !overwrite

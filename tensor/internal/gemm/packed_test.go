@@ -127,7 +127,7 @@ func TestPackKernel(t *testing.T) {
 func TestSgemmPackedEpilogue(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	for _, kern := range availableKernels() {
-		for _, sz := range [][3]int{{1, 1, 1}, {13, 70, 31}, {29, 33, 400}, {64, 90, 5}, {7, 3, 0}} {
+		for _, sz := range [][3]int{{1, 1, 1}, {13, 70, 31}, {29, 33, 400}, {64, 90, 5}, {7, 3, 0}, {5, 4133, 9}} {
 			m, n, k := sz[0], sz[1], sz[2]
 			for _, threads := range []int{1, 2, 3} {
 				for _, byRows := range []bool{false, true} {
