@@ -133,8 +133,14 @@ func runCase(dir string) (res caseResult, ops []string, msg string) {
 		ops = append(ops, op)
 	}
 	sort.Strings(ops)
+	values := false // a sequence or optional among the inputs and outputs
 	for _, vi := range append(append([]ValueInfo(nil), m.Inputs...), m.Outputs...) {
-		if vi.Kind != "tensor" {
+		switch vi.Kind {
+		case "tensor":
+		case "sequence", "optional":
+			values = true
+			continue
+		default:
 			return caseSkipped, ops, vi.Name + " is a " + vi.Kind
 		}
 		if _, err := vi.DType(); err != nil {
@@ -158,6 +164,12 @@ func runCase(dir string) (res caseResult, ops []string, msg string) {
 		return caseSkipped, ops, "no test data sets"
 	}
 	for _, set := range sets {
+		if values {
+			if res, msg := runValuesCase(m, sess, set); res != casePassed {
+				return res, ops, msg
+			}
+			continue
+		}
 		inputs := map[string]*tensor.Tensor{}
 		for i, vi := range m.Inputs {
 			t, err := readPB(filepath.Join(set, fmt.Sprintf("input_%d.pb", i)))
@@ -184,6 +196,79 @@ func runCase(dir string) (res caseResult, ops []string, msg string) {
 		}
 	}
 	return casePassed, ops, ""
+}
+
+// runValuesCase runs one test data set of a model with sequence or
+// optional inputs or outputs through RunValues.
+func runValuesCase(m *Model, sess *Session, set string) (caseResult, string) {
+	inputs := map[string]any{}
+	for i, vi := range m.Inputs {
+		v, err := readValuePB(filepath.Join(set, fmt.Sprintf("input_%d.pb", i)), vi)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			res, _, msg := pbFailure(nil, err)
+			return res, msg
+		}
+		inputs[vi.Name] = v
+	}
+	got, err := sess.RunValues(context.Background(), inputs)
+	if err != nil {
+		return caseFailed, "run: " + firstLine(err.Error())
+	}
+	for i, vi := range m.Outputs {
+		want, err := readValuePB(filepath.Join(set, fmt.Sprintf("output_%d.pb", i)), vi)
+		if err != nil {
+			res, _, msg := pbFailure(nil, err)
+			return res, msg
+		}
+		if msg := compareValues(got[vi.Name], want); msg != "" {
+			return caseFailed, fmt.Sprintf("output %q: %s", vi.Name, msg)
+		}
+	}
+	return casePassed, ""
+}
+
+// compareValues compares a RunValues output with the expected value:
+// tensors as compareTensors does, sequences element by element, optionals
+// by presence and then by content.
+func compareValues(got, want any) string {
+	switch w := want.(type) {
+	case *tensor.Tensor:
+		g, ok := got.(*tensor.Tensor)
+		if !ok {
+			return fmt.Sprintf("got a %T, want a tensor", got)
+		}
+		return compareTensors(g, w)
+	case Sequence:
+		g, ok := got.(Sequence)
+		if !ok {
+			return fmt.Sprintf("got a %T, want a sequence", got)
+		}
+		if len(g) != len(w) {
+			return fmt.Sprintf("sequence of %d elements, want %d", len(g), len(w))
+		}
+		for i := range w {
+			if msg := compareTensors(g[i], w[i]); msg != "" {
+				return fmt.Sprintf("element %d: %s", i, msg)
+			}
+		}
+		return ""
+	case Optional:
+		g, ok := got.(Optional)
+		if !ok {
+			return fmt.Sprintf("got a %T, want an optional", got)
+		}
+		if (g.Value == nil) != (w.Value == nil) {
+			return fmt.Sprintf("optional holds %T, want %T", g.Value, w.Value)
+		}
+		if w.Value == nil {
+			return ""
+		}
+		return compareValues(g.Value, w.Value)
+	}
+	return fmt.Sprintf("unexpected expected value %T", want)
 }
 
 // bfloat16Bits returns t as BFloat16 when the model declares vi BFLOAT16 but

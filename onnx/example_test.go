@@ -36,3 +36,35 @@ func ExampleModel_NewSession() {
 	// probs [3 5]
 	// row sums to 1.000
 }
+
+// Run a model whose output is a sequence: RunValues takes and returns
+// onnx.Sequence and onnx.Optional values beside tensors.
+func ExampleSession_RunValues() {
+	m, err := onnx.Load("testdata/values/split_sequence.onnx")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, out := range m.Outputs {
+		fmt.Println("output", out.Name, out.Kind)
+	}
+	sess, err := m.NewSession(onnx.SessionOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	x := tensor.Arange(0, 20, 1).To(tensor.Float32).Reshape(5, 4)
+	out, err := sess.RunValues(context.Background(), map[string]any{"x": x})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, chunk := range out["chunks"].(onnx.Sequence) {
+		fmt.Println("chunk", i, chunk.Shape(), chunk.Float32s()[0])
+	}
+	fmt.Println("count", out["count"].(*tensor.Tensor).Int64s())
+	// Output:
+	// output chunks sequence
+	// output count tensor
+	// chunk 0 [2 4] 0
+	// chunk 1 [2 4] 8
+	// chunk 2 [1 4] 16
+	// count [3]
+}

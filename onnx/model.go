@@ -3,8 +3,10 @@
 // Load or Read parses a model (protobuf decoded by field number, external
 // data read from the model's folder), NewSession checks every operator
 // against the registry, sorts the graph and folds constant subgraphs, and
-// Session.Run executes it for one set of inputs. A Session is safe for
-// concurrent use by many goroutines.
+// Session.Run executes it for one set of inputs. Graphs whose inputs or
+// outputs are sequences or optionals run through Session.RunValues, which
+// takes and returns Sequence and Optional values beside tensors. A Session
+// is safe for concurrent use by many goroutines.
 package onnx
 
 import (
@@ -51,6 +53,10 @@ type ValueInfo struct {
 	// HasShape reports whether a shape was declared; Shape holds it.
 	HasShape bool
 	Shape    []Dim
+	// Elem is, for a sequence, the type of its elements and, for an
+	// optional, the type of the value it may hold (nil when the model does
+	// not say, and for the other kinds).
+	Elem     *ValueInfo
 	elemType int64
 }
 
@@ -62,6 +68,11 @@ func toValueInfo(vi *valueInfo) ValueInfo {
 	v := ValueInfo{Name: vi.name, Kind: vi.kind, HasShape: vi.hasShape, Shape: vi.dims, elemType: vi.elemType}
 	if vi.kind == "tensor" {
 		v.ElemType = typeName(vi.elemType)
+	}
+	if vi.elem != nil {
+		e := toValueInfo(vi.elem)
+		e.Name = vi.name
+		v.Elem = &e
 	}
 	return v
 }

@@ -14,7 +14,7 @@ import (
 // seqStore, carried by the run's context. Sequence values are immutable:
 // every operator that changes one makes a new marker, so loops and
 // branches can pass them around like tensors. Sequence operators are
-// stateful (never folded at load); Run refuses to return a sequence.
+// stateful (never folded at load); RunValues takes and returns sequences.
 
 func sequenceOps() opTable {
 	st := func(f opImpl, since int64) []opVersion { return []opVersion{{since: since, impl: f, stateful: true}} }
@@ -31,10 +31,12 @@ func sequenceOps() opTable {
 	}
 }
 
-// seqStore maps the markers of one run to their elements.
+// seqStore maps the markers of one run to their elements (sequences) or
+// to the value they hold (optionals; nil for none).
 type seqStore struct {
 	mu   sync.Mutex
 	seqs map[*tensor.Tensor][]*tensor.Tensor
+	opts map[*tensor.Tensor]*tensor.Tensor
 }
 
 type seqStoreKey struct{}
@@ -67,14 +69,7 @@ func (n *node) newSeq(elems []*tensor.Tensor) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := tensor.Zeros([]int{0})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seqs == nil {
-		s.seqs = map[*tensor.Tensor][]*tensor.Tensor{}
-	}
-	s.seqs[m] = slices.Clone(elems)
-	return m, nil
+	return s.add(slices.Clone(elems)), nil
 }
 
 // seq returns the elements of the sequence input i.

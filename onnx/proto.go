@@ -131,6 +131,8 @@ type valueInfo struct {
 	elemType int64
 	hasShape bool
 	dims     []Dim
+	// elem is the type a sequence's elements or an optional's value have.
+	elem *valueInfo
 }
 
 // decoder walks the fields of one message.
@@ -678,9 +680,19 @@ func decodeValueInfo(b []byte) (*valueInfo, error) {
 	return vi, nil
 }
 
-// decodeType reads a TypeProto into vi (tensor element type and shape; the
-// kind only for the other types).
-func decodeType(b []byte, vi *valueInfo) error {
+// maxTypeDepth bounds the nesting of sequence and optional types, so a
+// hostile model cannot recurse the decoder into a stack overflow.
+const maxTypeDepth = 8
+
+// decodeType reads a TypeProto into vi: tensor element type and shape, and
+// for a sequence or an optional the type of what it holds (vi.elem); the
+// kind only for maps and sparse tensors.
+func decodeType(b []byte, vi *valueInfo) error { return decodeTypeAt(b, vi, 0) }
+
+func decodeTypeAt(b []byte, vi *valueInfo, depth int) error {
+	if depth > maxTypeDepth {
+		return fmt.Errorf("onnx: TypeProto nested deeper than %d levels", maxTypeDepth)
+	}
 	d := decoder{b}
 	for len(d.b) > 0 {
 		num, typ, _, p, err := d.next()
@@ -696,9 +708,30 @@ func decodeType(b []byte, vi *valueInfo) error {
 			return err
 		}
 		vi.kind = k
-		if num == 1 {
+		switch num {
+		case 1:
 			if err := decodeTensorType(p, vi); err != nil {
 				return err
+			}
+		case 4, 9:
+			// TypeProto.Sequence and TypeProto.Optional hold one field,
+			// elem_type (1), itself a TypeProto.
+			inner := decoder{p}
+			for len(inner.b) > 0 {
+				num, typ, _, q, err := inner.next()
+				if err != nil {
+					return err
+				}
+				if num != 1 {
+					continue
+				}
+				if err := wantType("TypeProto."+k, num, typ, protowire.BytesType); err != nil {
+					return err
+				}
+				vi.elem = &valueInfo{}
+				if err := decodeTypeAt(q, vi.elem, depth+1); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -466,14 +466,37 @@ func (s *Session) Outputs() []ValueInfo { return s.model.Outputs }
 // Run executes the graph on inputs (keyed by graph input name) and returns
 // every graph output by name. Inputs are checked against the declared names,
 // element types, ranks and static dimensions. Run checks ctx between nodes
-// and returns ctx's error once it is done.
+// and returns ctx's error once it is done. Graphs that take or return
+// sequences or optionals run through RunValues.
 func (s *Session) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
-	if err := s.validate(inputs); err != nil {
+	if err := s.validate(inputs, nil); err != nil {
 		return nil, err
 	}
 	if err := s.checkShapes(inputs); err != nil {
 		return nil, err
 	}
+	store := &seqStore{}
+	outs, err := s.execute(ctx, inputs, store)
+	if err != nil {
+		return nil, err
+	}
+	result := make(map[string]*tensor.Tensor, len(outs))
+	for i, name := range s.plan.outputs {
+		t := outs[i]
+		if _, ok := store.elems(t); ok {
+			return nil, fmt.Errorf("onnx: graph output %q is a sequence: run the model with RunValues", name)
+		}
+		if _, ok := store.optional(t); ok {
+			return nil, fmt.Errorf("onnx: graph output %q is an optional: run the model with RunValues", name)
+		}
+		result[name] = s.own(t)
+	}
+	return result, nil
+}
+
+// execute runs the plan on validated inputs, with store holding the run's
+// sequences and optionals, and returns the graph outputs in order.
+func (s *Session) execute(ctx context.Context, inputs map[string]*tensor.Tensor, store *seqStore) ([]*tensor.Tensor, error) {
 	env := make(map[string]*tensor.Tensor, len(inputs)+len(s.plan.nodes))
 	for name, t := range inputs {
 		env[name] = t
@@ -483,23 +506,7 @@ func (s *Session) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ma
 			env[name] = s.model.initializers[name]
 		}
 	}
-	store := &seqStore{}
-	outs, err := s.plan.run(withSeqStore(ctx, store), env)
-	if err != nil {
-		return nil, err
-	}
-	result := make(map[string]*tensor.Tensor, len(outs))
-	for i, name := range s.plan.outputs {
-		t := outs[i]
-		if store.isSeq(t) {
-			return nil, fmt.Errorf("onnx: graph output %q is a sequence, which Run cannot return (tensor outputs only)", name)
-		}
-		if s.sharesConst(t) {
-			t = t.Clone() // never hand out the session's own storage
-		}
-		result[name] = t
-	}
-	return result, nil
+	return s.plan.run(withSeqStore(ctx, store), env)
 }
 
 // sharesConst reports whether t shares storage with a constant or an
@@ -518,8 +525,9 @@ func (s *Session) sharesConst(t *tensor.Tensor) bool {
 	return false
 }
 
-// validate checks the fed inputs against the graph's declarations.
-func (s *Session) validate(inputs map[string]*tensor.Tensor) error {
+// validate checks the fed inputs against the graph's declarations; markers
+// are the inputs RunValues fed as sequences or optionals, already checked.
+func (s *Session) validate(inputs, markers map[string]*tensor.Tensor) error {
 	declared := map[string]ValueInfo{}
 	for _, v := range s.model.Inputs {
 		declared[v.Name] = v
@@ -542,6 +550,9 @@ func (s *Session) validate(inputs map[string]*tensor.Tensor) error {
 		}
 		if t == nil {
 			return fmt.Errorf("onnx: input %q is nil", name)
+		}
+		if v.Kind == "sequence" || v.Kind == "optional" {
+			return fmt.Errorf("onnx: input %q is a %s: pass an onnx.%s through RunValues", name, v.Kind, map[string]string{"sequence": "Sequence", "optional": "Optional"}[v.Kind])
 		}
 		if v.Kind != "" && v.Kind != "tensor" {
 			return fmt.Errorf("onnx: input %q is a %s, which Ember does not support", name, v.Kind)
@@ -568,7 +579,8 @@ func (s *Session) validate(inputs map[string]*tensor.Tensor) error {
 		}
 	}
 	for _, v := range s.model.Inputs {
-		if _, ok := inputs[v.Name]; !ok {
+		_, fed := inputs[v.Name]
+		if _, ok := markers[v.Name]; !ok && !fed {
 			if _, read := s.plan.lastUse[v.Name]; read {
 				return fmt.Errorf("onnx: missing input %q", v.Name)
 			}

@@ -20,7 +20,8 @@ func runONNX(args []string, stdout, stderr io.Writer) int {
 	usage := func() {
 		fmt.Fprintln(stderr, "usage: ember onnx inspect MODEL.onnx")
 		fmt.Fprintln(stderr, "       ember onnx run MODEL.onnx -i NAME=FILE.npy [-i ...] [-o OUTDIR]")
-		fmt.Fprintln(stderr, "       (one -i may be a bare FILE.npy: it feeds the first input not named otherwise)")
+		fmt.Fprintln(stderr, "       (one -i may be a bare FILE.npy: it feeds the first input not named otherwise;")
+		fmt.Fprintln(stderr, "        a sequence output is written as NAME_0.npy, NAME_1.npy, ...)")
 		fmt.Fprintln(stderr, "       ember onnx export -model NAME [-weights FILE.safetensors] -input-shape 1,3,224,224 -o FILE.onnx")
 	}
 	if len(args) == 0 {
@@ -116,6 +117,9 @@ func describeValue(v onnx.ValueInfo) string {
 		if v.Kind == "" {
 			return "(no type)"
 		}
+		if v.Elem != nil && (v.Kind == "sequence" || v.Kind == "optional") {
+			return v.Kind + " of " + describeValue(*v.Elem)
+		}
 		return v.Kind
 	}
 	if !v.HasShape {
@@ -169,7 +173,11 @@ func onnxRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ember onnx run:", err)
 		return 1
 	}
-	outs, err := sess.Run(context.Background(), inputs)
+	values := make(map[string]any, len(inputs))
+	for name, t := range inputs {
+		values[name] = t
+	}
+	outs, err := sess.RunValues(context.Background(), values)
 	if err != nil {
 		fmt.Fprintln(stderr, "ember onnx run:", err)
 		return 1
@@ -181,20 +189,48 @@ func onnxRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	for _, o := range m.Outputs {
-		t := outs[o.Name]
-		line := fmt.Sprintf("%s: %s %v", o.Name, t.DType(), t.Shape())
-		if *outDir != "" {
-			file := outputFileName(o.Name)
-			path := filepath.Join(*outDir, file)
-			if err := tensor.SaveNpy(path, t); err != nil {
-				fmt.Fprintln(stderr, "ember onnx run:", err)
-				return 1
+		if err := writeOutput(stdout, *outDir, o.Name, outs[o.Name]); err != nil {
+			fmt.Fprintln(stderr, "ember onnx run:", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// writeOutput prints one output's dtype and shape and, with a folder,
+// saves it there as <name>.npy. A sequence prints and saves each element
+// as <name>_<i>; an optional its value, or "empty optional".
+func writeOutput(stdout io.Writer, dir, name string, v any) error {
+	switch v := v.(type) {
+	case *tensor.Tensor:
+		line := fmt.Sprintf("%s: %s %v", name, v.DType(), v.Shape())
+		if dir != "" {
+			path := filepath.Join(dir, outputFileName(name))
+			if err := tensor.SaveNpy(path, v); err != nil {
+				return err
 			}
 			line += " -> " + path
 		}
-		fmt.Fprintln(stdout, line)
+		_, err := fmt.Fprintln(stdout, line)
+		return err
+	case onnx.Sequence:
+		if _, err := fmt.Fprintf(stdout, "%s: sequence of %d\n", name, len(v)); err != nil {
+			return err
+		}
+		for i, t := range v {
+			if err := writeOutput(stdout, dir, fmt.Sprintf("%s_%d", name, i), t); err != nil {
+				return err
+			}
+		}
+		return nil
+	case onnx.Optional:
+		if v.Value == nil {
+			_, err := fmt.Fprintf(stdout, "%s: empty optional\n", name)
+			return err
+		}
+		return writeOutput(stdout, dir, name, v.Value)
 	}
-	return 0
+	return fmt.Errorf("output %q has no value", name)
 }
 
 // readInputs loads the -i arguments. NAME=FILE feeds NAME; at most one bare

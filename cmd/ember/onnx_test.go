@@ -94,3 +94,24 @@ func TestOutputFileName(t *testing.T) {
 		assert.Equal(t, want, outputFileName(in), in)
 	}
 }
+
+func TestONNXRunSequenceOutput(t *testing.T) {
+	model := filepath.Join("..", "..", "onnx", "testdata", "values", "split_sequence.onnx")
+	dir := t.TempDir()
+	in := filepath.Join(dir, "x.npy")
+	require.NoError(t, tensor.SaveNpy(in, tensor.Arange(0, 12, 1).To(tensor.Float32).Reshape(3, 4)))
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, dispatch([]string{"onnx", "inspect", model}, &out, &errb), errb.String())
+	assert.Contains(t, out.String(), "chunks: sequence of FLOAT (shape unknown)")
+	out.Reset()
+	outDir := filepath.Join(dir, "out")
+	require.Equal(t, 0, dispatch([]string{"onnx", "run", model, "-i", in, "-o", outDir}, &out, &errb), errb.String())
+	assert.Contains(t, out.String(), "chunks: sequence of 2\n")
+	assert.Contains(t, out.String(), "chunks_1: float32 [1 4]")
+	last, err := tensor.LoadNpy(filepath.Join(outDir, "chunks_1.npy"))
+	require.NoError(t, err)
+	assert.Equal(t, []float32{8, 9, 10, 11}, last.Float32s())
+	count, err := tensor.LoadNpy(filepath.Join(outDir, "count.npy"))
+	require.NoError(t, err)
+	assert.Equal(t, []int64{2}, count.Int64s())
+}

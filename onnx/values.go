@@ -1,0 +1,207 @@
+package onnx
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Sequence is an ONNX sequence value as RunValues takes and returns it: an
+// ordered, possibly empty list of tensors.
+type Sequence []*tensor.Tensor
+
+// Optional is an ONNX optional value as RunValues takes and returns it:
+// Value is nil for an empty optional, otherwise a *tensor.Tensor or a
+// Sequence.
+type Optional struct {
+	Value any
+}
+
+// RunValues is Run for graphs whose inputs or outputs include sequences or
+// optionals. Each input is a *tensor.Tensor, a Sequence or an Optional, of
+// the kind the model declares for it (ValueInfo.Kind, with ValueInfo.Elem
+// for what a sequence or an optional holds); each output comes back as one
+// of the three. Tensors are validated as Run validates them, and the
+// elements of sequences against their declared element type.
+func (s *Session) RunValues(ctx context.Context, inputs map[string]any) (map[string]any, error) {
+	store := &seqStore{}
+	tensors := make(map[string]*tensor.Tensor, len(inputs))
+	markers := map[string]*tensor.Tensor{}
+	declared := map[string]ValueInfo{}
+	for _, v := range s.model.Inputs {
+		declared[v.Name] = v
+	}
+	for name, v := range inputs {
+		if t, ok := v.(*tensor.Tensor); ok {
+			tensors[name] = t
+			continue
+		}
+		decl, ok := declared[name]
+		if !ok {
+			return nil, fmt.Errorf("onnx: %q is not an input of the model", name)
+		}
+		m, err := store.register(name, v, &decl)
+		if err != nil {
+			return nil, err
+		}
+		markers[name] = m
+	}
+	if err := s.validate(tensors, markers); err != nil {
+		return nil, err
+	}
+	if err := s.checkShapes(tensors); err != nil {
+		return nil, err
+	}
+	for name, m := range markers {
+		tensors[name] = m
+	}
+	outs, err := s.execute(ctx, tensors, store)
+	if err != nil {
+		return nil, err
+	}
+	result := make(map[string]any, len(outs))
+	for i, name := range s.plan.outputs {
+		result[name] = s.export(store, outs[i])
+	}
+	return result, nil
+}
+
+// register makes the run-time marker of a Sequence or Optional input after
+// checking it against the declaration decl (the graph input called name).
+func (s *seqStore) register(name string, v any, decl *ValueInfo) (*tensor.Tensor, error) {
+	var elem *ValueInfo // what the declared sequence or optional holds
+	if decl != nil {
+		elem = decl.Elem
+	}
+	switch v := v.(type) {
+	case Sequence:
+		if decl != nil && decl.Kind != "" && decl.Kind != "sequence" {
+			return nil, fmt.Errorf("onnx: input %q is a sequence, the model wants %s", name, withArticle(decl.Kind))
+		}
+		for i, t := range v {
+			if t == nil {
+				return nil, fmt.Errorf("onnx: input %q: sequence element %d is nil", name, i)
+			}
+			if elem != nil && elem.Kind == "tensor" && elem.elemType != dtUndefined {
+				dt, err := elem.DType()
+				if err != nil {
+					return nil, fmt.Errorf("onnx: input %q: %w", name, err)
+				}
+				if t.DType() != dt {
+					return nil, fmt.Errorf("onnx: input %q: sequence element %d has dtype %s, the model wants %s", name, i, t.DType(), dt)
+				}
+			}
+		}
+		return s.add(slices.Clone(v)), nil
+	case Optional:
+		if decl != nil && decl.Kind != "" && decl.Kind != "optional" {
+			return nil, fmt.Errorf("onnx: input %q is an optional, the model wants %s", name, withArticle(decl.Kind))
+		}
+		var inner *tensor.Tensor
+		switch w := v.Value.(type) {
+		case nil:
+		case *tensor.Tensor:
+			if w == nil {
+				break // a typed nil is an empty optional too
+			}
+			if elem != nil && elem.Kind != "" && elem.Kind != "tensor" {
+				return nil, fmt.Errorf("onnx: input %q holds a tensor, the model wants an optional %s", name, elem.Kind)
+			}
+			inner = w
+		case Sequence:
+			if elem != nil && elem.Kind != "" && elem.Kind != "sequence" {
+				return nil, fmt.Errorf("onnx: input %q holds a sequence, the model wants an optional %s", name, elem.Kind)
+			}
+			m, err := s.register(name, w, elem)
+			if err != nil {
+				return nil, err
+			}
+			inner = m
+		default:
+			return nil, fmt.Errorf("onnx: input %q: an Optional holds nil, a *tensor.Tensor or a Sequence, not %T", name, v.Value)
+		}
+		return s.addOptional(inner), nil
+	case nil:
+		return nil, fmt.Errorf("onnx: input %q is nil", name)
+	}
+	return nil, fmt.Errorf("onnx: input %q is a %T; RunValues takes *tensor.Tensor, onnx.Sequence or onnx.Optional", name, v)
+}
+
+// withArticle returns a value kind with its indefinite article.
+func withArticle(kind string) string {
+	if kind == "optional" {
+		return "an optional"
+	}
+	return "a " + kind
+}
+
+// add registers elems as a new sequence and returns its marker.
+func (s *seqStore) add(elems []*tensor.Tensor) *tensor.Tensor {
+	m := tensor.Zeros([]int{0})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seqs == nil {
+		s.seqs = map[*tensor.Tensor][]*tensor.Tensor{}
+	}
+	s.seqs[m] = elems
+	return m
+}
+
+// addOptional registers an optional holding v (a tensor or a sequence
+// marker; nil for none) and returns its marker.
+func (s *seqStore) addOptional(v *tensor.Tensor) *tensor.Tensor {
+	m := tensor.Zeros([]int{0})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts == nil {
+		s.opts = map[*tensor.Tensor]*tensor.Tensor{}
+	}
+	s.opts[m] = v
+	return m
+}
+
+// optional reports whether t is an optional marker and what it holds.
+func (s *seqStore) optional(t *tensor.Tensor) (v *tensor.Tensor, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok = s.opts[t]
+	return v, ok
+}
+
+// elems returns the elements of sequence marker t.
+func (s *seqStore) elems(t *tensor.Tensor) ([]*tensor.Tensor, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.seqs[t]
+	return e, ok
+}
+
+// export turns a run's output into what RunValues returns, cloning
+// anything that shares the session's constants.
+func (s *Session) export(store *seqStore, t *tensor.Tensor) any {
+	if e, ok := store.elems(t); ok {
+		seq := make(Sequence, len(e))
+		for i, x := range e {
+			seq[i] = s.own(x)
+		}
+		return seq
+	}
+	if v, ok := store.optional(t); ok {
+		if v == nil {
+			return Optional{}
+		}
+		return Optional{Value: s.export(store, v)}
+	}
+	return s.own(t)
+}
+
+// own returns t, or a copy when t shares storage with the session's
+// constants, so a caller never writes into the session.
+func (s *Session) own(t *tensor.Tensor) *tensor.Tensor {
+	if s.sharesConst(t) {
+		return t.Clone()
+	}
+	return t
+}
