@@ -122,6 +122,7 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	}
 	want := shmSupported && nativeLittle && !cfg.DisableSharedMemory && g.size <= shmMaxRanks
 	var pid, fd int
+	wakerFD := -1
 	var nonce [16]byte
 	if want {
 		var err error
@@ -130,7 +131,7 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 			defer closeFD(fd) // once every rank has opened it
 			rand.Read(nonce[:])
 			copy(s.segs[g.rank][shmNonceOff:], nonce[:])
-			s.waker, s.wakerW, err = createWaker()
+			s.waker, wakerFD, s.wakerW, err = createWaker()
 		}
 		if err == nil {
 			// Deadlines need a pipe the runtime polls.
@@ -138,12 +139,8 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 		}
 		want = err == nil
 	}
-	var wakerFD int64 = -1
-	if s.waker != nil {
-		wakerFD = int64(s.waker.Fd())
-	}
 	info := []int64{boolInt(want), hostID(), int64(pid), int64(fd), int64(size),
-		int64(binary.LittleEndian.Uint64(nonce[:8])), int64(binary.LittleEndian.Uint64(nonce[8:])), wakerFD}
+		int64(binary.LittleEndian.Uint64(nonce[:8])), int64(binary.LittleEndian.Uint64(nonce[8:])), int64(wakerFD)}
 	got, err := g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, len(info), func(int) vec { return vec{tensor.Int64, info} }, deadline)
 	if err != nil {
 		s.unmap()

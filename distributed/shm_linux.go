@@ -84,12 +84,13 @@ func unmapSegment(mem []byte) { unix.Munmap(mem) }
 // goroutine holds no thread, so computation overlapping the collective goes
 // on), and the write end, kept open so that the pipe never reads as ended.
 // Peers open the pipe through /proc/<pid>/fd/<fd of r> to wake the rank.
-func createWaker() (r *os.File, w int, err error) {
+// rfd is r's descriptor number (r.Fd would put r in blocking mode).
+func createWaker() (r *os.File, rfd, w int, err error) {
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return nil, -1, fmt.Errorf("pipe2: %w", err)
+		return nil, -1, -1, fmt.Errorf("pipe2: %w", err)
 	}
-	return os.NewFile(uintptr(p[0]), "ember-dist-waker"), p[1], nil
+	return os.NewFile(uintptr(p[0]), "ember-dist-waker"), p[0], p[1], nil
 }
 
 // openWaker opens for writing the pipe that process pid reads as its file

@@ -27,7 +27,7 @@ func openSegment(int, int, int) ([]byte, error) { return nil, errNoShm }
 func unmapSegment([]byte) {}
 
 // createWaker is unavailable outside Linux.
-func createWaker() (*os.File, int, error) { return nil, -1, errNoShm }
+func createWaker() (*os.File, int, int, error) { return nil, -1, -1, errNoShm }
 
 // openWaker is unavailable outside Linux.
 func openWaker(int, int) (int, error) { return -1, errNoShm }
