@@ -190,8 +190,9 @@ type TCPGroup struct {
 
 	// shm moves the world group's large collectives through shared
 	// memory when every rank is on this machine; nil otherwise and in
-	// subgroups. Worker goroutine only.
-	shm *shmGroup
+	// subgroups. Worker goroutine only, then Close.
+	shm       *shmGroup
+	unmapOnce sync.Once
 }
 
 // link is the connection to one other rank, shared by every group that
@@ -827,10 +828,11 @@ func (g *TCPGroup) Close() error {
 		}
 	}
 	<-g.wdone
-	if g.shm != nil {
-		g.shm.unmap()
-		g.shm = nil
-	}
+	g.unmapOnce.Do(func() {
+		if g.shm != nil {
+			g.shm.unmap()
+		}
+	})
 	return nil
 }
 
