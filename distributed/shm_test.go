@@ -16,10 +16,27 @@ import (
 )
 
 func TestLocalRanksShareMemory(t *testing.T) {
-	for _, g := range localGroups(t, 3) {
-		require.NotNil(t, g.shm, "rank %d", g.Rank())
+	gs := localGroups(t, 3)
+	subs := make([]*TCPGroup, 3)
+	for r, g := range gs {
+		require.NotNil(t, g.shm, "rank %d", r)
 		assert.Len(t, g.shm.segs, 3)
+		var err error
+		subs[r], err = g.NewSubgroup([]int{2, 0})
+		require.NoError(t, err)
 	}
+	// Subgroups keep to TCP, next to the world group's shared memory.
+	require.Nil(t, subs[1])
+	members := []*TCPGroup{subs[0], subs[2]}
+	requireAll(t, members, func(g *TCPGroup) error {
+		assert.Nil(t, g.shm)
+		x := rankTensor(g.Rank(), 0, 1000, tensor.Float64)
+		if err := g.AllReduce(x, Sum); err != nil {
+			return err
+		}
+		assert.Equal(t, roundTo(serialReduce(2, 0, 1000, tensor.Float64, Sum), tensor.Float64), x.Float64s())
+		return nil
+	})
 	gs, err := newLocalGroups(context.Background(), 2, Config{DisableSharedMemory: true})
 	require.NoError(t, err)
 	for _, g := range gs {
