@@ -20,6 +20,18 @@ func lpOps() opTable {
 	}
 }
 
+// needFloat returns input i, which must be present and of a float dtype.
+func (n *node) needFloat(in []*tensor.Tensor, i int) (*tensor.Tensor, error) {
+	x, err := n.need(in, i)
+	if err != nil {
+		return nil, err
+	}
+	if !x.DType().IsFloat() {
+		return nil, fmt.Errorf("onnx: %v: input %d has dtype %s, not a float type", n, i, x.DType())
+	}
+	return x, nil
+}
+
 // lpExponent reads the p attribute (default 2), which must be positive.
 func (n *node) lpExponent() (float64, error) {
 	p := n.attrInt("p", 2)
@@ -34,12 +46,9 @@ func (n *node) lpExponent() (float64, error) {
 // are visited; ceil_mode (opset 18) adds a last, partial window on an axis
 // when it still starts inside the input or its begin padding.
 func opLpPool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	x, err := n.need(in, 0)
+	x, err := n.needFloat(in, 0)
 	if err != nil {
 		return nil, err
-	}
-	if !x.DType().IsFloat() {
-		return nil, fmt.Errorf("onnx: %v: input dtype %s is not a float type", n, x.DType())
 	}
 	pow, err := n.lpExponent()
 	if err != nil {
@@ -156,12 +165,9 @@ func lpRoot(s, p float64) float64 {
 // opGlobalLpPool is the p-norm of each [N, C] plane over every spatial
 // axis, keeping them as size-1 axes.
 func opGlobalLpPool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	x, err := n.need(in, 0)
+	x, err := n.needFloat(in, 0)
 	if err != nil {
 		return nil, err
-	}
-	if !x.DType().IsFloat() {
-		return nil, fmt.Errorf("onnx: %v: input dtype %s is not a float type", n, x.DType())
 	}
 	pow, err := n.lpExponent()
 	if err != nil {
@@ -193,12 +199,9 @@ func lpNorm(x *tensor.Tensor, p float64, axes []int) *tensor.Tensor {
 // lane whose norm is zero holds only zeros and stays zero (a plain
 // division would make it NaN).
 func opLpNormalization(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	x, err := n.need(in, 0)
+	x, err := n.needFloat(in, 0)
 	if err != nil {
 		return nil, err
-	}
-	if !x.DType().IsFloat() {
-		return nil, fmt.Errorf("onnx: %v: input dtype %s is not a float type", n, x.DType())
 	}
 	p := n.attrInt("p", 2)
 	if p != 1 && p != 2 {
