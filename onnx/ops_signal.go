@@ -13,12 +13,72 @@ import (
 
 func signalOps() opTable {
 	return opTable{
-		"DFT":            {{since: 17, impl: opDFT}},
-		"STFT":           {{since: 17, impl: opSTFT}},
-		"HannWindow":     {{since: 17, impl: window(0.5, 0.5, 0)}},
-		"HammingWindow":  {{since: 17, impl: window(25.0/46, 21.0/46, 0)}},
-		"BlackmanWindow": {{since: 17, impl: window(0.42, 0.5, 0.08)}},
+		"DFT":             {{since: 17, impl: opDFT}},
+		"STFT":            {{since: 17, impl: opSTFT}},
+		"HannWindow":      {{since: 17, impl: window(0.5, 0.5, 0)}},
+		"HammingWindow":   {{since: 17, impl: window(25.0/46, 21.0/46, 0)}},
+		"BlackmanWindow":  {{since: 17, impl: window(0.42, 0.5, 0.08)}},
+		"MelWeightMatrix": {{since: 17, impl: opMelWeightMatrix}},
 	}
+}
+
+// opMelWeightMatrix builds the [dft_length/2+1, num_mel_bins] matrix that
+// maps a one-sided magnitude spectrum to mel bands: triangles whose edges
+// are num_mel_bins+2 points evenly spaced on the mel scale
+// (2595 log10(1 + hz/700)) between the edge frequencies, each point rounded
+// down to a spectrum bin. The mel step divides the range by the number of
+// points, num_mel_bins+2, as ONNX's reference implementation does.
+func opMelWeightMatrix(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	var args [5]float64
+	for i := range args {
+		t, err := n.need(in, i)
+		if err != nil {
+			return nil, err
+		}
+		if t.Numel() != 1 {
+			return nil, fmt.Errorf("onnx: %v: input %d of shape %v must be a scalar", n, i, t.Shape())
+		}
+		args[i] = t.Reshape(-1).At(0)
+	}
+	bands, dftLen, rate, lowHz, highHz := int(args[0]), int(args[1]), args[2], args[3], args[4]
+	if bands <= 0 || dftLen <= 0 || rate <= 0 {
+		return nil, fmt.Errorf("onnx: %v: num_mel_bins %d, dft_length %d and sample_rate %v must be positive", n, bands, dftLen, rate)
+	}
+	if !(lowHz >= 0 && lowHz <= highHz && highHz <= rate/2) {
+		return nil, fmt.Errorf("onnx: %v: edges %v to %v Hz must satisfy 0 <= lower <= upper <= sample_rate/2 = %v", n, lowHz, highHz, rate/2)
+	}
+	bins := dftLen/2 + 1
+	if err := n.checkShape([]int{bins, bands}); err != nil {
+		return nil, err
+	}
+	dt, err := dtypeFromONNX(n.attrInt("output_datatype", dtFloat))
+	if err != nil {
+		return nil, fmt.Errorf("%v: %w", n, err)
+	}
+	mel := func(hz float64) float64 { return 2595 * math.Log10(1+hz/700) }
+	lowMel, highMel := mel(lowHz), mel(highHz)
+	step := (highMel - lowMel) / float64(bands+2)
+	edge := make([]int, bands+2)
+	for i := range edge {
+		hz := 700 * (math.Pow(10, (float64(i)*step+lowMel)/2595) - 1)
+		// Never past the last bin, whatever the rounding of the mel scale.
+		edge[i] = min(int(math.Floor(float64(dftLen+1)*hz/rate)), bins-1)
+	}
+	w := make([]float64, bins*bands)
+	for b := range bands {
+		lo, mid, hi := edge[b], edge[b+1], edge[b+2]
+		if mid == lo {
+			w[mid*bands+b] = 1
+		} else {
+			for j := lo; j <= mid; j++ {
+				w[j*bands+b] = float64(j-lo) / float64(mid-lo)
+			}
+		}
+		for j := mid; j < hi; j++ {
+			w[j*bands+b] = float64(hi-j) / float64(hi-mid)
+		}
+	}
+	return one(tensor.FromSlice(w, bins, bands).To(dt))
 }
 
 // window returns a generalized cosine window a0 - a1 cos(2πn/N) +
