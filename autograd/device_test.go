@@ -58,7 +58,10 @@ func deviceGraphs() []deviceGraph {
 			lp := autograd.LogSoftmax(logits, 1)
 			return lp.Gather(1, mv(labels).Unsqueeze(1)).Mean(nil, false).Neg()
 		}},
-		{"embedding, norms, upsampling", []*tensor.Tensor{table, img}, 1e-6, func(p []*autograd.Var, mv func(*tensor.Tensor) *tensor.Tensor) *autograd.Var {
+		// 2e-6: the CPU's float32 LayerNorm backward rounds each term of a
+		// gradient that cancels to nearly 0 here (sum of squares of a
+		// normalized row) in float32, as PyTorch's does.
+		{"embedding, norms, upsampling", []*tensor.Tensor{table, img}, 2e-6, func(p []*autograd.Var, mv func(*tensor.Tensor) *tensor.Tensor) *autograd.Var {
 			e := autograd.Embedding(mv(ids), p[0])
 			l := autograd.LayerNorm(e, []int{4}, nil, nil, 1e-5).Square().Sum(nil, false)
 			u := autograd.UpsampleBilinear2d(p[1], 7, 8, false, 0, 0).Sin().Sum(nil, false)

@@ -343,7 +343,7 @@ func LayerNormBackward(grad, x, mean, variance *Tensor, normalizedShape []int, w
 	if sameFloatDense(grad, x, mean, rstd) && (weight == nil || sameFloatDense(grad, weight)) && rows*cols > 0 {
 		switch grad.dtype {
 		case Float32:
-			dx, dweight, dbias = layerNormBackwardDense[float32](grad, x, mean, rstd, weight, rows, cols)
+			dx, dweight, dbias = layerNormBackward32(grad, x, mean, rstd, weight, rows, cols)
 		case Float64:
 			dx, dweight, dbias = layerNormBackwardDense[float64](grad, x, mean, rstd, weight, rows, cols)
 		}
@@ -442,7 +442,19 @@ func layerNormBackwardDense[T float32 | float64](grad, x, mean, rstd, weight *Te
 			}
 		}
 	})
-	dweight, dbias = emptyOut(be, grad.dtype, []int{cols}), emptyOut(be, grad.dtype, []int{cols})
+	dweight, dbias = layerNormParamGrads[T](be, part, blocks, cols)
+	return dx, dweight, dbias
+}
+
+// layerNormParamGrads adds up the per-block column sums of grad·x̂ and grad
+// (part: per block, cols sums of grad then cols sums of grad·x̂) in block
+// order into dweight and dbias.
+func layerNormParamGrads[T float32 | float64](be Backend, part []float64, blocks, cols int) (dweight, dbias *Tensor) {
+	dt := Float64
+	if _, f32 := any(T(0)).(float32); f32 {
+		dt = Float32
+	}
+	dweight, dbias = emptyOut(be, dt, []int{cols}), emptyOut(be, dt, []int{cols})
 	dw, db := dweight.st.buf.(*cpuBuffer).data.([]T), dbias.st.buf.(*cpuBuffer).data.([]T)
 	for i := range cols {
 		var sb, sw float64
@@ -452,5 +464,62 @@ func layerNormBackwardDense[T float32 | float64](grad, x, mean, rstd, weight *Te
 		}
 		db[i], dw[i] = T(sb), T(sw)
 	}
+	return dweight, dbias
+}
+
+// layerNormBackward32 is layerNormBackwardDense for float32 with the
+// vector kernels, row by row: x̂, grad·weight and dx in float32, the row
+// sums of grad·weight and grad·weight·x̂ in float64, and the column sums
+// of each block of rows in float32 before they are added in float64.
+func layerNormBackward32(grad, x, mean, rstd, weight *Tensor, rows, cols int) (dx, dweight, dbias *Tensor) {
+	g, _ := cpuDense[float32](grad)
+	xd, _ := cpuDense[float32](x)
+	md, _ := cpuDense[float32](mean)
+	rd, _ := cpuDense[float32](rstd)
+	var w []float32
+	if weight != nil {
+		w, _ = cpuDense[float32](weight)
+	}
+	be := grad.st.backend
+	dx = emptyOut(be, Float32, grad.shape)
+	dd := dx.st.buf.(*cpuBuffer).data.([]float32)
+	blocks := (rows + layerNormRowBlock - 1) / layerNormRowBlock
+	part := make([]float64, blocks*2*cols)
+	unit := layerNormRowBlock * cols
+	n := float64(cols)
+	parallelFor(rows*cols, unit, func(lo, hi int) {
+		scratch := make([]float32, 5*cols)
+		xh, gw, t := scratch[:cols], scratch[cols:2*cols], scratch[2*cols:3*cols]
+		sb, sw := scratch[3*cols:4*cols], scratch[4*cols:]
+		for b := lo / unit; b < (hi+unit-1)/unit; b++ {
+			clear(sb)
+			clear(sw)
+			for r := b * layerNormRowBlock; r < min((b+1)*layerNormRowBlock, rows); r++ {
+				gr, dr := g[r*cols:(r+1)*cols], dd[r*cols:(r+1)*cols]
+				rs := rd[r]
+				vec.SubConst(xh, xd[r*cols:(r+1)*cols], md[r])
+				vec.MulConst(xh, xh, rs)
+				vec.Add(sb, sb, gr)
+				vec.Mul(t, gr, xh)
+				vec.Add(sw, sw, t)
+				gwr := gr
+				if w != nil {
+					vec.Mul(gw, gr, w)
+					gwr = gw
+				}
+				m1, m2 := vec.Sum(gwr)/n, vec.Dot(gwr, xh)/n
+				// dx = rstd·(gw - m1 - x̂·m2)
+				vec.MulConst(t, xh, float32(m2))
+				vec.Sub(t, gwr, t)
+				vec.MulConst(dr, t, rs)
+				vec.AddConst(dr, dr, float32(-m1*float64(rs)))
+			}
+			pb := part[b*2*cols : (b+1)*2*cols]
+			for i := range cols {
+				pb[i], pb[cols+i] = float64(sb[i]), float64(sw[i])
+			}
+		}
+	})
+	dweight, dbias = layerNormParamGrads[float32](be, part, blocks, cols)
 	return dx, dweight, dbias
 }
