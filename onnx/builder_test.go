@@ -62,6 +62,12 @@ func mkAttrInt(name string, v int64) []byte {
 	return pbVarint(b, 3, v)
 }
 
+func mkAttrString(name, v string) []byte {
+	b := pbString(nil, 1, name)
+	b = pbVarint(b, 20, attrString)
+	return pbString(b, 4, v)
+}
+
 func mkAttrInts(name string, v ...int64) []byte {
 	b := pbString(nil, 1, name)
 	b = pbVarint(b, 20, attrInts)

@@ -9,7 +9,7 @@ import (
 )
 
 // Vision operators computed on the host in float64: NonMaxSuppression,
-// GridSample, MaxUnpool, and the determinant Det.
+// GridSample, MaxUnpool, RoiAlign, and the determinant Det.
 
 func visionOps() opTable {
 	return opTable{
@@ -17,6 +17,147 @@ func visionOps() opTable {
 		"GridSample":        {{since: 16, impl: opGridSample}},
 		"MaxUnpool":         {{since: 9, impl: opMaxUnpool}},
 		"Det":               {{since: 11, impl: opDet}},
+		// RoiAlign-10 always sampled as coordinate_transformation_mode
+		// "output_half_pixel" does; opset 16 added the attribute, defaulting
+		// to "half_pixel".
+		"RoiAlign": {{since: 10, until: 15, impl: roiAlign("output_half_pixel")}, {since: 16, impl: roiAlign("")}},
+	}
+}
+
+// roiAlign returns RoiAlign: each region of interest (x1, y1, x2, y2 in
+// input coordinates times spatial_scale) of image batch_indices[r] is cut
+// into output_height × output_width bins, each bin sampled on a grid of
+// sampling_ratio² points (adaptive, ceil(bin size), when 0) by bilinear
+// interpolation, and the samples averaged (mode "avg") or, in mode "max",
+// reduced to the largest weighted corner term, as ONNX Runtime defines it.
+// mode fixes the coordinate transformation ("" reads the attribute).
+func roiAlign(fixedMode string) opImpl {
+	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		mode := fixedMode
+		x, err := n.needFloat(in, 0)
+		if err != nil {
+			return nil, err
+		}
+		rois, err := n.need(in, 1)
+		if err != nil {
+			return nil, err
+		}
+		bt, err := n.need(in, 2)
+		if err != nil {
+			return nil, err
+		}
+		xs := x.Shape()
+		if len(xs) != 4 {
+			return nil, fmt.Errorf("onnx: %v: input %v must be [N, C, H, W]", n, xs)
+		}
+		nr := bt.Numel()
+		if rs := rois.Shape(); len(rs) != 2 || rs[1] != 4 || rs[0] != nr || bt.Dim() != 1 {
+			return nil, fmt.Errorf("onnx: %v: rois %v must be [num_rois, 4] and batch_indices %v [num_rois]", n, rs, bt.Shape())
+		}
+		if mode == "" {
+			mode = n.attrString("coordinate_transformation_mode", "half_pixel")
+		}
+		if mode != "half_pixel" && mode != "output_half_pixel" {
+			return nil, fmt.Errorf("onnx: %v: unknown coordinate_transformation_mode %q", n, mode)
+		}
+		pool := n.attrString("mode", "avg")
+		if pool != "avg" && pool != "max" {
+			return nil, fmt.Errorf("onnx: %v: unknown mode %q", n, pool)
+		}
+		oh, ow := int(n.attrInt("output_height", 1)), int(n.attrInt("output_width", 1))
+		ratio := int(n.attrInt("sampling_ratio", 0))
+		if oh <= 0 || ow <= 0 || ratio < 0 {
+			return nil, fmt.Errorf("onnx: %v: output size %d×%d must be positive and sampling_ratio %d not negative", n, oh, ow, ratio)
+		}
+		outShape := []int{nr, xs[1], oh, ow}
+		if err := n.checkShape(outShape); err != nil {
+			return nil, err
+		}
+		scale := n.attrFloat("spatial_scale", 1)
+		offset := 0.0
+		if mode == "half_pixel" {
+			offset = 0.5
+		}
+		src, boxes, batch := x.Float64s(), rois.Float64s(), ints(bt)
+		c, h, w := xs[1], xs[2], xs[3]
+		dst := make([]float64, prod(outShape))
+		for r := range nr {
+			b := batch[r]
+			if b < 0 || b >= xs[0] {
+				return nil, fmt.Errorf("onnx: %v: batch index %d of roi %d outside [0, %d)", n, b, r, xs[0])
+			}
+			box := boxes[4*r : 4*r+4]
+			x0, y0 := box[0]*scale-offset, box[1]*scale-offset
+			rw, rh := box[2]*scale-offset-x0, box[3]*scale-offset-y0
+			if mode == "output_half_pixel" {
+				rw, rh = max(rw, 1), max(rh, 1)
+			}
+			bw, bh := rw/float64(ow), rh/float64(oh)
+			gh, gw := ratio, ratio
+			if ratio == 0 {
+				gh, gw = int(math.Ceil(rh/float64(oh))), int(math.Ceil(rw/float64(ow)))
+			}
+			if gh*gw > int(n.maxElements) {
+				return nil, fmt.Errorf("onnx: %v: roi %d needs a %d×%d sampling grid per bin", n, r, gh, gw)
+			}
+			count := float64(max(gh*gw, 1))
+			for ch := range c {
+				plane := src[(b*c+ch)*h*w : (b*c+ch+1)*h*w]
+				out := dst[(r*c+ch)*oh*ow : (r*c+ch+1)*oh*ow]
+				for py := range oh {
+					for px := range ow {
+						acc := 0.0
+						if pool == "max" {
+							acc = math.Inf(-1)
+						}
+						for iy := range gh {
+							sy := y0 + float64(py)*bh + (float64(iy)+0.5)*bh/float64(gh)
+							for ix := range gw {
+								sx := x0 + float64(px)*bw + (float64(ix)+0.5)*bw/float64(gw)
+								terms := bilinearTerms(plane, h, w, sy, sx)
+								if pool == "avg" {
+									acc += terms[0] + terms[1] + terms[2] + terms[3]
+								} else {
+									acc = max(acc, terms[0], terms[1], terms[2], terms[3])
+								}
+							}
+						}
+						if pool == "avg" {
+							acc /= count
+						} else if gh*gw == 0 {
+							acc = 0
+						}
+						out[py*ow+px] = acc
+					}
+				}
+			}
+		}
+		return one(tensor.FromSlice(dst, outShape...).To(x.DType()))
+	}
+}
+
+// bilinearTerms returns the four weighted corner values whose sum is the
+// bilinear interpolation of plane ([h, w]) at (y, x). A point more than
+// one pixel outside the plane contributes zeros; one within that margin is
+// clamped to the border.
+func bilinearTerms(plane []float64, h, w int, y, x float64) [4]float64 {
+	if y < -1 || y > float64(h) || x < -1 || x > float64(w) {
+		return [4]float64{}
+	}
+	y, x = max(y, 0), max(x, 0)
+	yl, xl := int(y), int(x)
+	yh, xh := yl+1, xl+1
+	if yl >= h-1 {
+		yl, yh, y = h-1, h-1, float64(h-1)
+	}
+	if xl >= w-1 {
+		xl, xh, x = w-1, w-1, float64(w-1)
+	}
+	ly, lx := y-float64(yl), x-float64(xl)
+	hy, hx := 1-ly, 1-lx
+	return [4]float64{
+		hy * hx * plane[yl*w+xl], hy * lx * plane[yl*w+xh],
+		ly * hx * plane[yh*w+xl], ly * lx * plane[yh*w+xh],
 	}
 }
 
