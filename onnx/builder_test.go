@@ -68,6 +68,24 @@ func mkAttrString(name, v string) []byte {
 	return pbString(b, 4, v)
 }
 
+func mkAttrFloats(name string, v ...float32) []byte {
+	b := pbString(nil, 1, name)
+	b = pbVarint(b, 20, attrFloats)
+	for _, x := range v {
+		b = protowireFixed32(b, 7, x)
+	}
+	return b
+}
+
+func mkAttrStrings(name string, v ...string) []byte {
+	b := pbString(nil, 1, name)
+	b = pbVarint(b, 20, attrStrings)
+	for _, x := range v {
+		b = pbString(b, 9, x)
+	}
+	return b
+}
+
 func mkAttrInts(name string, v ...int64) []byte {
 	b := pbString(nil, 1, name)
 	b = pbVarint(b, 20, attrInts)
