@@ -114,3 +114,44 @@ func TestSequencesInsideTheGraph(t *testing.T) {
 	_, err = s.Run(context.Background(), map[string]*tensor.Tensor{"x": tensor.FromSlice([]float32{1, 2})})
 	require.ErrorContains(t, err, "is a sequence")
 }
+
+// TestScan8 runs opset 8's batched Scan: s += x_t, y_t = s, with per-entry
+// sequence lengths (entry 0 stops after 2 of 3 steps and its y is padded
+// with zeros) and a reversed scan input.
+func TestScan8(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		attrs [][]byte
+		wantS []float32
+		wantY []float32
+	}{
+		{"forward", nil, []float32{3, 60}, []float32{1, 3, 0, 10, 30, 60}},
+		{"reverse", [][]byte{mkAttrInts("directions", 1)}, []float32{3, 60}, []float32{2, 3, 0, 30, 50, 60}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attrs := append([][]byte{mkAttrInt("num_scan_inputs", 1), mkAttrGraph("body", graphParts{
+				nodes: [][]byte{
+					mkNode("Add", []string{"s_in", "x_in"}, []string{"s_out"}),
+					mkNode("Identity", []string{"s_out"}, []string{"y_out"}),
+				},
+				inputs:  [][]byte{mkValueInfo("s_in", dtFloat, 1), mkValueInfo("x_in", dtFloat, 1)},
+				outputs: [][]byte{mkValueInfo("s_out", dtFloat, 1), mkValueInfo("y_out", dtFloat, 1)},
+			})}, tc.attrs...)
+			s := newSession(t, mkModel(8, graphParts{
+				nodes:   [][]byte{mkNode("Scan", []string{"lens", "s0", "x"}, []string{"s", "y"}, attrs...)},
+				inputs:  [][]byte{mkValueInfo("lens", dtInt64, 2), mkValueInfo("s0", dtFloat, 2, 1), mkValueInfo("x", dtFloat, 2, 3, 1)},
+				outputs: [][]byte{mkValueInfoAnyShape("s", dtFloat), mkValueInfoAnyShape("y", dtFloat)},
+			}))
+			out, err := s.Run(context.Background(), map[string]*tensor.Tensor{
+				"lens": tensor.FromSlice([]int64{2, 3}),
+				"s0":   tensor.Zeros([]int{2, 1}),
+				"x":    tensor.FromSlice([]float32{1, 2, 100, 10, 20, 30}, 2, 3, 1),
+			})
+			require.NoError(t, err)
+			assert.Equal(t, []int{2, 1}, out["s"].Shape())
+			assert.Equal(t, tc.wantS, out["s"].Float32s())
+			assert.Equal(t, []int{2, 3, 1}, out["y"].Shape())
+			assert.Equal(t, tc.wantY, out["y"].Float32s())
+		})
+	}
+}

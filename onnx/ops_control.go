@@ -16,7 +16,7 @@ func controlOps() opTable {
 	return opTable{
 		"If":   {{since: 1, impl: opIf}},
 		"Loop": {{since: 1, impl: opLoop}},
-		"Scan": {{since: 9, impl: opScan}},
+		"Scan": {{since: 8, until: 8, impl: opScan8}, {since: 9, impl: opScan}},
 	}
 }
 
@@ -217,6 +217,123 @@ func opScan(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, err
 		}
 		result = append(result, tensor.Stack(s, a))
+	}
+	return result, nil
+}
+
+// opScan8 is Scan as opset 8 defined it: every input but the optional
+// sequence_lens (input 0, one length per batch entry) has a leading batch
+// axis, scan inputs run along axis 1, directions (0 forward, 1 reverse)
+// apply per scan input, and each batch entry is scanned on its own. Scan
+// outputs of entries shorter than the longest are padded with zeros, as
+// ONNX Runtime pads them.
+func opScan8(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	m := int(n.attrInt("num_scan_inputs", 0))
+	states := n.numIn - 1 - m
+	if m <= 0 || states < 0 {
+		return nil, fmt.Errorf("onnx: %v: num_scan_inputs %d does not fit %d inputs", n, m, n.numIn)
+	}
+	body := n.graphs["body"]
+	if body == nil {
+		return nil, fmt.Errorf("onnx: %v: attribute body is missing", n)
+	}
+	k := len(body.outputs) - states
+	if k < 0 {
+		return nil, fmt.Errorf("onnx: %v: body has %d outputs for %d states", n, len(body.outputs), states)
+	}
+	dirs := toInts(n.attrInts("directions"))
+	if dirs == nil {
+		dirs = make([]int, m)
+	}
+	if len(dirs) != m {
+		return nil, fmt.Errorf("onnx: %v: %d directions for %d scan inputs", n, len(dirs), m)
+	}
+	batched := in[1:n.numIn]
+	batch, seq := -1, -1
+	for i, x := range batched {
+		if x == nil {
+			return nil, fmt.Errorf("onnx: %v: input %d is absent", n, i+1)
+		}
+		if x.Dim() < 1 || (batch >= 0 && x.Shape()[0] != batch) {
+			return nil, fmt.Errorf("onnx: %v: inputs must share a leading batch axis", n)
+		}
+		batch = x.Shape()[0]
+		if i >= states {
+			if x.Dim() < 2 || (seq >= 0 && x.Shape()[1] != seq) {
+				return nil, fmt.Errorf("onnx: %v: scan inputs must share their length on axis 1", n)
+			}
+			seq = x.Shape()[1]
+		}
+	}
+	if batch <= 0 {
+		return nil, fmt.Errorf("onnx: %v: empty batch", n)
+	}
+	lens := make([]int, batch)
+	for b := range lens {
+		lens[b] = seq
+	}
+	if sl := arg(in, 0); sl != nil {
+		v := ints(sl)
+		if len(v) != batch {
+			return nil, fmt.Errorf("onnx: %v: %d sequence_lens for a batch of %d", n, len(v), batch)
+		}
+		for b, l := range v {
+			if l < 0 || l > seq {
+				return nil, fmt.Errorf("onnx: %v: sequence length %d of entry %d outside [0, %d]", n, l, b, seq)
+			}
+			lens[b] = l
+		}
+	}
+	finals := make([][]*tensor.Tensor, states)
+	scans := make([][]*tensor.Tensor, k)
+	for b := range batch {
+		vals := make([]*tensor.Tensor, states)
+		for i := range vals {
+			vals[i] = batched[i].Select(0, b)
+		}
+		steps := make([][]*tensor.Tensor, k)
+		for t := range lens[b] {
+			if n.ctx != nil {
+				if err := n.ctx.Err(); err != nil {
+					return nil, err
+				}
+			}
+			formal := slices.Clone(vals)
+			for j, x := range batched[states:] {
+				i := t
+				if dirs[j] == 1 {
+					i = lens[b] - 1 - t
+				}
+				formal = append(formal, x.Select(0, b).Select(0, i))
+			}
+			res, err := n.runGraph("body", in, formal)
+			if err != nil {
+				return nil, err
+			}
+			copy(vals, res[:states])
+			for j := range k {
+				steps[j] = append(steps[j], res[states+j])
+			}
+		}
+		for i, v := range vals {
+			finals[i] = append(finals[i], v)
+		}
+		for j, s := range steps {
+			if len(s) == 0 {
+				return nil, fmt.Errorf("onnx: %v: entry %d has no steps, so scan output %d has no element shape", n, b, j)
+			}
+			for len(s) < seq {
+				s = append(s, tensor.ZerosLike(s[0]))
+			}
+			scans[j] = append(scans[j], tensor.Stack(s, 0))
+		}
+	}
+	result := make([]*tensor.Tensor, 0, states+k)
+	for _, f := range finals {
+		result = append(result, tensor.Stack(f, 0))
+	}
+	for _, s := range scans {
+		result = append(result, tensor.Stack(s, 0))
 	}
 	return result, nil
 }
