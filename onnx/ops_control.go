@@ -134,6 +134,20 @@ func opLoop(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	return out, nil
 }
 
+// scanOutputs returns how many scan outputs the body of a Scan with states
+// state variables has.
+func (n *node) scanOutputs(states int) (int, error) {
+	body := n.graphs["body"]
+	if body == nil {
+		return 0, fmt.Errorf("onnx: %v: attribute body is missing", n)
+	}
+	k := len(body.outputs) - states
+	if k < 0 {
+		return 0, fmt.Errorf("onnx: %v: body has %d outputs for %d states", n, len(body.outputs), states)
+	}
+	return k, nil
+}
+
 func opScan(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	m := int(n.attrInt("num_scan_inputs", 0))
 	states := n.numIn - m
@@ -145,13 +159,9 @@ func opScan(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, fmt.Errorf("onnx: %v: input %d is absent", n, i)
 		}
 	}
-	body := n.graphs["body"]
-	if body == nil {
-		return nil, fmt.Errorf("onnx: %v: attribute body is missing", n)
-	}
-	k := len(body.outputs) - states
-	if k < 0 {
-		return nil, fmt.Errorf("onnx: %v: body has %d outputs for %d states", n, len(body.outputs), states)
+	k, err := n.scanOutputs(states)
+	if err != nil {
+		return nil, err
 	}
 	attr := func(name string, count int) []int {
 		v := toInts(n.attrInts(name))
@@ -233,13 +243,9 @@ func opScan8(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if m <= 0 || states < 0 {
 		return nil, fmt.Errorf("onnx: %v: num_scan_inputs %d does not fit %d inputs", n, m, n.numIn)
 	}
-	body := n.graphs["body"]
-	if body == nil {
-		return nil, fmt.Errorf("onnx: %v: attribute body is missing", n)
-	}
-	k := len(body.outputs) - states
-	if k < 0 {
-		return nil, fmt.Errorf("onnx: %v: body has %d outputs for %d states", n, len(body.outputs), states)
+	k, err := n.scanOutputs(states)
+	if err != nil {
+		return nil, err
 	}
 	dirs := toInts(n.attrInts("directions"))
 	if dirs == nil {
