@@ -215,8 +215,10 @@ func (m *MultiheadAttention) Attend(query, key, value *autograd.Var, opt MHAOpti
 		panic(fmt.Sprintf("nn.%s: query %v and key %v have different batch sizes", op, qs, ks))
 	}
 	if self {
-		qkv := m.project(q, 0, 3*e)
-		q, k, v = qkv.Narrow(-1, 0, e), qkv.Narrow(-1, e, e), qkv.Narrow(-1, 2*e, e)
+		// Unbind's backward stacks the three gradients in one pass, where
+		// three Narrows would each fill a zero [N, L, 3E] gradient.
+		qkv := m.project(q, 0, 3*e).Reshape(n, l, 3, e).Unbind(2)
+		q, k, v = qkv[0], qkv[1], qkv[2]
 	} else {
 		q, k, v = m.project(q, 0, e), m.project(k, e, e), m.project(v, 2*e, e)
 	}
