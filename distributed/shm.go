@@ -62,9 +62,12 @@ const (
 	shmDescOff     = 512
 	shmHeaderBytes = 4096
 
-	// shmSpins is how many times a waiter yields before it sleeps: the
-	// peer is usually a few microseconds away.
+	// A waiter yields up to shmSpins times, for at most shmSpin, before
+	// it sleeps: the peer is usually a few microseconds away. The time
+	// bound matters because one yield to a goroutine computing beside
+	// the collective can last a whole scheduler slice.
 	shmSpins = 64
+	shmSpin  = 50 * time.Microsecond
 	// shmNap bounds one sleep, and so how late a failure is noticed.
 	shmNap = 2 * time.Millisecond
 )
@@ -269,11 +272,15 @@ func (s *shmGroup) publish(off int, v uint32) {
 // it never will.
 func (s *shmGroup) await(j, off int, want uint32, d shmDesc, deadline time.Time) error {
 	w := s.word(j, off)
+	var start time.Time
 	for i := 0; ; i++ {
 		if reached(atomic.LoadUint32(w), want) {
 			return nil
 		}
-		if i < shmSpins {
+		if i == 0 {
+			start = time.Now()
+		}
+		if i < shmSpins && time.Since(start) < shmSpin {
 			runtime.Gosched()
 			continue
 		}
