@@ -736,7 +736,7 @@ func opDropout(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			ratio = r.Reshape(-1).At(0)
 		}
 		if ratio != 0 {
-			return nil, fmt.Errorf("onnx: %v: training_mode with ratio %v is not supported (inference only)", n, ratio)
+			return n.trainingDropout(x, ratio)
 		}
 	}
 	return []*tensor.Tensor{x, tensor.Ones(x.Shape(), tensor.Bool)}, nil
