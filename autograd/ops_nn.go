@@ -509,7 +509,7 @@ func GroupNorm(x *Var, groups int, weight, bias *Var, eps float64) *Var {
 
 // Dropout zeroes each element of x with probability p and scales the rest
 // by 1/(1-p) (inverted dropout), drawing the mask from gen; see
-// tensor.DropoutMask. When training is false or p is 0 it returns x itself.
+// tensor.DropoutWithMask. When training is false or p is 0 it returns x itself.
 // The gradient is g times the same mask.
 func Dropout(x *Var, p float64, training bool, gen *tensor.Generator) *Var {
 	if !(p >= 0 && p <= 1) {
@@ -518,8 +518,8 @@ func Dropout(x *Var, p float64, training bool, gen *tensor.Generator) *Var {
 	if !training || p == 0 {
 		return x
 	}
-	mask := tensor.DropoutMaskOn(x.value.Device(), gen, x.Shape(), p, x.DType())
-	return recordAttrs("Dropout", map[string]any{"p": p}, x.value.Mul(mask), []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	out, mask := tensor.DropoutWithMask(x.value, p, gen)
+	return recordAttrs("Dropout", map[string]any{"p": p}, out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(New(mask))}
 	})
 }

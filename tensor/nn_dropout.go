@@ -25,31 +25,59 @@ func DropoutMask(gen *Generator, shape []int, p float64, dt DType) *Tensor {
 		panic(fmt.Sprintf("tensor.DropoutMask: dtype %s; want float32 or float64", dt))
 	}
 	checkShape("DropoutMask", shape)
-	keep := 1 - p
-	scale := 0.0
-	if keep > 0 {
-		scale = 1 / keep
-	}
+	limit, scale := dropoutRule(p)
 	out := emptyOut(cpuBackend{}, dt, shape)
-	fillDropoutMask(out.st.buf.(*cpuBuffer), keep, scale, gen.Uint64())
+	seed := gen.Uint64()
+	switch m := out.st.buf.(*cpuBuffer).data.(type) {
+	case []float32:
+		parallelFor(len(m), dropoutGrain, func(lo, hi int) { vec.PhiloxMask32(m[lo:hi], uint64(lo), seed, limit, float32(scale)) })
+	case []float64:
+		parallelFor(len(m), dropoutGrain, func(lo, hi int) { vec.PhiloxMask64(m[lo:hi], uint64(lo), seed, limit, scale) })
+	}
 	return out
 }
 
-// fillDropoutMask sets element i of buf (Float32 or Float64) to scale where
-// PhiloxUniform(seed, i) < keep and to 0 elsewhere.
-func fillDropoutMask(buf *cpuBuffer, keep, scale float64, seed uint64) {
-	// PhiloxUniform is x/2**24 for x a word's top 24 bits, so it is below
-	// keep exactly when x < ceil(keep·2**24): the same mask, compared as
-	// integers.
-	limit := uint32(math.Ceil(keep * (1 << 24)))
-	// Ranges start on whole Philox blocks and whole kernel steps.
-	const grain = 64
-	switch m := buf.data.(type) {
-	case []float32:
-		parallelFor(len(m), grain, func(lo, hi int) { vec.PhiloxMask32(m[lo:hi], uint64(lo), seed, limit, float32(scale)) })
-	case []float64:
-		parallelFor(len(m), grain, func(lo, hi int) { vec.PhiloxMask64(m[lo:hi], uint64(lo), seed, limit, scale) })
+// dropoutGrain keeps the ranges that goroutines draw on whole Philox blocks
+// and whole steps of the vector kernels.
+const dropoutGrain = 64
+
+// dropoutRule returns the integer threshold and the scale of dropout with
+// probability p. PhiloxUniform is x/2**24 for x a word's top 24 bits, so
+// it is below keep = 1-p exactly when x < ceil(keep·2**24): the same mask,
+// compared as integers.
+func dropoutRule(p float64) (limit uint32, scale float64) {
+	keep := 1 - p
+	if keep > 0 {
+		scale = 1 / keep
 	}
+	return uint32(math.Ceil(keep * (1 << 24))), scale
+}
+
+// DropoutWithMask applies inverted dropout with probability p to x in
+// training (as Dropout) and returns the result and the mask it multiplied
+// x by (see DropoutMaskOn), which a gradient needs. On the CPU a contiguous
+// float32 x is masked in the pass that draws the mask.
+func DropoutWithMask(x *Tensor, p float64, gen *Generator) (out, mask *Tensor) {
+	nnFloat("DropoutWithMask", x)
+	if !(p >= 0 && p <= 1) {
+		panic(fmt.Sprintf("tensor.DropoutWithMask: probability %v out of [0, 1]", p))
+	}
+	if gen == nil {
+		panic("tensor.DropoutWithMask: nil Generator; dropout needs a seeded source of randomness")
+	}
+	if x.dtype != Float32 || !sameFloatDense(x) {
+		mask = DropoutMaskOn(x.Device(), gen, x.shape, p, x.dtype)
+		return x.Mul(mask), mask
+	}
+	xd, _ := cpuDense[float32](x)
+	limit, scale := dropoutRule(p)
+	mask, out = emptyOut(cpuBackend{}, Float32, x.shape), emptyOut(cpuBackend{}, Float32, x.shape)
+	md, od := mask.st.buf.(*cpuBuffer).data.([]float32), out.st.buf.(*cpuBuffer).data.([]float32)
+	seed := gen.Uint64()
+	parallelFor(len(xd), dropoutGrain, func(lo, hi int) {
+		vec.PhiloxDropout32(md[lo:hi], xd[lo:hi], od[lo:hi], uint64(lo), seed, limit, float32(scale))
+	})
+	return out, mask
 }
 
 // Dropout zeroes each element of x with probability p and scales the rest
@@ -63,7 +91,8 @@ func Dropout(x *Tensor, p float64, training bool, gen *Generator) *Tensor {
 	if !training || p == 0 {
 		return x
 	}
-	return x.Mul(DropoutMaskOn(x.Device(), gen, x.shape, p, x.dtype))
+	out, _ := DropoutWithMask(x, p, gen)
+	return out
 }
 
 // DropoutMaskOn is DropoutMask made on device d. A device whose backend
@@ -93,11 +122,7 @@ func DropoutMaskOn(d Device, gen *Generator, shape []int, p float64, dt DType) *
 		panic(fmt.Sprintf("tensor.DropoutMaskOn: dtype %s; want float32 or float64", dt))
 	}
 	out := empty(b, dt, shape)
-	keep := 1 - p
-	scale := 0.0
-	if keep > 0 {
-		scale = 1 / keep
-	}
-	rk.DropoutMask(out.st.buf, keep, scale, gen.Uint64())
+	_, scale := dropoutRule(p)
+	rk.DropoutMask(out.st.buf, 1-p, scale, gen.Uint64())
 	return out
 }

@@ -52,39 +52,67 @@ func philoxBlock(c0, c1 uint32, ks *[2 * philoxRounds]uint32) (w0, w1, w2, w3 ui
 // an inverted-dropout mask that element i of a larger tensor gets the same
 // whichever slice of it a call draws. first must be a multiple of 4.
 func PhiloxMask32(dst []float32, first, seed uint64, limit uint32, scale float32) {
-	philoxMask(dst, first, seed, limit, scale, philoxMask32Kernel)
+	ks := philoxKeys(seed)
+	philoxRuns(len(dst), first, func(lo, hi int) {
+		done := lo
+		if k := philoxMask32Kernel; k != nil {
+			done = lo + (hi-lo)/philoxStep*philoxStep
+			if done > lo {
+				g := (first + uint64(lo)) / 4
+				k(dst[lo:done], uint32(g), uint32(g>>32), &ks, limit, scale)
+			}
+		}
+		philoxMaskGo(dst[done:hi], first+uint64(done), &ks, limit, scale)
+	})
+}
+
+// PhiloxDropout32 is PhiloxMask32 into mask that also sets out[j] =
+// x[j]*mask[j], in the same pass.
+func PhiloxDropout32(mask, x, out []float32, first, seed uint64, limit uint32, scale float32) {
+	if len(x) != len(mask) || len(out) != len(mask) {
+		panic(fmt.Sprintf("vec: PhiloxDropout32: len(mask) = %d, len(x) = %d, len(out) = %d; they must be equal", len(mask), len(x), len(out)))
+	}
+	ks := philoxKeys(seed)
+	philoxRuns(len(mask), first, func(lo, hi int) {
+		done := lo
+		if k := philoxDropout32Kernel; k != nil {
+			done = lo + (hi-lo)/philoxStep*philoxStep
+			if done > lo {
+				g := (first + uint64(lo)) / 4
+				k(mask[lo:done], x[lo:done], out[lo:done], uint32(g), uint32(g>>32), &ks, limit, scale)
+			}
+		}
+		philoxMaskGo(mask[done:hi], first+uint64(done), &ks, limit, scale)
+		for i := done; i < hi; i++ {
+			out[i] = x[i] * mask[i]
+		}
+	})
 }
 
 // PhiloxMask64 is PhiloxMask32 for float64 (pure Go).
 func PhiloxMask64(dst []float64, first, seed uint64, limit uint32, scale float64) {
-	philoxMask(dst, first, seed, limit, scale, nil)
+	ks := philoxKeys(seed)
+	philoxRuns(len(dst), first, func(lo, hi int) {
+		philoxMaskGo(dst[lo:hi], first+uint64(lo), &ks, limit, scale)
+	})
 }
 
-// philoxMask draws dst with kernel (nil: none) on the longest prefix of
-// whole kernel steps within each run of blocks that share their high
-// counter word, and with philoxMaskGo on the rest.
-func philoxMask[T float32 | float64](dst []T, first, seed uint64, limit uint32, scale T, kernel func(dst []T, block, hi uint32, ks *[2 * philoxRounds]uint32, limit uint32, scale T)) {
+// philoxRuns calls f on consecutive ranges [lo, hi) covering n elements
+// from element first (a multiple of 4), each within one run of blocks that
+// share their high counter word, as the kernels need.
+func philoxRuns(n int, first uint64, f func(lo, hi int)) {
 	if first%4 != 0 {
-		panic(fmt.Sprintf("vec.PhiloxMask: first element %d is not a multiple of 4", first))
+		panic(fmt.Sprintf("vec: Philox: first element %d is not a multiple of 4", first))
 	}
-	ks := philoxKeys(seed)
-	for len(dst) > 0 {
-		g := first / 4
-		n := len(dst)
+	for lo := 0; lo < n; {
+		g := (first + uint64(lo)) / 4
+		hi := n
 		// Blocks up to the next multiple of 2**32 share the high word.
-		if left := (1<<32 - g%(1<<32)) * 4; uint64(n) > left {
-			n = int(left)
+		if left := (1<<32 - g%(1<<32)) * 4; uint64(n-lo) > left {
+			hi = lo + int(left)
 		}
-		done := 0
-		if kernel != nil {
-			done = n / philoxStep * philoxStep
-			if done > 0 {
-				kernel(dst[:done], uint32(g), uint32(g>>32), &ks, limit, scale)
-			}
-		}
-		philoxMaskGo(dst[done:n], first+uint64(done), &ks, limit, scale)
-		dst = dst[n:]
-		first += uint64(n)
+		f(lo, hi)
+		lo = hi
 	}
 }
 

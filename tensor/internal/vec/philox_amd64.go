@@ -21,3 +21,18 @@ var philoxMask32Kernel = func() func([]float32, uint32, uint32, *[2 * philoxRoun
 	}
 	return nil
 }()
+
+// philoxDropout32AVX512 is philoxMask32AVX512 into mask that also writes
+// x times the mask into out (philox_amd64.s).
+//
+//go:noescape
+func philoxDropout32AVX512(mask, x, out []float32, block, hi uint32, keys *[2 * philoxRounds]uint32, limit uint32, scale float32)
+
+// philoxDropout32Kernel is the fused AVX-512 kernel where the CPU has
+// AVX-512F, else nil.
+var philoxDropout32Kernel = func() func(mask, x, out []float32, block, hi uint32, keys *[2 * philoxRounds]uint32, limit uint32, scale float32) {
+	if cpu.X86.HasAVX512F {
+		return philoxDropout32AVX512
+	}
+	return nil
+}()

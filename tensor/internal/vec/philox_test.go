@@ -35,13 +35,14 @@ func TestPhiloxMaskRule(t *testing.T) {
 	}
 	assert.Equal(t, whole, pieces)
 	assert.Panics(t, func() { PhiloxMask64(pieces, 2, seed, limit, 2) })
+	assert.Panics(t, func() { PhiloxDropout32(make([]float32, 4), make([]float32, 3), make([]float32, 4), 0, seed, limit, 2) })
 }
 
-// The assembly kernel (where the CPU has one) draws what the pure-Go twin
-// does, at odd lengths and offsets, with NaN-poisoned outputs, and across a
+// The assembly kernels (where the CPU has them) draw what the pure-Go twin
+// does (and the fused one multiplies by it), at odd lengths and offsets, with NaN-poisoned outputs, and across a
 // wrap of the low counter word.
 func TestPhiloxMask32AsmMatchesGo(t *testing.T) {
-	if philoxMask32Kernel == nil {
+	if philoxMask32Kernel == nil || philoxDropout32Kernel == nil {
 		t.Skip("no assembly kernel in this build or on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -66,6 +67,21 @@ func TestPhiloxMask32AsmMatchesGo(t *testing.T) {
 				lo = hi
 			}
 			require.Equal(t, want, got, "first %d n %d", first, n)
+
+			// The fused kernel writes the same mask and x times it.
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			mask, out := make([]float32, n), make([]float32, n)
+			for i := range mask {
+				mask[i], out[i] = poison, poison
+			}
+			PhiloxDropout32(mask, x, out, first, seed, limit, 1.25)
+			require.Equal(t, want, mask, "dropout mask: first %d n %d", first, n)
+			for i := range x {
+				require.Equal(t, x[i]*want[i], out[i], "dropout output: first %d n %d element %d", first, n, i)
+			}
 		}
 	}
 }
