@@ -38,8 +38,9 @@ import (
 // waits for every peer's, reads what it needs straight from the peers'
 // segments (its 1/N slice of every contribution, reduced in rank order,
 // for AllReduce and ReduceScatter), and for AllReduce waits for every
-// peer's result and copies the N results into place. The tensors stay in
-// cache from one phase to the next: a slot is ChunkBytes.
+// peer's result and copies the N results into place. A rank's own share
+// of its contribution is read from its tensor, never staged. The data
+// stays in cache from one phase to the next: a slot is ChunkBytes.
 //
 // A rank waiting on a peer's counter spins briefly, then marks itself in
 // the peer's sleepers and sleeps on its own waker pipe, which the peer
