@@ -37,6 +37,9 @@ func Softmax(x *Var, axis int) *Var {
 	}
 	out := x.value.Softmax(axis)
 	return recordAttrs("Softmax", map[string]any{"axis": axis}, out, []*Var{x}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, y *Var) []*Var {
+		if constant(g, y) {
+			return []*Var{New(tensor.SoftmaxBackward(g.value, y.value, axis))}
+		}
 		return []*Var{y.Mul(g.Sub(g.Mul(y).Sum([]int{axis}, true)))}
 	})
 }

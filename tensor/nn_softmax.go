@@ -1,6 +1,10 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/emberml/ember/tensor/internal/vec"
+)
 
 // softmax runs the (log-)softmax kernel along axis.
 func (t *Tensor) softmax(op string, log bool, axis int) *Tensor {
@@ -28,3 +32,32 @@ func (t *Tensor) Softmax(axis int) *Tensor { return t.softmax("Softmax", false, 
 // LogSoftmax returns t minus the log-sum-exp of t along axis, computed
 // stably, as torch.log_softmax.
 func (t *Tensor) LogSoftmax(axis int) *Tensor { return t.softmax("LogSoftmax", true, axis) }
+
+// SoftmaxBackward returns the gradient of Softmax along axis at output y
+// for the output gradient grad: y·(grad - sum(grad·y, axis)). On the CPU,
+// float32 rows along the last axis take one vector pass per row; anything
+// else runs the same formula as tensor ops.
+func SoftmaxBackward(grad, y *Tensor, axis int) *Tensor {
+	const op = "SoftmaxBackward"
+	nnFloat(op, grad, y)
+	checkSameShape(op, grad, y)
+	if y.Dim() == 0 {
+		normAxis(op, axis, 1)
+		return SoftmaxBackward(grad.Reshape(1), y.Reshape(1), 0).Reshape()
+	}
+	a := normAxis(op, axis, y.Dim())
+	if a != y.Dim()-1 || y.dtype != Float32 || !sameFloatDense(grad, y) || y.Numel() == 0 {
+		return y.Mul(grad.Sub(grad.Mul(y).Sum([]int{a}, true)))
+	}
+	n := y.shape[a]
+	g, _ := cpuDense[float32](grad)
+	yd, _ := cpuDense[float32](y)
+	out := emptyOut(cpuBackend{}, Float32, y.shape)
+	od := out.st.buf.(*cpuBuffer).data.([]float32)
+	parallelRows(len(yd)/n, n, func(r int) {
+		gr, yr, dr := g[r*n:(r+1)*n], yd[r*n:(r+1)*n], od[r*n:(r+1)*n]
+		vec.SubConst(dr, gr, float32(vec.Dot(gr, yr)))
+		vec.Mul(dr, dr, yr)
+	})
+	return out
+}
