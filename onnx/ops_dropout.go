@@ -14,8 +14,8 @@ import (
 // stream), so a seeded model gives the same result everywhere, run after
 // run; without one every run draws a fresh seed.
 func (n *node) trainingDropout(x *tensor.Tensor, ratio float64) ([]*tensor.Tensor, error) {
-	if !x.DType().IsFloat() {
-		return nil, fmt.Errorf("onnx: %v: input dtype %s is not a float type", n, x.DType())
+	if err := n.wantFloat(x, 0); err != nil {
+		return nil, err
 	}
 	if !(ratio >= 0 && ratio < 1) {
 		return nil, fmt.Errorf("onnx: %v: ratio %v must be in [0, 1)", n, ratio)

@@ -19,7 +19,11 @@ func elementwiseOps() opTable {
 		"Pow": {{since: 1, impl: opPow}},
 		"Mod": {{since: 10, impl: opMod}},
 
-		"BitShift": {{since: 11, impl: opBitShift}},
+		"BitShift":   {{since: 11, impl: opBitShift}},
+		"BitwiseAnd": {{since: 18, impl: bitwise(func(a, b int64) int64 { return a & b })}},
+		"BitwiseOr":  {{since: 18, impl: bitwise(func(a, b int64) int64 { return a | b })}},
+		"BitwiseXor": {{since: 18, impl: bitwise(func(a, b int64) int64 { return a ^ b })}},
+		"BitwiseNot": {{since: 18, impl: opBitwiseNot}},
 
 		"Equal":          {{since: 1, impl: compare((*tensor.Tensor).Eq)}},
 		"Less":           {{since: 1, impl: compare((*tensor.Tensor).Lt)}},
@@ -395,5 +399,51 @@ func opSoftplus(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return one(x.Relu().Add(x.Abs().Neg().Exp().Log1p()))
+	return one(softplus(x))
+}
+
+// softplus is log(1 + exp(x)), written to neither overflow nor lose small
+// values: max(x, 0) + log1p(exp(-|x|)).
+func softplus(x *tensor.Tensor) *tensor.Tensor {
+	return x.Relu().Add(x.Abs().Neg().Exp().Log1p())
+}
+
+// bitwise returns an elementwise bitwise operator on integer tensors of one
+// dtype. The values are sign- or zero-extended to int64, combined and
+// narrowed back, which keeps exactly the dtype's bits.
+func bitwise(f func(a, b int64) int64) opImpl {
+	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		ab, err := n.needFirst(in, 2)
+		if err != nil {
+			return nil, err
+		}
+		a, b := ab[0], ab[1]
+		if !a.DType().IsInt() || a.DType() != b.DType() {
+			return nil, fmt.Errorf("onnx: %v: inputs of types %s and %s, want one integer type", n, a.DType(), b.DType())
+		}
+		if err := n.checkBroadcast(a, b); err != nil {
+			return nil, err
+		}
+		shape := tensor.BroadcastShapes(n.opType, a.Shape(), b.Shape())
+		x, y := a.Expand(shape...).Int64s(), b.Expand(shape...).Int64s()
+		for i := range x {
+			x[i] = f(x[i], y[i])
+		}
+		return one(tensor.FromSlice(x, shape...).To(a.DType()))
+	}
+}
+
+func opBitwiseNot(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	a, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	if !a.DType().IsInt() {
+		return nil, fmt.Errorf("onnx: %v: input of type %s, want an integer type", n, a.DType())
+	}
+	x := a.Int64s()
+	for i, v := range x {
+		x[i] = ^v
+	}
+	return one(tensor.FromSlice(x, a.Shape()...).To(a.DType()))
 }

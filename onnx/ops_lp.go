@@ -20,18 +20,6 @@ func lpOps() opTable {
 	}
 }
 
-// needFloat returns input i, which must be present and of a float dtype.
-func (n *node) needFloat(in []*tensor.Tensor, i int) (*tensor.Tensor, error) {
-	x, err := n.need(in, i)
-	if err != nil {
-		return nil, err
-	}
-	if !x.DType().IsFloat() {
-		return nil, fmt.Errorf("onnx: %v: input %d has dtype %s, not a float type", n, i, x.DType())
-	}
-	return x, nil
-}
-
 // lpExponent reads the p attribute (default 2), which must be positive.
 func (n *node) lpExponent() (float64, error) {
 	p := n.attrInt("p", 2)

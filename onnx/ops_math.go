@@ -27,6 +27,8 @@ func mathOps() opTable {
 		"Shrink":          {{since: 9, impl: opShrink}},
 		"Celu":            {{since: 12, impl: opCelu}},
 		"HardSwish":       {{since: 14, impl: floatUnary(func(x *tensor.Tensor) *tensor.Tensor { return x.Mul(x.Affine(1.0/6, 0.5).Clamp(0, 1)) })}},
+		"Mish":            {{since: 18, impl: floatUnary(func(x *tensor.Tensor) *tensor.Tensor { return x.Mul(softplus(x).Tanh()) })}},
+		"Gelu":            {{since: 20, impl: opGelu}},
 		"PRelu":           {{since: 6, impl: opPRelu}},
 		"IsNaN":           {{since: 9, impl: opIsNaN}},
 		"IsInf":           {{since: 10, impl: opIsInf}},
@@ -135,4 +137,22 @@ func opCastLike(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	return one(x.To(like.DType()))
+}
+
+// opGelu is x·Φ(x), exactly (approximate "none", with erf) or with the tanh
+// approximation 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))).
+func opGelu(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.needFloat(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	switch a := n.attrString("approximate", "none"); a {
+	case "none":
+		return one(x.Mul(x.MulScalar(1/math.Sqrt2).Erf().Affine(0.5, 0.5)))
+	case "tanh":
+		inner := x.Add(x.Mul(x).Mul(x).MulScalar(0.044715)).MulScalar(math.Sqrt(2 / math.Pi))
+		return one(x.Mul(inner.Tanh().Affine(0.5, 0.5)))
+	default:
+		return nil, fmt.Errorf("onnx: %v: approximate %q, want none or tanh", n, a)
+	}
 }

@@ -13,6 +13,9 @@ func normOps() opTable {
 		"InstanceNormalization":     {{since: 1, impl: opInstanceNorm}},
 		"MeanVarianceNormalization": {{since: 9, impl: opMVN}},
 		"LRN":                       {{since: 1, impl: opLRN}},
+		// GroupNormalization-18 took one scale and bias per group; opset 21
+		// made them per channel, as torch.nn.GroupNorm has them.
+		"GroupNormalization": {{since: 18, until: 20, impl: groupNorm(true)}, {since: 21, impl: groupNorm(false)}},
 	}
 }
 
@@ -26,18 +29,11 @@ func spatialAxes(r int) []int {
 }
 
 func opInstanceNorm(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	x, err := n.need(in, 0)
+	args, err := n.needFirst(in, 3)
 	if err != nil {
 		return nil, err
 	}
-	scale, err := n.need(in, 1)
-	if err != nil {
-		return nil, err
-	}
-	bias, err := n.need(in, 2)
-	if err != nil {
-		return nil, err
-	}
+	x, scale, bias := args[0], args[1], args[2]
 	if x.Dim() < 3 {
 		return nil, fmt.Errorf("onnx: %v: input %v needs spatial axes", n, x.Shape())
 	}
@@ -92,4 +88,52 @@ func opLRN(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	alpha, beta, bias := n.attrFloat("alpha", 1e-4), n.attrFloat("beta", 0.75), n.attrFloat("bias", 1)
 	return one(x.Div(sum.Affine(alpha/float64(size), bias).PowScalar(beta)))
+}
+
+// groupNorm returns GroupNormalization: x ([N, C, ...]) normalized over
+// each group of C/num_groups consecutive channels, then scaled and
+// shifted by scale and bias, given per group (perGroup, opset 18) or per
+// channel (opset 21). The statistics are computed in float32 at least
+// (stash_type 1, the default), in float64 for float64 input.
+func groupNorm(perGroup bool) opImpl {
+	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+		args, err := n.needFirst(in, 3)
+		if err != nil {
+			return nil, err
+		}
+		x, scale, bias := args[0], args[1], args[2]
+		if err := n.wantFloat(x, 0); err != nil {
+			return nil, err
+		}
+		if x.Dim() < 2 {
+			return nil, fmt.Errorf("onnx: %v: input %v must be [N, C, ...]", n, x.Shape())
+		}
+		c := x.Shape()[1]
+		groups := int(n.attrInt("num_groups", 0))
+		if groups <= 0 || c%groups != 0 {
+			return nil, fmt.Errorf("onnx: %v: num_groups %d must divide the %d channels", n, groups, c)
+		}
+		want := c
+		if perGroup {
+			want = groups
+		}
+		if scale.Numel() != want || bias.Numel() != want {
+			return nil, fmt.Errorf("onnx: %v: scale %v and bias %v must hold %d values", n, scale.Shape(), bias.Shape(), want)
+		}
+		if st := n.attrInt("stash_type", 1); st != 1 {
+			return nil, fmt.Errorf("onnx: %v: stash_type %d is not supported (1, float32, is)", n, st)
+		}
+		compute := tensor.Float32
+		if x.DType() == tensor.Float64 {
+			compute = tensor.Float64
+		}
+		w, b := scale.Reshape(-1).To(compute), bias.Reshape(-1).To(compute)
+		if perGroup {
+			// Each group's value applies to its C/groups channels.
+			w = w.Reshape(groups, 1).Expand(groups, c/groups).Reshape(c)
+			b = b.Reshape(groups, 1).Expand(groups, c/groups).Reshape(c)
+		}
+		y := tensor.GroupNorm(x.To(compute), groups, w, b, n.attrFloat("epsilon", 1e-5))
+		return one(y.To(x.DType()))
+	}
 }

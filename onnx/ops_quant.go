@@ -283,19 +283,6 @@ func requantize(n *node, acc, as, bs, ys, yzp *tensor.Tensor) (*tensor.Tensor, e
 	return quantize(n, acc.To(f).Mul(mult), yzp, yzp.DType())
 }
 
-// needFirst returns inputs 0..k-1, all required.
-func (n *node) needFirst(in []*tensor.Tensor, k int) ([]*tensor.Tensor, error) {
-	out := make([]*tensor.Tensor, k)
-	for i := range out {
-		t, err := n.need(in, i)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = t
-	}
-	return out, nil
-}
-
 func opQLinearMatMul(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	args, err := n.needFirst(in, 8)
 	if err != nil {

@@ -31,6 +31,7 @@ func shapeOps() opTable {
 		"Expand":          {{since: 8, impl: opExpand}},
 		"Tile":            {{since: 6, impl: opTile}},
 		"Pad":             {{since: 2, impl: opPad}},
+		"CenterCropPad":   {{since: 18, impl: opCenterCropPad}},
 		"Range":           {{since: 11, impl: opRange}},
 		"OneHot":          {{since: 9, impl: opOneHot}},
 	}
@@ -665,4 +666,58 @@ func opOneHot(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	classes := tensor.Arange(0, float64(depth), 1, tensor.Float64).Reshape(shape...)
 	flat := vals.Reshape(-1)
 	return one(tensor.Where(i.Eq(classes), flat.Narrow(0, 1, 1).Reshape(), flat.Narrow(0, 0, 1).Reshape()))
+}
+
+// opCenterCropPad crops or zero-pads each listed axis (all by default) to
+// the target size, centred: an odd difference leaves the extra element on
+// the far side (crop) or puts the extra padding there (pad).
+func opCenterCropPad(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	target := ints(st)
+	axes := toInts(n.attrInts("axes"))
+	if axes == nil {
+		axes = make([]int, x.Dim())
+		for i := range axes {
+			axes[i] = i
+		}
+	}
+	if len(target) != len(axes) {
+		return nil, fmt.Errorf("onnx: %v: %d target sizes for %d axes", n, len(target), len(axes))
+	}
+	shape := x.Shape()
+	pads := make([]int, 2*x.Dim()) // tensor.Pad order: last axis first
+	seen := make([]bool, x.Dim())
+	for i, a := range axes {
+		a, err := n.normAxis(a, x.Dim())
+		if err != nil {
+			return nil, err
+		}
+		if seen[a] {
+			return nil, fmt.Errorf("onnx: %v: axis %d listed twice", n, a)
+		}
+		seen[a] = true
+		if target[i] < 0 {
+			return nil, fmt.Errorf("onnx: %v: target size %d is negative", n, target[i])
+		}
+		shape[a] = target[i]
+		// Cropping is a negative pad; the odd element goes to the end.
+		diff := target[i] - x.Shape()[a]
+		before := diff / 2
+		if diff < 0 {
+			before = -((-diff) / 2)
+		}
+		k := x.Dim() - 1 - a
+		pads[2*k], pads[2*k+1] = before, diff-before
+	}
+	if err := n.checkShape(shape); err != nil {
+		return nil, err
+	}
+	return one(x.Pad(pads, tensor.PadConstant, 0))
 }

@@ -20,7 +20,9 @@ func visionOps() opTable {
 		// RoiAlign-10 always sampled as coordinate_transformation_mode
 		// "output_half_pixel" does; opset 16 added the attribute, defaulting
 		// to "half_pixel".
-		"RoiAlign": {{since: 10, until: 15, impl: roiAlign("output_half_pixel")}, {since: 16, impl: roiAlign("")}},
+		"RoiAlign":   {{since: 10, until: 15, impl: roiAlign("output_half_pixel")}, {since: 16, impl: roiAlign("")}},
+		"Col2Im":     {{since: 18, impl: opCol2Im}},
+		"AffineGrid": {{since: 20, impl: opAffineGrid}},
 	}
 }
 
@@ -34,16 +36,12 @@ func visionOps() opTable {
 func roiAlign(fixedMode string) opImpl {
 	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		mode := fixedMode
-		x, err := n.needFloat(in, 0)
+		args, err := n.needFirst(in, 3)
 		if err != nil {
 			return nil, err
 		}
-		rois, err := n.need(in, 1)
-		if err != nil {
-			return nil, err
-		}
-		bt, err := n.need(in, 2)
-		if err != nil {
+		x, rois, bt := args[0], args[1], args[2]
+		if err := n.wantFloat(x, 0); err != nil {
 			return nil, err
 		}
 		xs := x.Shape()
@@ -472,4 +470,149 @@ func opDet(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		out[b] = det
 	}
 	return one(tensor.FromSlice(out, s[:len(s)-2]...).To(x.DType()))
+}
+
+// opCol2Im folds columns ([N, C·∏block, L]) back into images ([N, C,
+// image...]), summing where blocks overlap: the inverse arrangement of
+// im2col, as torch.nn.functional.fold, for any number of spatial axes.
+func opCol2Im(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	args, err := n.needFirst(in, 3)
+	if err != nil {
+		return nil, err
+	}
+	x, image, block := args[0], ints(args[1]), ints(args[2])
+	if err := n.wantFloat(x, 0); err != nil {
+		return nil, err
+	}
+	k := len(image)
+	xs := x.Shape()
+	if k == 0 || len(block) != k || len(xs) != 3 {
+		return nil, fmt.Errorf("onnx: %v: input %v must be [N, C·∏block, L] with image_shape %v and block_shape %v of one length", n, xs, image, block)
+	}
+	sp, err := n.spatialParams(image, block)
+	if err != nil {
+		return nil, err
+	}
+	kvol := prod(block)
+	if xs[1]%kvol != 0 {
+		return nil, fmt.Errorf("onnx: %v: %d columns rows are not a multiple of the block volume %d", n, xs[1], kvol)
+	}
+	c := xs[1] / kvol
+	blocks := make([]int, k) // block positions along each axis
+	for i := range k {
+		span := image[i] + sp.padBegin[i] + sp.padEnd[i] - sp.dilation[i]*(block[i]-1) - 1
+		if image[i] <= 0 || span < 0 {
+			return nil, fmt.Errorf("onnx: %v: block %v does not fit image %v with its padding", n, block, image)
+		}
+		blocks[i] = span/sp.stride[i] + 1
+	}
+	if prod(blocks) != xs[2] {
+		return nil, fmt.Errorf("onnx: %v: %d blocks given, image %v holds %d", n, xs[2], image, prod(blocks))
+	}
+	outShape := append([]int{xs[0], c}, image...)
+	if err := n.checkShape(outShape); err != nil {
+		return nil, err
+	}
+	src := x.Float64s()
+	vol := prod(image)
+	dst := make([]float64, xs[0]*c*vol)
+	off, pos := make([]int, k), make([]int, k)
+	for r := range xs[0] * c { // one (image, channel) pair at a time
+		cols := src[r*kvol*xs[2] : (r+1)*kvol*xs[2]]
+		img := dst[r*vol : (r+1)*vol]
+		for kk := range kvol {
+			unravelInto(off, kk, block)
+			for l := range xs[2] {
+				unravelInto(pos, l, blocks)
+				at, inside := 0, true
+				for i := range k {
+					p := pos[i]*sp.stride[i] - sp.padBegin[i] + off[i]*sp.dilation[i]
+					if p < 0 || p >= image[i] {
+						inside = false
+						break
+					}
+					at = at*image[i] + p
+				}
+				if inside {
+					img[at] += cols[kk*xs[2]+l]
+				}
+			}
+		}
+	}
+	return one(tensor.FromSlice(dst, outShape...).To(x.DType()))
+}
+
+// unravelInto writes the row-major multi-index of flat index i in shape.
+func unravelInto(idx []int, i int, shape []int) {
+	for a := len(shape) - 1; a >= 0; a-- {
+		idx[a], i = i%shape[a], i/shape[a]
+	}
+}
+
+// opAffineGrid returns the sampling grid ([N, H, W, 2] or [N, D, H, W, 3])
+// of affine transforms theta ([N, 2, 3] or [N, 3, 4]) for an output of
+// size [N, C, H, W] or [N, C, D, H, W], as torch.nn.functional.affine_grid:
+// normalized coordinates in [-1, 1] at pixel centres (align_corners 0) or
+// corners (1), x first.
+func opAffineGrid(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	theta, err := n.needFloat(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := n.need(in, 1)
+	if err != nil {
+		return nil, err
+	}
+	size := ints(st)
+	k := len(size) - 2 // spatial axes: 2 or 3
+	ts := theta.Shape()
+	if (k != 2 && k != 3) || len(ts) != 3 || ts[0] != size[0] || ts[1] != k || ts[2] != k+1 {
+		return nil, fmt.Errorf("onnx: %v: theta %v does not fit size %v (want [N, 2, 3] with [N, C, H, W] or [N, 3, 4] with [N, C, D, H, W])", n, ts, size)
+	}
+	spatial := size[2:]
+	outShape := append(append([]int{size[0]}, spatial...), k)
+	for _, d := range outShape {
+		if d < 0 {
+			return nil, fmt.Errorf("onnx: %v: negative size %v", n, size)
+		}
+	}
+	if err := n.checkShape(outShape); err != nil {
+		return nil, err
+	}
+	align := n.attrInt("align_corners", 0) == 1
+	// coord(i, m) is the normalized position of index i of m.
+	coord := func(i, m int) float64 {
+		if align {
+			if m == 1 {
+				return 0
+			}
+			return -1 + 2*float64(i)/float64(m-1)
+		}
+		return (2*float64(i)+1)/float64(m) - 1
+	}
+	th := theta.Float64s()
+	vol := prod(spatial)
+	dst := make([]float64, size[0]*vol*k)
+	idx := make([]int, k)
+	base := make([]float64, k+1)
+	for b := range size[0] {
+		t := th[b*k*(k+1) : (b+1)*k*(k+1)]
+		for p := range vol {
+			unravelInto(idx, p, spatial)
+			// base is (x, y[, z], 1): the last spatial axis is x.
+			for a := range k {
+				base[a] = coord(idx[k-1-a], spatial[k-1-a])
+			}
+			base[k] = 1
+			out := dst[(b*vol+p)*k : (b*vol+p+1)*k]
+			for r := range k {
+				sum := 0.0
+				for j := range k + 1 {
+					sum += t[r*(k+1)+j] * base[j]
+				}
+				out[r] = sum
+			}
+		}
+	}
+	return one(tensor.FromSlice(dst, outShape...).To(theta.DType()))
 }

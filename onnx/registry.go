@@ -129,6 +129,36 @@ func (n *node) need(in []*tensor.Tensor, i int) (*tensor.Tensor, error) {
 	return nil, fmt.Errorf("onnx: %v: input %d is required", n, i)
 }
 
+// needFirst returns inputs 0..k-1, all required.
+func (n *node) needFirst(in []*tensor.Tensor, k int) ([]*tensor.Tensor, error) {
+	out := make([]*tensor.Tensor, k)
+	for i := range out {
+		t, err := n.need(in, i)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = t
+	}
+	return out, nil
+}
+
+// needFloat returns input i, which must be present and of a float dtype.
+func (n *node) needFloat(in []*tensor.Tensor, i int) (*tensor.Tensor, error) {
+	x, err := n.need(in, i)
+	if err != nil {
+		return nil, err
+	}
+	return x, n.wantFloat(x, i)
+}
+
+// wantFloat checks that input i, x, has a float dtype.
+func (n *node) wantFloat(x *tensor.Tensor, i int) error {
+	if !x.DType().IsFloat() {
+		return fmt.Errorf("onnx: %v: input %d has dtype %s, not a float type", n, i, x.DType())
+	}
+	return nil
+}
+
 // has reports whether attribute name is set.
 func (n *node) has(name string) bool { _, ok := n.attrs[name]; return ok }
 
