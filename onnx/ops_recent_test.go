@@ -50,11 +50,23 @@ func goldenNodeAttrs(c golden.Case, floats ...string) [][]byte {
 	return attrs
 }
 
-// TestRecentOpsGolden runs the opset 18-21 operators as one-node models
-// against internal/golden/gen/gen_onnx_opset18.py.
+// TestRecentOpsGolden runs the operators of opsets 18-21 as one-node
+// models against internal/golden/gen/gen_onnx_opset18.py and
+// gen_onnx_deform.py (DeformConv, from torchvision).
 func TestRecentOpsGolden(t *testing.T) {
+	for _, file := range []struct {
+		path string
+		tol  float64 // rtol and atol
+	}{{"testdata/golden_opset18.json", 1e-5}, {"testdata/golden_deform.json", 1e-4}} {
+		runNodeGoldens(t, file.path, file.tol)
+	}
+}
+
+// runNodeGoldens runs each case of a golden file as a one-node model: its
+// inputs in order, its attributes, its first output compared.
+func runNodeGoldens(t *testing.T, path string, tol float64) {
 	onnxType := map[tensor.DType]int64{tensor.Float32: dtFloat, tensor.Int64: dtInt64, tensor.Int32: dtInt32, tensor.Float64: dtDouble}
-	for _, c := range golden.Load(t, "testdata/golden_opset18.json") {
+	for _, c := range golden.Load(t, path) {
 		t.Run(c.Name, func(t *testing.T) {
 			feeds := map[string]*tensor.Tensor{}
 			var names []string
@@ -76,7 +88,7 @@ func TestRecentOpsGolden(t *testing.T) {
 			require.NoError(t, err)
 			y := out["y"]
 			require.Equal(t, want.DType(), y.DType())
-			golden.AllClose(t, "y", c.Outputs[0], y.Shape(), y.Float64s(), 1e-5, 1e-5)
+			golden.AllClose(t, "y", c.Outputs[0], y.Shape(), y.Float64s(), tol, tol)
 		})
 	}
 }
@@ -96,4 +108,27 @@ func TestBitwiseKeepsNarrowTypes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int8{127, -128, 5, -2}, out["x"].Int8s())
 	assert.Equal(t, []int8{127, -128, -1, 0}, out["n"].Int8s())
+}
+
+func TestDeformConvRejectsBadShapes(t *testing.T) {
+	s := newSession(t, mkModel(19, graphParts{
+		nodes:   [][]byte{mkNode("DeformConv", []string{"x", "w", "off"}, []string{"y"})},
+		inputs:  [][]byte{mkValueInfoAnyShape("x", dtFloat), mkValueInfoAnyShape("w", dtFloat), mkValueInfoAnyShape("off", dtFloat)},
+		outputs: [][]byte{mkValueInfoAnyShape("y", dtFloat)},
+	}))
+	x, w := tensor.Zeros([]int{1, 2, 4, 4}), tensor.Zeros([]int{3, 2, 3, 3})
+	for _, tc := range []struct {
+		name string
+		w    *tensor.Tensor
+		off  *tensor.Tensor
+		msg  string
+	}{
+		{"offset", w, tensor.Zeros([]int{1, 18, 3, 3}), "offset [1 18 3 3], want [1, 18, 2, 2]"},
+		{"weight", tensor.Zeros([]int{3, 3, 3, 3}), tensor.Zeros([]int{1, 18, 2, 2}), "do not fit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s.Run(context.Background(), map[string]*tensor.Tensor{"x": x, "w": tc.w, "off": tc.off})
+			require.ErrorContains(t, err, tc.msg)
+		})
+	}
 }

@@ -21,6 +21,7 @@ func visionOps() opTable {
 		// "output_half_pixel" does; opset 16 added the attribute, defaulting
 		// to "half_pixel".
 		"RoiAlign":   {{since: 10, until: 15, impl: roiAlign("output_half_pixel")}, {since: 16, impl: roiAlign("")}},
+		"DeformConv": {{since: 19, impl: opDeformConv}},
 		"Col2Im":     {{since: 18, impl: opCol2Im}},
 		"AffineGrid": {{since: 20, impl: opAffineGrid}},
 	}
