@@ -63,13 +63,38 @@ func alongAxis(n *node, p *tensor.Tensor, xs []int, axis int) (*tensor.Tensor, e
 	return p.Reshape(shape...), nil
 }
 
-// quantAxis returns the "axis" attribute of a (de)quantize node: the axis
-// per-axis scales and zero points lie along (from opset 13).
-func (n *node) quantAxis() (int, error) {
-	if n.attrInt("block_size", 0) != 0 {
-		return 0, fmt.Errorf("onnx: %v: blocked quantization (block_size) is not supported", n)
+// quantParam shapes a scale or zero point p to broadcast against an input
+// of shape xs: one value for the whole tensor, one per index of the axis
+// attribute (opset 13), or with block_size (opset 21) one per block of
+// block_size consecutive indices along that axis — p then has xs's shape
+// except ceil(xs[axis]/block_size) along the axis, each value repeated
+// over its block.
+func (n *node) quantParam(p *tensor.Tensor, xs []int) (*tensor.Tensor, error) {
+	axis := int(n.attrInt("axis", 1))
+	bs := int(n.attrInt("block_size", 0))
+	if bs < 0 {
+		return nil, fmt.Errorf("onnx: %v: block_size %d is negative", n, bs)
 	}
-	return int(n.attrInt("axis", 1)), nil
+	if bs == 0 {
+		return alongAxis(n, p, xs, axis)
+	}
+	a, err := n.normAxis(axis, len(xs))
+	if err != nil {
+		return nil, err
+	}
+	ps := p.Shape()
+	blocks := (xs[a] + bs - 1) / bs
+	ok := len(ps) == len(xs)
+	for i := 0; ok && i < len(xs); i++ {
+		ok = (i == a && ps[i] == blocks) || (i != a && ps[i] == xs[i])
+	}
+	if !ok {
+		return nil, fmt.Errorf("onnx: %v: scale or zero point of shape %v does not block %v by %d along axis %d", n, ps, xs, bs, a)
+	}
+	// [.., blocks, ..] → [.., blocks, bs, ..] → [.., blocks·bs, ..], cut to xs[a].
+	wide := append(append(append([]int{}, ps[:a+1]...), bs), ps[a+1:]...)
+	merged := append(append(append([]int{}, ps[:a]...), blocks*bs), ps[a+1:]...)
+	return p.Unsqueeze(a+1).Expand(wide...).Reshape(merged...).Narrow(a, 0, xs[a]), nil
 }
 
 // quantize returns saturate(round(q) + zp) as dt, for q in float32.
@@ -104,15 +129,11 @@ func opQuantizeLinear(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, err
 		}
 	}
-	axis, err := n.quantAxis()
-	if err != nil {
-		return nil, err
-	}
-	if scale, err = alongAxis(n, scale, x.Shape(), axis); err != nil {
+	if scale, err = n.quantParam(scale, x.Shape()); err != nil {
 		return nil, err
 	}
 	if zp != nil {
-		if zp, err = alongAxis(n, zp, x.Shape(), axis); err != nil {
+		if zp, err = n.quantParam(zp, x.Shape()); err != nil {
 			return nil, err
 		}
 	}
@@ -136,16 +157,12 @@ func opDequantizeLinear(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) 
 	if zp != nil && zp.DType() != x.DType() {
 		return nil, fmt.Errorf("onnx: %v: zero point of type %s for input of type %s", n, zp.DType(), x.DType())
 	}
-	axis, err := n.quantAxis()
-	if err != nil {
-		return nil, err
-	}
-	if scale, err = alongAxis(n, scale, x.Shape(), axis); err != nil {
+	if scale, err = n.quantParam(scale, x.Shape()); err != nil {
 		return nil, err
 	}
 	y := x.To(tensor.Float32)
 	if zp != nil {
-		if zp, err = alongAxis(n, zp, x.Shape(), axis); err != nil {
+		if zp, err = n.quantParam(zp, x.Shape()); err != nil {
 			return nil, err
 		}
 		y = y.Sub(zp.To(tensor.Float32))

@@ -77,7 +77,33 @@ func TestDequantizeLinear(t *testing.T) {
 	_, err = opDequantizeLinear(quantNode("DequantizeLinear", map[string]int64{"block_size": 2}), []*tensor.Tensor{
 		tensor.FromSlice([]int8{1, 2}), tensor.Scalar(1),
 	})
-	assert.ErrorContains(t, err, "block_size")
+	assert.ErrorContains(t, err, "does not block [2] by 2 along axis 0")
+}
+
+// TestBlockedQuantization: opset 21's block_size gives each run of
+// block_size indices along the axis its own scale and zero point (the last
+// block of 5 columns by 2 is partial).
+func TestBlockedQuantization(t *testing.T) {
+	attrs := map[string]int64{"axis": 1, "block_size": 2}
+	x := tensor.FromSlice([]int8{
+		10, 12, -4, 6, 100,
+		1, 2, 3, 4, 5,
+	}, 2, 5)
+	scale := tensor.FromSlice([]float32{0.5, 2, 0.25, 1, 1, 4}, 2, 3)
+	zp := tensor.FromSlice([]int8{2, 0, -100, 1, 1, 5}, 2, 3)
+	out, err := opDequantizeLinear(quantNode("DequantizeLinear", attrs), []*tensor.Tensor{x, scale, zp})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{
+		4, 5, -8, 12, 50,
+		0, 1, 2, 3, 0,
+	}, out[0].Float32s())
+
+	back, err := opQuantizeLinear(quantNode("QuantizeLinear", attrs), []*tensor.Tensor{out[0], scale, zp})
+	require.NoError(t, err)
+	assert.Equal(t, x.Int8s(), back[0].Int8s(), "quantizing the dequantized values gives them back")
+
+	_, err = opDequantizeLinear(quantNode("DequantizeLinear", attrs), []*tensor.Tensor{x, tensor.Zeros([]int{2, 2}), nil})
+	assert.ErrorContains(t, err, "scale or zero point of shape [2 2] does not block [2 5] by 2 along axis 1")
 }
 
 func TestDynamicQuantizeLinear(t *testing.T) {
