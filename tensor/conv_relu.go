@@ -34,6 +34,7 @@ func Conv2dRelu(x, w, b *Tensor, opt Conv2dOptions) *Tensor {
 // concurrent use.
 type PackedConv2dWeight struct {
 	w      *Tensor
+	scale  *Tensor // per output channel factor folded into w, or nil
 	groups int
 	packed *cpu.PackedConvF32 // nil where the packed kernel does not apply
 }
@@ -43,28 +44,55 @@ type PackedConv2dWeight struct {
 // the packed CPU kernel does not take (float64, depthwise, off the CPU)
 // are kept as they are, and Conv2dPacked then runs Conv2d on them.
 func PackConv2dWeight(w *Tensor, groups int) *PackedConv2dWeight {
-	nnFloat("PackConv2dWeight", w)
+	return PackScaledConv2dWeight(w, nil, groups)
+}
+
+// PackScaledConv2dWeight is PackConv2dWeight for the weight w·scale whose
+// output channel i is w's times scale[i] (scale: [O], w's dtype and
+// device; nil means 1): a batch norm in evaluation mode folded into the
+// convolution. The packed CPU kernel scales w as it packs it, so no scaled
+// copy of w is kept; elsewhere Conv2dPacked scales w on every call. w and
+// scale must not be modified afterwards.
+func PackScaledConv2dWeight(w, scale *Tensor, groups int) *PackedConv2dWeight {
+	nnFloat("PackConv2dWeight", w, scale)
 	if w.Dim() != 4 || groups < 1 || w.shape[0]%groups != 0 {
 		panic(fmt.Sprintf("tensor.PackConv2dWeight: weight %v must be [O, C/groups, KH, KW] with O divisible by groups = %d >= 1", w.shape, groups))
 	}
-	p := &PackedConv2dWeight{w: w, groups: groups}
+	if scale != nil && (scale.Dim() != 1 || scale.shape[0] != w.shape[0]) {
+		panic(fmt.Sprintf("tensor.PackScaledConv2dWeight: scale %v must be [%d], one factor per output channel of weight %v", scale.shape, w.shape[0], w.shape))
+	}
+	p := &PackedConv2dWeight{w: w, scale: scale, groups: groups}
 	ck := w.shape[1] * w.shape[2] * w.shape[3]
 	if w.dtype != Float32 || w.shape[1] == 1 || ck == 0 || w.shape[0] == 0 {
 		return p
 	}
-	if d, ok := cpuDense[float32](w); ok {
-		p.packed = cpu.PackConvWeightsF32(d, w.shape[0], groups, w.shape[1], w.shape[2], w.shape[3])
+	d, ok := cpuDense[float32](w)
+	var s []float32
+	if ok && scale != nil {
+		s, ok = cpuDense[float32](scale)
+	}
+	if ok {
+		p.packed = cpu.PackScaledConvWeightsF32(d, s, w.shape[0], groups, w.shape[1], w.shape[2], w.shape[3])
 	}
 	return p
 }
 
-// Weight returns the weight p was prepared from.
+// weight returns the weight p stands for: w, or w·scale made afresh.
+func (p *PackedConv2dWeight) weight() *Tensor {
+	if p.scale == nil {
+		return p.w
+	}
+	return p.w.Mul(p.scale.Reshape(p.w.shape[0], 1, 1, 1))
+}
+
+// Weight returns the weight p was prepared from (without its scale).
 func (p *PackedConv2dWeight) Weight() *Tensor { return p.w }
 
 // Groups returns the group count p was prepared for.
 func (p *PackedConv2dWeight) Groups() int { return p.groups }
 
-// Conv2dPacked returns Conv2d(x, w.Weight(), b, opt), plus residual when
+// Conv2dPacked returns Conv2d(x, w.Weight(), b, opt) (the weight scaled
+// per output channel if w was packed with a scale), plus residual when
 // it is not nil, followed by a ReLU when relu is set: the convolution and
 // the epilogue of a residual block in one pass, using w's packed weight
 // where it applies. residual must have the output's shape and dtype (no
@@ -97,10 +125,11 @@ func Conv2dPacked(x *Tensor, w *PackedConv2dWeight, b *Tensor, opt Conv2dOptions
 				return y
 			}
 		}
+		wt := w.weight()
 		if residual == nil && relu {
-			return Conv2dRelu(x, w.w, b, opt)
+			return Conv2dRelu(x, wt, b, opt)
 		}
-		y := Conv2d(x, w.w, b, opt)
+		y := Conv2d(x, wt, b, opt)
 		if residual != nil {
 			y = y.Add(residual)
 		}

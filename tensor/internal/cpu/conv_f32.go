@@ -110,8 +110,12 @@ type PackedConvF32 struct {
 	// A weight Winograd suits (winoOK) is packed on first use, for the
 	// path a call takes: the direct pack (a strided call, or one of fewer
 	// than winoMinTiles tiles), the Winograd transform (wino) or both.
-	winoOK     bool
-	w          []float32
+	winoOK bool
+	w      []float32
+	// scale, when not nil, multiplies output channel i of w by scale[i]
+	// as it is packed (a batch norm folded in), so w itself stays the
+	// caller's weight and no scaled copy outlives packing.
+	scale      []float32
 	directOnce sync.Once
 	winoOnce   sync.Once
 	wino       *winogradWeights
@@ -125,11 +129,37 @@ type PackedConvF32 struct {
 // direct path, so that a weight only one path uses holds one pack; w
 // must then stay unchanged while the pack is used.
 func PackConvWeightsF32(w []float32, o, groups, cg, kh, kw int) *PackedConvF32 {
+	return PackScaledConvWeightsF32(w, nil, o, groups, cg, kh, kw)
+}
+
+// PackScaledConvWeightsF32 is PackConvWeightsF32 for the weight whose
+// output channel i is w's times scale[i] (scale nil: w as it is), without
+// keeping a scaled copy of w: scaled rows exist only while a pack is made.
+func PackScaledConvWeightsF32(w, scale []float32, o, groups, cg, kh, kw int) *PackedConvF32 {
 	ck := cg * kh * kw
-	if groups == 1 && kh == 3 && kw == 3 && winogradWorth(cg, o) {
-		return &PackedConvF32{o: o, groups: groups, ck: ck, winoOK: true, w: w}
+	if scale != nil && len(scale) != o {
+		panic(fmt.Sprintf("cpu: PackScaledConvWeightsF32: %d scales for %d output channels", len(scale), o))
 	}
-	return packConvWeightsFresh(w, o, groups, ck)
+	if groups == 1 && kh == 3 && kw == 3 && winogradWorth(cg, o) {
+		return &PackedConvF32{o: o, groups: groups, ck: ck, winoOK: true, w: w, scale: scale}
+	}
+	return packConvWeightsFresh(scaleRows(w, scale, ck), o, groups, ck)
+}
+
+// scaleRows returns w with row i (ck values) multiplied by scale[i], in
+// fresh memory, or w itself when scale is nil.
+func scaleRows(w, scale []float32, ck int) []float32 {
+	if scale == nil {
+		return w
+	}
+	out := make([]float32, len(scale)*ck)
+	for i, s := range scale {
+		row, dst := w[i*ck:][:ck], out[i*ck:][:ck]
+		for j, v := range row {
+			dst[j] = v * s
+		}
+	}
+	return out
 }
 
 // packConvWeightsFresh packs w for the direct path only, into fresh memory.
@@ -141,7 +171,9 @@ func packConvWeightsFresh(w []float32, o, groups, ck int) *PackedConvF32 {
 // first use for a weight Winograd suits.
 func (pw *PackedConvF32) directParts() []gemm.PackedA {
 	if pw.winoOK {
-		pw.directOnce.Do(func() { pw.parts = packConvWeightsFresh(pw.w, pw.o, pw.groups, pw.ck).parts })
+		pw.directOnce.Do(func() {
+			pw.parts = packConvWeightsFresh(scaleRows(pw.w, pw.scale, pw.ck), pw.o, pw.groups, pw.ck).parts
+		})
 	}
 	return pw.parts
 }
@@ -151,7 +183,7 @@ func (pw *PackedConvF32) directParts() []gemm.PackedA {
 func (pw *PackedConvF32) winograd() *winogradWeights {
 	pw.winoOnce.Do(func() {
 		cg := pw.ck / 9
-		pw.wino = packWinogradWeights(make([]float32, winogradWeightsSize(pw.o, cg)), pw.w, pw.o, cg, false)
+		pw.wino = packWinogradWeights(make([]float32, winogradWeightsSize(pw.o, cg)), scaleRows(pw.w, pw.scale, pw.ck), pw.o, cg, false)
 	})
 	return pw.wino
 }
