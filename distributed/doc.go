@@ -25,17 +25,20 @@
 // copies a ChunkBytes window of its tensor into its segment, reduces its
 // 1/N of every rank's window in rank order straight from the peers'
 // segments, and copies the N reduced pieces back, two windows in flight.
-// Waits spin briefly and then sleep on futex(2); the TCP connections stay
+// Waits spin briefly, then sleep on a pipe the runtime polls, so that a
+// waiting rank holds no thread from computation; the TCP connections stay
 // the control channel, so timeouts, dead peers and mismatched collectives
 // are reported as on TCP. The group uses shared memory only if every rank
 // can; Config.DisableSharedMemory (EMBER_DIST_SHM=0) turns it off, and
 // subgroups, other systems and big-endian machines use TCP. All-reducing
-// 64 MB of float32 across 4 local ranks on a 2-core machine reaches a bus
-// bandwidth of 0.27 of a loopback TCP stream against 0.20 over TCP, and
-// uses 0.88 of the stream's CPU time per byte against 0.54:
+// 64 MB of float32 across 4 local ranks on a 2-core machine (load 6–9)
+// reaches a bus bandwidth of 0.32 of a loopback TCP stream's (TCP: 0.19),
+// and the stream needs 1.00 times its CPU time per byte moved (TCP:
+// 0.55; unlike the bandwidth ratio it does not depend on free cores),
+// medians of 3 runs of
 //
 //	go test -c -o /tmp/dist.test ./distributed && cd distributed &&
-//	/tmp/dist.test -test.run '^$' -test.bench AllReduceVsStream -test.benchtime 20x
+//	/tmp/dist.test -test.run '^$' -test.bench AllReduceVsStream -test.benchtime 20x -test.count 3
 //
 // Built with the tag mpi (cgo, Debian's libopenmpi-dev), NewMPIGroup gives
 // the same ProcessGroup over MPI for jobs started by mpirun or Slurm's srun:

@@ -44,11 +44,35 @@
 //	-model cnn -batch 64      1229 →  2487,  1290 → 2366 samples/s   2.02×, 1.83×
 //
 // The CNN does far more arithmetic per gradient byte and scales to both
-// cores. The MLP does not at small batches: a step of one process takes
+// cores. The MLP did not at small batches: a step of one process takes
 // about 2 ms at batch 64, its matrix products cost nearly as much for half
 // the batch, and the parameter exchange over loopback TCP (≈ 0.8 MB each
 // way per step, about a quarter of each rank's time in system calls) does
 // not shrink with it.
+//
+// Processes of one machine now exchange through shared memory
+// (distributed's package doc; EMBER_DIST_SHM=0 keeps them on TCP).
+// Re-measured at commit 04733db on the same machine while other jobs kept
+// it loaded (load 8–20), so wall-clock ratios meant nothing there; the
+// CPU time per sample does not depend on the load, and 2 × (CPU time
+// per sample of 1 process) / (CPU time per sample of 2 processes, both
+// ranks) is the speed-up when each process has a core of its own. CPU
+// time is the "CPU in the loop" that -phases prints (user + system, summed
+// over the ranks); 1 process, 2 processes and 2 processes with
+// EMBER_DIST_SHM=0 alternated, 3 rounds, medians (MLP 2 epochs, CNN 1):
+//
+//	                        shared memory   TCP only
+//	-model mlp -batch 64        1.19×          0.93×
+//	-model mlp -batch 256       1.40×          1.36×
+//	-model cnn -batch 64        1.86×          1.78×
+//
+// The MLP still falls short of 1.7× at batch 64: in a rank's CPU profile
+// (-cpuprofile, 2 epochs) the matrix products take 32%, Adam on the 1/2
+// shard 9%, but runtime.memmove 24% (staging the peer's half of the
+// gradients, seeding the reduction, copying the gathered parameters) and
+// the reduction's add and divide 7%. Shared memory removed the system
+// calls, not the copies: moving 0.8 MB through memory each step costs
+// about as much as the matrix products of half a batch of 64.
 package main
 
 import (
