@@ -468,9 +468,10 @@ func layerNormParamGrads[T float32 | float64](be Backend, part []float64, blocks
 }
 
 // layerNormBackward32 is layerNormBackwardDense for float32 with the
-// vector kernels, row by row: x̂, grad·weight and dx in float32, the row
-// sums of grad·weight and grad·weight·x̂ in float64, and the column sums
-// of each block of rows in float32 before they are added in float64.
+// vector kernels, row by row: x̂, grad·weight, their products and dx in
+// float32, the row sums of grad·weight and grad·weight·x̂ in float64, and
+// the column sums of each block of rows in float32 before they are added
+// in float64.
 func layerNormBackward32(grad, x, mean, rstd, weight *Tensor, rows, cols int) (dx, dweight, dbias *Tensor) {
 	g, _ := cpuDense[float32](grad)
 	xd, _ := cpuDense[float32](x)
@@ -506,8 +507,10 @@ func layerNormBackward32(grad, x, mean, rstd, weight *Tensor, rows, cols int) (d
 				if w != nil {
 					vec.Mul(gw, gr, w)
 					gwr = gw
+					vec.Mul(t, gw, xh)
 				}
-				m1, m2 := vec.Sum(gwr)/n, vec.Dot(gwr, xh)/n
+				// t holds gw·x̂, its products rounded to float32.
+				m1, m2 := vec.Sum(gwr)/n, vec.Sum(t)/n
 				// dx = rstd·(gw - m1 - x̂·m2)
 				vec.MulConst(t, xh, float32(m2))
 				vec.Sub(t, gwr, t)

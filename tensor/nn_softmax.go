@@ -56,7 +56,10 @@ func SoftmaxBackward(grad, y *Tensor, axis int) *Tensor {
 	od := out.st.buf.(*cpuBuffer).data.([]float32)
 	parallelRows(len(yd)/n, n, func(r int) {
 		gr, yr, dr := g[r*n:(r+1)*n], yd[r*n:(r+1)*n], od[r*n:(r+1)*n]
-		vec.SubConst(dr, gr, float32(vec.Dot(gr, yr)))
+		// g·y staged in dr: products rounded to float32 and summed in
+		// float64, as the general path's Mul and Sum.
+		vec.Mul(dr, gr, yr)
+		vec.SubConst(dr, gr, float32(vec.Sum(dr)))
 		vec.Mul(dr, dr, yr)
 	})
 	return out
