@@ -35,27 +35,42 @@ type convPackCache struct {
 	mu  sync.Mutex // serializes packing, so concurrent misses pack once
 }
 
-// convPack is one packed weight and what it was packed from.
+// convPack is one packed weight and what it was packed from: the weight
+// alone (fold zero), or with a batch norm folded in (fold.bn set), in
+// which case shift is the bias that goes with the scaled weight.
 type convPack struct {
 	w       *tensor.Tensor
 	version uint64
+	fold    bnFoldKey
 	packed  *tensor.PackedConv2dWeight
+	shift   *tensor.Tensor
 }
 
 // get returns w packed for groups, packing it if the cached entry is stale.
 func (c *convPackCache) get(w *tensor.Tensor, groups int) *tensor.PackedConv2dWeight {
-	if p := c.cur.Load(); p != nil && p.w == w && p.version == w.Version() {
-		return p.packed
+	return c.lookup(w, bnFoldKey{}, func() (*tensor.PackedConv2dWeight, *tensor.Tensor) {
+		return tensor.PackConv2dWeight(w, groups), nil
+	}).packed
+}
+
+// lookup returns the entry for w at its current version and fold, making
+// it with pack when the cached one is stale. One entry is kept, so a
+// convolution used both alone and with a folded batch norm repacks when it
+// alternates (no model does).
+func (c *convPackCache) lookup(w *tensor.Tensor, fold bnFoldKey, pack func() (*tensor.PackedConv2dWeight, *tensor.Tensor)) *convPack {
+	if p := c.cur.Load(); p != nil && p.w == w && p.version == w.Version() && p.fold == fold {
+		return p
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	v := w.Version()
-	if p := c.cur.Load(); p != nil && p.w == w && p.version == v {
-		return p.packed
+	if p := c.cur.Load(); p != nil && p.w == w && p.version == v && p.fold == fold {
+		return p
 	}
-	p := &convPack{w: w, version: v, packed: tensor.PackConv2dWeight(w, groups)}
+	p := &convPack{w: w, version: v, fold: fold}
+	p.packed, p.shift = pack()
 	c.cur.Store(p)
-	return p.packed
+	return p
 }
 
 // NewConv2d returns a convolution from in to out channels with the given
