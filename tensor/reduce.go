@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/emberml/ember/tensor/internal/vec"
 )
 
 // reduceAxes normalizes axes (nil or empty means every axis) into a sorted
@@ -356,10 +358,7 @@ func sumColumns(dst, src []float32, rows, cols, lo, hi, block int) {
 		a := acc[:c1-c0]
 		clear(a)
 		for r := range rows {
-			row := src[r*cols+c0 : r*cols+c1]
-			for j, v := range row {
-				a[j] += float64(v)
-			}
+			vec.AddWiden(a, src[r*cols+c0:r*cols+c1])
 		}
 		for j, v := range a {
 			dst[c0+j] = float32(v)
