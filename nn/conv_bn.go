@@ -72,11 +72,11 @@ func varValue(v *autograd.Var) *tensor.Tensor {
 // foldable reports whether ForwardBatchNorm may fold bn into c for these
 // arguments, and the cache key of the fold.
 func (c *Conv2d) foldable(x *autograd.Var, bn *BatchNorm, residual *autograd.Var, relu Module) (bnFoldKey, bool) {
-	if r, isReLU := relu.(*ReLU); relu != nil && (!isReLU || hasForwardHooks(r)) {
+	if r, isReLU := relu.(*ReLU); relu != nil && (!isReLU || HasForwardHooks(r)) {
 		return bnFoldKey{}, false
 	}
 	s := x.Shape()
-	if bn.IsTraining() || bn.RunningMean == nil || bn.RunningVar == nil || hasForwardHooks(c) || hasForwardHooks(bn) ||
+	if bn.IsTraining() || bn.RunningMean == nil || bn.RunningVar == nil || HasForwardHooks(c) || HasForwardHooks(bn) ||
 		c.PaddingMode != tensor.PadConstant || len(s) != 4 || s[1] != c.InChannels ||
 		bn.NumFeatures != c.OutChannels || !slices.Contains(bn.spatialDims, 2) {
 		return bnFoldKey{}, false
@@ -100,8 +100,10 @@ func cpuFloat32(t *tensor.Tensor) bool {
 	return t.DType() == tensor.Float32 && t.Device() == tensor.CPU
 }
 
-// hasForwardHooks reports whether Call would run hooks around m.
-func hasForwardHooks(m Module) bool {
+// HasForwardHooks reports whether Call would run forward hooks around m
+// (not counting its submodules'): a model that fuses a module's work into
+// another's must call it instead where it does.
+func HasForwardHooks(m Module) bool {
 	h, ok := m.(hooked)
 	if !ok {
 		return false

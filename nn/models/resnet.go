@@ -93,10 +93,11 @@ func newBasicBlock(g *tensor.Generator, in, planes, stride int, zeroInit bool) *
 }
 
 // Forward applies the block to x of shape [N, C, H, W].
+// Each convolution and its batch norm go through nn.Conv2d.ForwardBatchNorm,
+// which folds the norm into the convolution in no-grad evaluation.
 func (b *BasicBlock) Forward(x *autograd.Var) *autograd.Var {
-	out := nn.Call(b.relu, nn.Call(b.BN1, nn.Call(b.Conv1, x)))
-	out = nn.Call(b.BN2, nn.Call(b.Conv2, out))
-	return nn.Call(b.relu, out.Add(shortcut(b.Downsample, x)))
+	out := b.Conv1.ForwardBatchNorm(x, b.BN1, nil, b.relu)
+	return b.Conv2.ForwardBatchNorm(out, b.BN2, shortcut(b.Downsample, x), b.relu)
 }
 
 func newBottleneck(g *tensor.Generator, in, planes, stride int, zeroInit bool) *Bottleneck {
@@ -127,16 +128,27 @@ func newBottleneck(g *tensor.Generator, in, planes, stride int, zeroInit bool) *
 }
 
 // Forward applies the block to x of shape [N, C, H, W].
+// The convolutions fold their batch norms as BasicBlock's do.
 func (b *Bottleneck) Forward(x *autograd.Var) *autograd.Var {
-	out := nn.Call(b.relu, nn.Call(b.BN1, nn.Call(b.Conv1, x)))
-	out = nn.Call(b.relu, nn.Call(b.BN2, nn.Call(b.Conv2, out)))
-	out = nn.Call(b.BN3, nn.Call(b.Conv3, out))
-	return nn.Call(b.relu, out.Add(shortcut(b.Downsample, x)))
+	out := b.Conv1.ForwardBatchNorm(x, b.BN1, nil, b.relu)
+	out = b.Conv2.ForwardBatchNorm(out, b.BN2, nil, b.relu)
+	return b.Conv3.ForwardBatchNorm(out, b.BN3, shortcut(b.Downsample, x), b.relu)
 }
 
+// shortcut returns x through the projection ds (its convolution folding
+// its batch norm when it can), or x itself when ds is nil. A Sequential
+// that holds other modules than downsample's conv and batch norm, or that
+// has forward hooks, is called as it is.
 func shortcut(ds *nn.Sequential, x *autograd.Var) *autograd.Var {
 	if ds == nil {
 		return x
+	}
+	if ds.Len() == 2 && !nn.HasForwardHooks(ds) {
+		if c, ok := ds.At(0).(*nn.Conv2d); ok {
+			if bn, ok := ds.At(1).(*nn.BatchNorm); ok {
+				return c.ForwardBatchNorm(x, bn, nil, nil)
+			}
+		}
 	}
 	return nn.Call(ds, x)
 }
@@ -216,7 +228,7 @@ func NewResNet(g *tensor.Generator, bottleneck bool, layers [4]int, cfg ResNetCo
 // Forward maps images x of shape [N, 3, H, W] to logits [N, NumClasses].
 // H and W of at least 32 keep every stage non-empty.
 func (m *ResNet) Forward(x *autograd.Var) *autograd.Var {
-	x = nn.Call(m.MaxPool, nn.Call(m.relu, nn.Call(m.BN1, nn.Call(m.Conv1, x))))
+	x = nn.Call(m.MaxPool, m.Conv1.ForwardBatchNorm(x, m.BN1, nil, m.relu))
 	x = nn.Call(m.Layer4, nn.Call(m.Layer3, nn.Call(m.Layer2, nn.Call(m.Layer1, x))))
 	return nn.Call(m.FC, nn.Call(m.AvgPool, x).Flatten(1, -1))
 }
