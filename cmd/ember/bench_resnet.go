@@ -35,19 +35,20 @@ type resBlock struct {
 }
 
 // Forward maps [N, in, H, W] to [N, out, H/stride, W/stride].
+// Each convolution and its batch norm (with the residual and ReLU after
+// the last) go through nn.Conv2d.ForwardBatchNorm, as models.ResNet's do:
+// folded into one pass in no-grad evaluation, separate calls otherwise.
 func (b *resBlock) Forward(x *autograd.Var) *autograd.Var {
-	h := x
-	for i, c := range b.convs {
-		h = b.bns[i].Forward(c.Forward(h))
-		if i < len(b.convs)-1 {
-			h = h.Relu()
-		}
+	h, relu := x, nn.NewReLU()
+	for i, c := range b.convs[:len(b.convs)-1] {
+		h = c.ForwardBatchNorm(h, b.bns[i], nil, relu)
 	}
 	short := x
 	if b.down != nil {
-		short = b.downBN.Forward(b.down.Forward(x))
+		short = b.down.ForwardBatchNorm(x, b.downBN, nil, nil)
 	}
-	return h.Add(short).Relu()
+	last := len(b.convs) - 1
+	return b.convs[last].ForwardBatchNorm(h, b.bns[last], short, relu)
 }
 
 func convBN(g *tensor.Generator, in, out, k, stride int) (*nn.Conv2d, *nn.BatchNorm) {
@@ -125,7 +126,7 @@ func newResNet(g *tensor.Generator, depth, base int) *resnet {
 
 // Forward maps [N, 3, H, W] images to [N, 1000] logits.
 func (m *resnet) Forward(x *autograd.Var) *autograd.Var {
-	x = m.bn1.Forward(m.conv1.Forward(x)).Relu()
+	x = m.conv1.ForwardBatchNorm(x, m.bn1, nil, nn.NewReLU())
 	x = autograd.MaxPool2d(x, tensor.Pool2dOptions{
 		Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1},
 	})
