@@ -66,6 +66,13 @@
 //	-model mlp -batch 256       1.40×          1.36×
 //	-model cnn -batch 64        1.86×          1.78×
 //
+// Wall clock on the quiet machine again (commit bd7237b, no other job,
+// 1 epoch, 1 and 2 processes alternated twice; the CNN's one-process rate
+// has risen with the convolution work, so its ratio fell):
+//
+//	-model mlp -batch 64     31609 → 38198,  32426 → 40939 samples/s   1.21×, 1.26×   (TCP only: 31675 → 33030, 1.04×)
+//	-model cnn -batch 64      1610 →  2548,   1500 →  2504 samples/s   1.58×, 1.67×
+//
 // The MLP still falls short of 1.7× at batch 64: in a rank's CPU profile
 // (-cpuprofile, 2 epochs) the matrix products take 32%, Adam on the 1/2
 // shard 9%, but runtime.memmove 24% (staging the peer's half of the
