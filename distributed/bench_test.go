@@ -216,4 +216,3 @@ func drain(c net.Conn) (int64, error) {
 		}
 	}
 }
-
