@@ -74,7 +74,7 @@ func TestDequantizeLinear(t *testing.T) {
 	})
 	assert.ErrorContains(t, err, "zero point of type uint8")
 
-	_, err = opDequantizeLinear(quantNode("DequantizeLinear", map[string]int64{"block_size": 2}), []*tensor.Tensor{
+	_, err = opDequantizeLinear(quantNode("DequantizeLinear", map[string]int64{"block_size": 2, "axis": 0}), []*tensor.Tensor{
 		tensor.FromSlice([]int8{1, 2}), tensor.Scalar(1),
 	})
 	assert.ErrorContains(t, err, "does not block [2] by 2 along axis 0")
