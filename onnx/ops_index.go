@@ -228,11 +228,9 @@ func opEyeLike(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if x.Dim() != 2 {
 		return nil, fmt.Errorf("onnx: %v: input %v must be 2-d", n, x.Shape())
 	}
-	dt := x.DType()
-	if n.has("dtype") {
-		if dt, err = dtypeFromONNX(n.attrInt("dtype", 0)); err != nil {
-			return nil, fmt.Errorf("%v: %w", n, err)
-		}
+	dt, err := n.dtypeAttr("dtype", x.DType())
+	if err != nil {
+		return nil, err
 	}
 	s := x.Shape()
 	k := int(n.attrInt("k", 0))

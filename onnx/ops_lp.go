@@ -77,44 +77,27 @@ func opLpPool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	src := x.Float64s()
 	inPlane, outPlane := prod(xs[2:]), prod(outShape[2:])
 	dst := make([]float64, xs[0]*xs[1]*outPlane)
-	// inStride[i] is the distance between neighbours along spatial axis i.
-	inStride := make([]int, k)
-	for i, s := k-1, 1; i >= 0; i-- {
-		inStride[i], s = s, s*xs[2+i]
-	}
 	pos := make([]int, k) // output position
 	tap := make([]int, k) // kernel offset
+	taps := prod(kernel)
+	var offsets []int
 	for o := range outPlane {
-		for i, r := k-1, o; i >= 0; i-- {
-			pos[i], r = r%outShape[2+i], r/outShape[2+i]
-		}
+		unravelInto(pos, o, outShape[2:])
 		// Collect the in-bounds input offsets of this window once, then
 		// sum them on every plane.
-		var offsets []int
-		clear(tap)
-		for {
-			off, inside := 0, true
+		offsets = offsets[:0]
+	window:
+		for t := range taps {
+			unravelInto(tap, t, kernel)
+			off := 0
 			for i := range k {
 				c := pos[i]*sp.stride[i] - sp.padBegin[i] + tap[i]*sp.dilation[i]
 				if c < 0 || c >= xs[2+i] {
-					inside = false
-					break
+					continue window
 				}
-				off += c * inStride[i]
+				off = off*xs[2+i] + c
 			}
-			if inside {
-				offsets = append(offsets, off)
-			}
-			i := k - 1
-			for ; i >= 0; i-- {
-				if tap[i]++; tap[i] < kernel[i] {
-					break
-				}
-				tap[i] = 0
-			}
-			if i < 0 {
-				break
-			}
+			offsets = append(offsets, off)
 		}
 		for plane := range xs[0] * xs[1] {
 			base := src[plane*inPlane:]

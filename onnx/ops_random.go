@@ -39,12 +39,9 @@ func (n *node) rng() *rand.Rand {
 
 // randomDType reads the dtype attribute (def when unset), a float type.
 func (n *node) randomDType(def tensor.DType) (tensor.DType, error) {
-	dt := def
-	if n.has("dtype") {
-		var err error
-		if dt, err = dtypeFromONNX(n.attrInt("dtype", 0)); err != nil {
-			return 0, fmt.Errorf("%v: %w", n, err)
-		}
+	dt, err := n.dtypeAttr("dtype", def)
+	if err != nil {
+		return 0, err
 	}
 	if !dt.IsFloat() {
 		return 0, fmt.Errorf("onnx: %v: dtype %s is not a float type", n, dt)
@@ -112,11 +109,9 @@ func opBernoulli(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	dt := p.DType()
-	if n.has("dtype") {
-		if dt, err = dtypeFromONNX(n.attrInt("dtype", 0)); err != nil {
-			return nil, fmt.Errorf("%v: %w", n, err)
-		}
+	dt, err := n.dtypeAttr("dtype", p.DType())
+	if err != nil {
+		return nil, err
 	}
 	g := n.rng()
 	probs := p.Float64s()
@@ -142,11 +137,9 @@ func opMultinomial(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if x.Dim() != 2 || x.Shape()[1] == 0 {
 		return nil, fmt.Errorf("onnx: %v: input %v must be [batch, classes] with classes > 0", n, x.Shape())
 	}
-	dt := tensor.Int32
-	if n.has("dtype") {
-		if dt, err = dtypeFromONNX(n.attrInt("dtype", 0)); err != nil {
-			return nil, fmt.Errorf("%v: %w", n, err)
-		}
+	dt, err := n.dtypeAttr("dtype", tensor.Int32)
+	if err != nil {
+		return nil, err
 	}
 	if dt != tensor.Int32 && dt != tensor.Int64 {
 		return nil, fmt.Errorf("onnx: %v: dtype %s, want int32 or int64", n, dt)

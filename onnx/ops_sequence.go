@@ -45,12 +45,45 @@ func withSeqStore(ctx context.Context, s *seqStore) context.Context {
 	return context.WithValue(ctx, seqStoreKey{}, s)
 }
 
-// isSeq reports whether t is a sequence marker of this store.
-func (s *seqStore) isSeq(t *tensor.Tensor) bool {
+// add registers elems as a new sequence and returns its marker.
+func (s *seqStore) add(elems []*tensor.Tensor) *tensor.Tensor {
+	m := tensor.Zeros([]int{0})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ok := s.seqs[t]
-	return ok
+	if s.seqs == nil {
+		s.seqs = map[*tensor.Tensor][]*tensor.Tensor{}
+	}
+	s.seqs[m] = elems
+	return m
+}
+
+// addOptional registers an optional holding v (a tensor or a sequence
+// marker; nil for none) and returns its marker.
+func (s *seqStore) addOptional(v *tensor.Tensor) *tensor.Tensor {
+	m := tensor.Zeros([]int{0})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.opts == nil {
+		s.opts = map[*tensor.Tensor]*tensor.Tensor{}
+	}
+	s.opts[m] = v
+	return m
+}
+
+// optional reports whether t is an optional marker and what it holds.
+func (s *seqStore) optional(t *tensor.Tensor) (v *tensor.Tensor, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok = s.opts[t]
+	return v, ok
+}
+
+// elems returns the elements of sequence marker t.
+func (s *seqStore) elems(t *tensor.Tensor) ([]*tensor.Tensor, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.seqs[t]
+	return e, ok
 }
 
 // store returns the run's sequence store.
@@ -82,9 +115,7 @@ func (n *node) seq(in []*tensor.Tensor, i int) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	elems, ok := s.seqs[t]
+	elems, ok := s.elems(t)
 	if !ok {
 		return nil, fmt.Errorf("onnx: %v: input %d is a tensor, not a sequence", n, i)
 	}
@@ -260,11 +291,7 @@ func opSequenceMap(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	extra := make([][]*tensor.Tensor, n.numIn-1)
 	for j := 1; j < n.numIn; j++ {
-		if store.isSeq(in[j]) {
-			e, err := n.seq(in, j)
-			if err != nil {
-				return nil, err
-			}
+		if e, ok := store.elems(in[j]); ok {
 			if len(e) != len(s) {
 				return nil, fmt.Errorf("onnx: %v: sequences of lengths %d and %d", n, len(s), len(e))
 			}

@@ -672,15 +672,11 @@ func opOneHot(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 // the target size, centred: an odd difference leaves the extra element on
 // the far side (crop) or puts the extra padding there (pad).
 func opCenterCropPad(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	x, err := n.need(in, 0)
+	args, err := n.needFirst(in, 2)
 	if err != nil {
 		return nil, err
 	}
-	st, err := n.need(in, 1)
-	if err != nil {
-		return nil, err
-	}
-	target := ints(st)
+	x, target := args[0], ints(args[1])
 	axes := toInts(n.attrInts("axes"))
 	if axes == nil {
 		axes = make([]int, x.Dim())

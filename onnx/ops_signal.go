@@ -51,9 +51,9 @@ func opMelWeightMatrix(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err := n.checkShape([]int{bins, bands}); err != nil {
 		return nil, err
 	}
-	dt, err := dtypeFromONNX(n.attrInt("output_datatype", dtFloat))
+	dt, err := n.dtypeAttr("output_datatype", tensor.Float32)
 	if err != nil {
-		return nil, fmt.Errorf("%v: %w", n, err)
+		return nil, err
 	}
 	mel := func(hz float64) float64 { return 2595 * math.Log10(1+hz/700) }
 	lowMel, highMel := mel(lowHz), mel(highHz)
@@ -93,9 +93,9 @@ func window(a0, a1, a2 float64) opImpl {
 		if size < 0 || int64(size) > n.maxElements {
 			return nil, fmt.Errorf("onnx: %v: bad window size %d", n, size)
 		}
-		dt, err := dtypeFromONNX(n.attrInt("output_datatype", dtFloat))
+		dt, err := n.dtypeAttr("output_datatype", tensor.Float32)
 		if err != nil {
-			return nil, fmt.Errorf("%v: %w", n, err)
+			return nil, err
 		}
 		den := float64(size)
 		if n.attrInt("periodic", 1) == 0 {

@@ -159,6 +159,19 @@ func (n *node) wantFloat(x *tensor.Tensor, i int) error {
 	return nil
 }
 
+// dtypeAttr reads a tensor-type attribute (an ONNX element type number), or
+// returns def when it is unset.
+func (n *node) dtypeAttr(name string, def tensor.DType) (tensor.DType, error) {
+	if !n.has(name) {
+		return def, nil
+	}
+	dt, err := dtypeFromONNX(n.attrInt(name, 0))
+	if err != nil {
+		return 0, fmt.Errorf("%v: %w", n, err)
+	}
+	return dt, nil
+}
+
 // has reports whether attribute name is set.
 func (n *node) has(name string) bool { _, ok := n.attrs[name]; return ok }
 

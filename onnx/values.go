@@ -137,47 +137,6 @@ func withArticle(kind string) string {
 	return "a " + kind
 }
 
-// add registers elems as a new sequence and returns its marker.
-func (s *seqStore) add(elems []*tensor.Tensor) *tensor.Tensor {
-	m := tensor.Zeros([]int{0})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seqs == nil {
-		s.seqs = map[*tensor.Tensor][]*tensor.Tensor{}
-	}
-	s.seqs[m] = elems
-	return m
-}
-
-// addOptional registers an optional holding v (a tensor or a sequence
-// marker; nil for none) and returns its marker.
-func (s *seqStore) addOptional(v *tensor.Tensor) *tensor.Tensor {
-	m := tensor.Zeros([]int{0})
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.opts == nil {
-		s.opts = map[*tensor.Tensor]*tensor.Tensor{}
-	}
-	s.opts[m] = v
-	return m
-}
-
-// optional reports whether t is an optional marker and what it holds.
-func (s *seqStore) optional(t *tensor.Tensor) (v *tensor.Tensor, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok = s.opts[t]
-	return v, ok
-}
-
-// elems returns the elements of sequence marker t.
-func (s *seqStore) elems(t *tensor.Tensor) ([]*tensor.Tensor, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.seqs[t]
-	return e, ok
-}
-
 // export turns a run's output into what RunValues returns, cloning
 // anything that shares the session's constants.
 func (s *Session) export(store *seqStore, t *tensor.Tensor) any {
