@@ -3,6 +3,8 @@ package nn
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/tensor"
@@ -28,22 +30,39 @@ type hooked interface {
 	forwardHooks() ([]*ForwardPreHook, []*ForwardHook)
 }
 
-// forwardHooks returns snapshots of the registered hooks.
+// forwardHooks returns snapshots of the registered hooks. The slices are
+// never written in place (registration appends to a clipped slice, removal
+// deletes from a clone), so the caller may range over them unlocked.
 func (b *Base) forwardHooks() ([]*ForwardPreHook, []*ForwardHook) {
-	if b.hooks == nil {
+	hs := b.loadHooks()
+	if hs == nil {
 		return nil, nil
 	}
-	b.hooks.mu.Lock()
-	defer b.hooks.mu.Unlock()
-	return b.hooks.pre, b.hooks.post
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.pre, hs.post
 }
 
-// hookSet returns the module's hook set, creating it on first use.
+// hookSet returns the module's hook set, creating it on first use; the
+// atomic pointer lets registration race with Call safely.
 func (b *Base) hookSet() *moduleHooks {
-	if b.hooks == nil {
-		b.hooks = &moduleHooks{}
+	if hs := b.loadHooks(); hs != nil {
+		return hs
 	}
-	return b.hooks
+	atomic.CompareAndSwapPointer(b.hooksAddr(), nil, unsafe.Pointer(&moduleHooks{}))
+	return b.loadHooks()
+}
+
+// loadHooks reads b.hooks atomically. The field is a plain pointer rather
+// than an atomic.Pointer because the latter may not be copied, and vet
+// would then flag every module type with value receivers that embeds Base.
+func (b *Base) loadHooks() *moduleHooks {
+	return (*moduleHooks)(atomic.LoadPointer(b.hooksAddr()))
+}
+
+// hooksAddr returns b.hooks's address for the atomic operations.
+func (b *Base) hooksAddr() *unsafe.Pointer {
+	return (*unsafe.Pointer)(unsafe.Pointer(&b.hooks))
 }
 
 // RegisterForwardPreHook adds a hook that Call runs before the module's
@@ -70,8 +89,9 @@ func (b *Base) RegisterForwardPreHook(hook ForwardPreHook) *autograd.HookHandle 
 
 // RegisterForwardHook adds a hook that Call runs after the module's Forward
 // (after hooks registered earlier), as torch's register_forward_hook. Remove
-// the hook with the returned handle. Registration is not safe concurrently
-// with Call on the same module.
+// the hook with the returned handle. Registering and removing hooks may race
+// with Call on the same module: a Call sees the hooks registered when it
+// starts.
 func (b *Base) RegisterForwardHook(hook ForwardHook) *autograd.HookHandle {
 	if hook == nil {
 		panic("nn.RegisterForwardHook: nil hook")

@@ -1,6 +1,7 @@
 package nn_test
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -49,6 +50,41 @@ func TestForwardHooks(t *testing.T) {
 	y = nn.Call(model, x)
 	assert.Empty(t, log)
 	assert.Equal(t, []float64{1, 0}, y.Value().Float64s())
+}
+
+// TestForwardHooksRaceWithCall registers and removes hooks on a module
+// (its first registration included) while other goroutines call it; run
+// with -race. Every call sees either no hook or the hook, never a torn
+// state: the output is x or x+1.
+func TestForwardHooksRaceWithCall(t *testing.T) {
+	act := nn.NewReLU()
+	x := autograd.New(tensor.FromSlice([]float64{1, 2}, 1, 2))
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for range 200 {
+				y := nn.Call(act, x).Value().Float64s()
+				switch y[0] {
+				case 1:
+					assert.Equal(t, []float64{1, 2}, y)
+				case 2:
+					assert.Equal(t, []float64{2, 3}, y)
+				default:
+					t.Errorf("output %v is neither x nor x+1", y)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 200 {
+			h := act.RegisterForwardHook(func(m nn.Module, in, out *autograd.Var) *autograd.Var {
+				return out.AddScalar(1)
+			})
+			h.Remove()
+		}
+	})
+	wg.Wait()
+	assert.False(t, nn.HasForwardHooks(act), "every hook was removed")
 }
 
 func TestRegisterGradHooks(t *testing.T) {

@@ -90,7 +90,7 @@ type Base struct {
 	buffers  []NamedBuffer
 	children []NamedModule
 	eval     bool
-	hooks    *moduleHooks // forward hooks (hooks.go), created on first use
+	hooks    *moduleHooks // forward hooks (hooks.go), created on first use; accessed atomically
 }
 
 // checkName panics unless name is a valid, unused attribute name.
