@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"testing"
@@ -29,19 +30,7 @@ func BenchmarkAllReduce(b *testing.B) {
 
 // benchAllReduce is one case of BenchmarkAllReduce.
 func benchAllReduce(b *testing.B, ranks, n int, cfg Config) {
-	gs, err := newLocalGroups(context.Background(), ranks, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		for _, g := range gs {
-			g.Close()
-		}
-	}()
-	xs := make([]*tensor.Tensor, ranks)
-	for i := range xs {
-		xs[i] = tensor.Ones([]int{n})
-	}
+	gs, xs := benchGroups(b, ranks, n, cfg)
 	b.SetBytes(int64(4 * n))
 	b.ResetTimer()
 	var wg sync.WaitGroup
@@ -60,6 +49,25 @@ func benchAllReduce(b *testing.B, ranks, n int, cfg Config) {
 	// 2(n-1)/n of the tensor.
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(float64(4*n)*2*float64(ranks-1)/float64(ranks)/sec/1e6, "busMB/s")
+}
+
+// benchGroups starts ranks local groups, closed when b ends, and gives
+// each a tensor of n float32 ones.
+func benchGroups(b *testing.B, ranks, n int, cfg Config) ([]*TCPGroup, []*tensor.Tensor) {
+	gs, err := newLocalGroups(context.Background(), ranks, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		for _, g := range gs {
+			g.Close()
+		}
+	})
+	xs := make([]*tensor.Tensor, ranks)
+	for i := range xs {
+		xs[i] = tensor.Ones([]int{n})
+	}
+	return gs, xs
 }
 
 // BenchmarkTCPStream is the baseline for the all-reduce's bus bandwidth: a
@@ -105,31 +113,21 @@ func BenchmarkTCPStream(b *testing.B) {
 // iteration so that all see the same machine load. The ranks run twice:
 // with the shared-memory transport local ranks get by default (busMB/s,
 // bus/stream: the target is at least 0.7) and with it disabled, over
-// loopback TCP only (tcp-busMB/s, tcp-bus/stream). cpu-efficiency is the
+// loopback TCP only (tcp-busMB/s, tcp-bus/stream). bound/stream is the bus
+// bandwidth of an all-reduce that took only the time memory needs to read
+// and write every rank's tensor once (memmoving the four tensors on two
+// goroutines, also alternated): no all-reduce of tensors that do not fit
+// in the caches can beat it. cpu-efficiency is the
 // process CPU time per byte of the stream divided by the same per bus
 // byte of the all-reduce (ranks*2(ranks-1)/ranks times the tensor); unlike
 // the wall-clock ratio it does not depend on how many cores are free.
 func BenchmarkAllReduceVsStream(b *testing.B) {
 	const ranks, n = 4, 16 << 20
-	start := func(cfg Config) []*TCPGroup {
-		gs, err := newLocalGroups(context.Background(), ranks, cfg)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			for _, g := range gs {
-				g.Close()
-			}
-		})
-		return gs
-	}
-	shm, tcp := start(Config{}), start(Config{DisableSharedMemory: true})
+	shm, xs := benchGroups(b, ranks, n, Config{})
+	// The TCP ranks all-reduce the same tensors; their own stay unused.
+	tcp, _ := benchGroups(b, ranks, 1, Config{DisableSharedMemory: true})
 	if shm[0].shm == nil {
 		b.Fatal("the local ranks did not get shared memory")
-	}
-	xs := make([]*tensor.Tensor, ranks)
-	for i := range xs {
-		xs[i] = tensor.Ones([]int{n})
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -174,9 +172,27 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 			wg.Wait()
 		}
 	}
-	var streamSec, shmSec, tcpSec, streamCPU, shmCPU, tcpCPU float64
+	// The bound: an in-place all-reduce must at least read and write
+	// every rank's tensor once, the DRAM traffic of memmoving the four
+	// tensors, here on two goroutines (one per core) from the first half
+	// of each tensor to the second and back.
+	memmove := func() {
+		var wg sync.WaitGroup
+		for p := range 2 {
+			wg.Go(func() {
+				for _, x := range xs[2*p : 2*p+2] {
+					d := hostVec(x).data.([]float32)
+					copy(d[n/2:], d[:n/2])
+					copy(d[:n/2], d[n/2:])
+				}
+			})
+		}
+		wg.Wait()
+	}
+	var streamSec, shmSec, tcpSec, moveSec, streamCPU, shmCPU, tcpCPU, moveCPU float64
 	b.ResetTimer()
 	for range b.N {
+		timed(&moveSec, &moveCPU, memmove)
 		timed(&streamSec, &streamCPU, func() {
 			for range 4 * n / len(buf) {
 				if _, err := c.Write(buf); err != nil {
@@ -191,6 +207,7 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 	busBytes := perIter * 2 * float64(ranks-1) / float64(ranks)
 	stream := perIter / streamSec / 1e6
 	b.ReportMetric(stream, "streamMB/s")
+	b.ReportMetric(busBytes/moveSec/1e6/stream, "bound/stream")
 	b.ReportMetric(busBytes/shmSec/1e6, "busMB/s")
 	b.ReportMetric(busBytes/shmSec/1e6/stream, "bus/stream")
 	b.ReportMetric(busBytes/tcpSec/1e6, "tcp-busMB/s")
@@ -215,4 +232,34 @@ func drain(c net.Conn) (int64, error) {
 			return n, err
 		}
 	}
+}
+
+// BenchmarkShmAllReduceStores compares, alternating in every iteration,
+// the 4-rank shared-memory all-reduce of 64 MB of float32 writing its
+// results into the tensors with non-temporal stores (stream-ms) and with
+// cached stores (cached-ms), in milliseconds per all-reduce.
+func BenchmarkShmAllReduceStores(b *testing.B) {
+	const ranks, n = 4, 16 << 20
+	gs, xs := benchGroups(b, ranks, n, Config{})
+	allReduce := func(from int) float64 {
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		for _, g := range gs {
+			g.shm.streamFrom = from
+			wg.Go(func() {
+				if err := g.AllReduce(xs[g.Rank()], Sum); err != nil {
+					b.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		return time.Since(t0).Seconds()
+	}
+	var stream, cached float64
+	for range b.N {
+		stream += allReduce(shmStreamBytes)
+		cached += allReduce(math.MaxInt)
+	}
+	b.ReportMetric(stream/float64(b.N)*1e3, "stream-ms")
+	b.ReportMetric(cached/float64(b.N)*1e3, "cached-ms")
 }

@@ -101,10 +101,19 @@ var allDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, ten
 func TestCollectivesMatchSerialReference(t *testing.T) {
 	sizes := []int{1, 0, 7, 61, 333} // 333 float64 = 2664 bytes: the ring, with 256-byte chunks
 	for n := 1; n <= 8; n++ {
-		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
-			gs := localGroups(t, n)
-			requireAll(t, gs, func(g *TCPGroup) error { return collectiveSuite(t, g, sizes) })
-		})
+		// stream: shared-memory results go into the tensors with
+		// non-temporal stores, as they do from shmStreamBytes on.
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("ranks=%d/stream=%v", n, stream), func(t *testing.T) {
+				gs := localGroups(t, n)
+				for _, g := range gs {
+					if g.shm != nil && stream {
+						g.shm.streamFrom = 0
+					}
+				}
+				requireAll(t, gs, func(g *TCPGroup) error { return collectiveSuite(t, g, sizes) })
+			})
+		}
 	}
 }
 

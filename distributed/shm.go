@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/emberml/ember/distributed/internal/reduce"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -75,11 +76,14 @@ const (
 
 // shmGroup is the world group's shared-memory state.
 type shmGroup struct {
-	g     *TCPGroup
-	self  int
-	segs  [][]byte // by rank, each mapped here
-	slot  int      // bytes in a staging or result slot
-	round uint32   // rounds completed; worker goroutine only
+	g    *TCPGroup
+	self int
+	segs [][]byte // by rank, each mapped here
+	slot int      // bytes in a staging or result slot
+	// streamFrom is the collective size from which results go into the
+	// caller's tensors with non-temporal stores (shmStreamBytes).
+	streamFrom int
+	round      uint32 // rounds completed; worker goroutine only
 
 	waker  *os.File // this rank's waker pipe, read end
 	wakerW int      // its write end, held so that the pipe never ends
@@ -120,7 +124,7 @@ func shmSlotBytes(chunk, size int) int {
 func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	slot := shmSlotBytes(g.chunk, g.size)
 	size := shmHeaderBytes + 4*slot
-	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, wakerW: -1, wakers: make([]int, g.size)}
+	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, wakerW: -1, wakers: make([]int, g.size)}
 	for j := range s.wakers {
 		s.wakers[j] = -1
 	}
@@ -399,7 +403,7 @@ func (g *TCPGroup) shmAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Ti
 	w := s.slot / es
 	window := func(r int) (int, int) { return r * w, min((r+1)*w, n) }
 	piece := func(lo, hi, i int) (int, int) { return lo + i*(hi-lo)/size, lo + (i+1)*(hi-lo)/size }
-	all := sliceBytes(v.data)
+	all, place := sliceBytes(v.data), s.placeFor(n*es)
 	return s.run(shmDesc{seq, uint64(n), opAllReduce, v.dt}, (n+w-1)/w, shmPhases{
 		fill: func(r int, stage []byte) {
 			// This rank's own piece is read from v: only the others
@@ -425,10 +429,26 @@ func (g *TCPGroup) shmAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Ti
 			lo, hi := window(r)
 			for j := range size {
 				a, b := piece(lo, hi, j)
-				copy(all[a*es:b*es], result(j)[:(b-a)*es])
+				place(all[a*es:b*es], result(j)[:(b-a)*es])
 			}
 		},
 	}, deadline)
+}
+
+// shmStreamBytes is the size from which a collective writes its results
+// into the caller's tensors with non-temporal stores: a tensor that large
+// does not stay in the caches until it is read anyway, and a cached store
+// would first read every destination line from memory, a third more
+// memory traffic for the phase.
+const shmStreamBytes = 32 << 20
+
+// placeFor returns how a collective of total bytes copies results into
+// the caller's tensors.
+func (s *shmGroup) placeFor(total int) func(dst, src []byte) int {
+	if total >= s.streamFrom {
+		return reduce.CopyStreaming
+	}
+	return func(dst, src []byte) int { return copy(dst, src) }
 }
 
 // shmReduceScatter reduces into dst this rank's share of the ranks' ins:
