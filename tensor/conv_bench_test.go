@@ -63,3 +63,47 @@ func BenchmarkConv2d(b *testing.B) {
 		})
 	}
 }
+
+// resnet18Layers are the distinct convolutions of ResNet-18 at batch 1
+// (224×224 input): the stem, each stage's 3×3 layers, and the strided
+// first 3×3 and 1×1 downsample of stages 2 to 4.
+var resnet18Layers = []struct {
+	name                    string
+	c, o, h, k, stride, pad int
+}{
+	{"stem_7x7_3to64_224", 3, 64, 224, 7, 2, 3},
+	{"3x3_64_56", 64, 64, 56, 3, 1, 1},
+	{"3x3s2_64to128_56", 64, 128, 56, 3, 2, 1},
+	{"1x1s2_64to128_56", 64, 128, 56, 1, 2, 0},
+	{"3x3_128_28", 128, 128, 28, 3, 1, 1},
+	{"3x3s2_128to256_28", 128, 256, 28, 3, 2, 1},
+	{"1x1s2_128to256_28", 128, 256, 28, 1, 2, 0},
+	{"3x3_256_14", 256, 256, 14, 3, 1, 1},
+	{"3x3s2_256to512_14", 256, 512, 14, 3, 2, 1},
+	{"1x1s2_256to512_14", 256, 512, 14, 1, 2, 0},
+	{"3x3_512_7", 512, 512, 7, 3, 1, 1},
+}
+
+// BenchmarkResNet18Layers times each convolution of batch-1 ResNet-18 with
+// a packed weight, bias and ReLU (the inference path of nn and onnx), at 1
+// and 2 threads, to show which layers scale. Run with
+//
+//	go test ./tensor -run '^$' -bench ResNet18Layers -count 3
+func BenchmarkResNet18Layers(b *testing.B) {
+	defer tensor.SetNumThreads(0)
+	gen := tensor.NewGenerator(1)
+	for _, l := range resnet18Layers {
+		x := gen.Randn([]int{1, l.c, l.h, l.h}, tensor.Float32)
+		w := tensor.PackConv2dWeight(gen.Randn([]int{l.o, l.c, l.k, l.k}, tensor.Float32), 1)
+		bias := gen.Randn([]int{l.o}, tensor.Float32)
+		opt := tensor.Conv2dOptions{Stride: [2]int{l.stride, l.stride}, Padding: [2]int{l.pad, l.pad}}
+		for _, threads := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/threads=%d", l.name, threads), func(b *testing.B) {
+				tensor.SetNumThreads(threads)
+				for b.Loop() {
+					tensor.Conv2dPacked(x, w, bias, opt, nil, true)
+				}
+			})
+		}
+	}
+}

@@ -2,9 +2,9 @@ package tensor
 
 import (
 	"math"
-	"sync"
 
 	"github.com/emberml/ember/tensor/internal/gemm"
+	"github.com/emberml/ember/tensor/internal/parallel"
 	"github.com/emberml/ember/tensor/internal/strided"
 	"github.com/emberml/ember/tensor/internal/vec"
 )
@@ -321,16 +321,11 @@ func parallelEach(count int, f func(i int)) {
 		return
 	}
 	per := (count + threads - 1) / threads
-	var wg sync.WaitGroup
-	for lo := 0; lo < count; lo += per {
-		hi := min(lo+per, count)
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				f(i)
-			}
-		})
-	}
-	wg.Wait()
+	parallel.Run((count+per-1)/per, func(t int) {
+		for i := t * per; i < min((t+1)*per, count); i++ {
+			f(i)
+		}
+	})
 }
 
 // compareF32Fast computes the comparison a op b into the bool dst when both

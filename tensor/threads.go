@@ -1,13 +1,6 @@
 package tensor
 
-import (
-	"runtime"
-	"sync"
-	"sync/atomic"
-)
-
-// numThreads is the count set by SetNumThreads; 0 means runtime.GOMAXPROCS.
-var numThreads atomic.Int64
+import "github.com/emberml/ember/tensor/internal/parallel"
 
 // SetNumThreads sets how many goroutines the CPU backend may split one
 // large kernel (elementwise ops of 64K elements or more, reductions, matrix
@@ -16,19 +9,12 @@ var numThreads atomic.Int64
 // rounding of matrix products and is safe to call from any goroutine at any
 // time. n <= 0 restores the default, runtime.GOMAXPROCS(0) at the time of
 // each kernel call.
-func SetNumThreads(n int) {
-	numThreads.Store(int64(max(n, 0)))
-}
+func SetNumThreads(n int) { parallel.SetThreads(n) }
 
 // NumThreads returns the number of goroutines the CPU backend splits large
 // kernels across: the value given to SetNumThreads, or runtime.GOMAXPROCS(0)
 // when none was.
-func NumThreads() int {
-	if n := numThreads.Load(); n > 0 {
-		return int(n)
-	}
-	return runtime.GOMAXPROCS(0)
-}
+func NumThreads() int { return parallel.Threads() }
 
 // parallelMin is the element count from which elementwise kernels are split
 // across goroutines; smaller ones finish before goroutines would start.
@@ -47,12 +33,5 @@ func parallelFor(n, grain int, f func(lo, hi int)) {
 	threads = min(threads, n/(parallelMin/4))
 	units := (n + grain - 1) / grain
 	per := (units + threads - 1) / threads * grain
-	var wg sync.WaitGroup
-	last := 0
-	for lo := 0; lo+per < n; lo += per {
-		wg.Go(func() { f(lo, lo+per) })
-		last = lo + per
-	}
-	f(last, n)
-	wg.Wait()
+	parallel.Run((n+per-1)/per, func(i int) { f(i*per, min((i+1)*per, n)) })
 }

@@ -1,6 +1,6 @@
 package cpu
 
-import "sync"
+import "github.com/emberml/ember/tensor/internal/parallel"
 
 // Depthwise convolutions (groups == C, so every output channel reads one
 // input channel: output channel oc reads input channel oc/(O/C)) run as
@@ -16,12 +16,7 @@ func parallelUnits(n, unitWork, threads int, f func(lo, hi int)) {
 		return
 	}
 	per := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += per {
-		hi := min(lo+per, n)
-		wg.Go(func() { f(lo, hi) })
-	}
-	wg.Wait()
+	parallel.Run((n+per-1)/per, func(i int) { f(i*per, min((i+1)*per, n)) })
 }
 
 // DepthwiseForward computes dst ([N, O, OH, OW]) = the depthwise

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/emberml/ember/tensor/internal/gemm"
+	"github.com/emberml/ember/tensor/internal/parallel"
 	"github.com/emberml/ember/tensor/internal/pool"
 )
 
@@ -50,19 +51,13 @@ func forImages(n, imageWork, threads int, f func(worker, img, threads int)) (wor
 		return min(n, 1)
 	}
 	per := (n + workers - 1) / workers
-	var wg sync.WaitGroup
-	w := 0
-	for lo := 0; lo < n; lo += per {
-		hi, wk := min(lo+per, n), w
-		wg.Go(func() {
-			for i := lo; i < hi; i++ {
-				f(wk, i, 1)
-			}
-		})
-		w++
-	}
-	wg.Wait()
-	return w
+	workers = (n + per - 1) / per
+	parallel.Run(workers, func(wk int) {
+		for i := wk * per; i < min((wk+1)*per, n); i++ {
+			f(wk, i, 1)
+		}
+	})
+	return workers
 }
 
 // im2colImage lowers channels [c0, c0+gg.C) of one image into col using
@@ -301,13 +296,7 @@ func splitPhases(dst, img []float32, g ConvGeom, threads int) {
 		splitPhaseChannels(dst, img, g, 0, g.C)
 		return
 	}
-	workers := min(threads, g.C)
-	per := (g.C + workers - 1) / workers
-	var wg sync.WaitGroup
-	for c0 := 0; c0 < g.C; c0 += per {
-		wg.Go(func() { splitPhaseChannels(dst, img, g, c0, min(c0+per, g.C)) })
-	}
-	wg.Wait()
+	splitRange(g.C, threads, func(c0, c1 int) { splitPhaseChannels(dst, img, g, c0, c1) })
 }
 
 // splitPhaseChannels is splitPhases for channels [c0, c1).

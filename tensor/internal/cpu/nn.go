@@ -2,8 +2,8 @@ package cpu
 
 import (
 	"math"
-	"runtime"
-	"sync"
+
+	"github.com/emberml/ember/tensor/internal/parallel"
 )
 
 // ConvGeom mirrors tensor.ConvGeom: the shape of a 2-d convolution lowered
@@ -33,25 +33,17 @@ type PoolGeom struct {
 const parallelMinWork = 1 << 15
 
 // parallelFor runs f over [0, n) split into contiguous chunks, one per
-// available CPU, when the total work (n units of unitWork elements) is large
-// enough; otherwise it calls f(0, n) directly. Chunks must be independent.
+// thread of the tensor.SetNumThreads setting (parallel.Threads), when the
+// total work (n units of unitWork elements) is large enough; otherwise it
+// calls f(0, n) directly. Chunks must be independent.
 func parallelFor(n, unitWork int, f func(lo, hi int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
+	workers := min(parallel.Threads(), n)
 	if workers <= 1 || n*unitWork < parallelMinWork {
 		f(0, n)
 		return
 	}
-	var wg sync.WaitGroup
 	chunk := (n + workers - 1) / workers
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(lo, hi)
-		}()
-	}
-	wg.Wait()
+	parallel.Run((n+chunk-1)/chunk, func(i int) { f(i*chunk, min((i+1)*chunk, n)) })
 }
 
 // validRange returns the half-open range [lo, hi) of output positions o in

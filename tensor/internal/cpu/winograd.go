@@ -1,9 +1,8 @@
 package cpu
 
 import (
-	"sync"
-
 	"github.com/emberml/ember/tensor/internal/gemm"
+	"github.com/emberml/ember/tensor/internal/parallel"
 )
 
 // Winograd F(2×2, 3×3) convolution: each 2×2 block of outputs (a tile) of
@@ -297,18 +296,11 @@ func (p *winoPlan) run(threads int) {
 	}
 	byTiles, bounds := p.split(threads)
 	if byTiles {
-		var wg sync.WaitGroup
-		for i := 1; i < len(bounds)-1; i++ {
-			wg.Go(func() {
-				s := p.getScratch()
-				p.runTiles(bounds[i], bounds[i+1], s)
-				s.put()
-			})
-		}
-		s := p.getScratch()
-		p.runTiles(bounds[0], bounds[1], s)
-		s.put()
-		wg.Wait()
+		parallel.Run(len(bounds)-1, func(i int) {
+			s := p.getScratch()
+			p.runTiles(bounds[i], bounds[i+1], s)
+			s.put()
+		})
 		return
 	}
 	p.runShared(threads, bounds)
@@ -327,16 +319,10 @@ func (p *winoPlan) runShared(threads int, kBounds []int) {
 		t1 := min(t0+per, p.tiles)
 		gs := p.groups(s.groups, t0, t1)
 		splitRange(p.ww.c, threads, func(c0, c1 int) { p.inputTransform(*s.v, gs, t1-t0, c0, c1) })
-		var wg sync.WaitGroup
-		for i := 1; i < len(kBounds)-1; i++ {
-			wg.Go(func() {
-				p.multiply(*s.v, *s.m, t1-t0, kBounds[i], kBounds[i+1])
-				p.outputTransform(*s.m, gs, t1-t0, kBounds[i], kBounds[i+1])
-			})
-		}
-		p.multiply(*s.v, *s.m, t1-t0, kBounds[0], kBounds[1])
-		p.outputTransform(*s.m, gs, t1-t0, kBounds[0], kBounds[1])
-		wg.Wait()
+		parallel.Run(len(kBounds)-1, func(i int) {
+			p.multiply(*s.v, *s.m, t1-t0, kBounds[i], kBounds[i+1])
+			p.outputTransform(*s.m, gs, t1-t0, kBounds[i], kBounds[i+1])
+		})
 	}
 }
 
@@ -407,13 +393,8 @@ func winogradFits(g ConvGeom, k int) bool {
 }
 
 // splitRange calls f on up to parts contiguous, near-equal ranges of
-// [0, n), each on its own goroutine except the first, and waits for them.
+// [0, n), on up to parts goroutines, and waits for them.
 func splitRange(n, parts int, f func(lo, hi int)) {
 	parts = max(min(parts, n), 1)
-	var wg sync.WaitGroup
-	for i := 1; i < parts; i++ {
-		wg.Go(func() { f(i*n/parts, (i+1)*n/parts) })
-	}
-	f(0, n/parts)
-	wg.Wait()
+	parallel.Run(parts, func(i int) { f(i*n/parts, (i+1)*n/parts) })
 }

@@ -11,9 +11,9 @@ package gemm
 import (
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
+	"github.com/emberml/ember/tensor/internal/parallel"
 	"github.com/emberml/ember/tensor/internal/pool"
 )
 
@@ -117,20 +117,16 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 		return
 	}
 	if splitColumns(kern, threads, transA, transB, m, n, k) {
-		var wg sync.WaitGroup
 		// Split the columns of op(B) and C into runs of whole NR panels.
 		per := roundUp((n+threads-1)/threads, kern.nr)
-		for j0 := 0; j0 < n; j0 += per {
-			nj := min(per, n-j0)
+		parallel.Run((n+per-1)/per, func(t int) {
+			j0 := t * per
 			boff := j0
 			if transB {
 				boff = j0 * ldb
 			}
-			wg.Go(func() {
-				blocked(kern, transA, transB, m, nj, k, alpha, a, lda, b[boff:], ldb, c[j0:], ldc, overwrite)
-			})
-		}
-		wg.Wait()
+			blocked(kern, transA, transB, m, min(per, n-j0), k, alpha, a, lda, b[boff:], ldb, c[j0:], ldc, overwrite)
+		})
 		return
 	}
 	sharedB(kern, threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, overwrite)
@@ -326,16 +322,10 @@ func takeRows(next *atomic.Int64, m, threads, mr, mc int) (i0, size int) {
 	}
 }
 
-// onEach calls f(0), …, f(threads-1) concurrently, f(0) on the calling
-// goroutine, and returns when all have.
-func onEach(threads int, f func(t int)) {
-	var wg sync.WaitGroup
-	for t := 1; t < threads; t++ {
-		wg.Go(func() { f(t) })
-	}
-	f(0)
-	wg.Wait()
-}
+// onEach calls f(0), …, f(threads-1) on up to threads goroutines (the
+// calling one and parallel's persistent workers) and returns when all
+// have.
+func onEach(threads int, f func(t int)) { parallel.Run(threads, f) }
 
 // packA copies alpha·op(A)[ic:ic+mb, pc:pc+kb] into dst as consecutive
 // panels of mr rows, each stored k-major (mr values per step of k), padding
