@@ -507,11 +507,11 @@ func hostBytes(dt tensor.DType, data any) ([]byte, int) {
 }
 
 // checkDType panics for the dtypes the device has no kernels for (the
-// narrow integers), so that they fail where they enter the device rather
-// than in some kernel picked by element size.
+// narrow and the unsigned integers), so that they fail where they enter the
+// device rather than in some kernel picked by element size.
 func checkDType(dt tensor.DType) {
 	switch dt {
-	case tensor.Uint8, tensor.Int8, tensor.Int16, tensor.Uint16:
+	case tensor.Uint8, tensor.Int8, tensor.Int16, tensor.Uint16, tensor.Uint32, tensor.Uint64:
 		panic(fmt.Sprintf("cuda: dtype %s not supported on cuda; keep the tensor on the CPU or convert it with To first", dt))
 	}
 }

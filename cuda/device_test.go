@@ -142,7 +142,7 @@ func TestHostBytes(t *testing.T) {
 	assert.Equal(t, []byte{1, 0}, b)
 	assert.Panics(t, func() { hostBytes(tensor.Float32, []float64{1}) })
 	assert.Panics(t, func() { hostBytes(tensor.Int32, []uint16{1}) })
-	for _, dt := range []tensor.DType{tensor.Uint8, tensor.Int8, tensor.Int16, tensor.Uint16} {
+	for _, dt := range []tensor.DType{tensor.Uint8, tensor.Int8, tensor.Int16, tensor.Uint16, tensor.Uint32, tensor.Uint64} {
 		assert.PanicsWithValue(t, "cuda: dtype "+dt.String()+" not supported on cuda; keep the tensor on the CPU or convert it with To first",
 			func() { hostBytes(dt, tensor.Zeros([]int{2}, dt).Float64s()) })
 	}

@@ -290,6 +290,8 @@ func TestEncodeTensorsDTypes(t *testing.T) {
 		"i8":     tensor.FromSlice([]int8{-128, -1, 127, 0}, 2, 2).T(), // non-contiguous
 		"u8":     tensor.FromSlice([]uint8{0, 128, 255}),
 		"u16":    tensor.FromSlice([]uint16{0, 32768, 65535}),
+		"u32":    tensor.FromSlice([]uint32{0, 1 << 31, 1<<32 - 1}),
+		"u64":    tensor.FromSlice([]uint64{0, 1 << 63, 1<<64 - 1}),
 		"f16":    tensor.FromHalfBits(tensor.Float16, []uint16{0x3c00, 0xc000}, 2),
 		"bf16":   tensor.FromHalfBits(tensor.BFloat16, []uint16{0x3f80}, 1),
 		"scalar": tensor.Scalar(2.5),
@@ -312,6 +314,8 @@ func TestEncodeTensorsDTypes(t *testing.T) {
 			assert.Equal(t, want.Bools(), got.Bools(), k)
 		case tensor.Int64:
 			assert.Equal(t, want.Int64s(), got.Int64s(), k)
+		case tensor.Uint64: // beyond float64's exact range
+			assert.Equal(t, want.Uint64s(), got.Uint64s(), k)
 		default:
 			assert.Equal(t, want.Float64s(), got.Float64s(), k)
 		}

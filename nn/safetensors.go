@@ -36,7 +36,7 @@ func EncodeTensors(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[
 
 // DecodeTensors parses a safetensors file held in b into CPU tensors (their
 // own copies of the data) and the header's metadata. Dtypes Ember lacks
-// (U32, U64, the 8-bit floats) are an error.
+// (the 8-bit floats) are an error.
 func DecodeTensors(b []byte) (map[string]*tensor.Tensor, map[string]string, error) {
 	raw, meta, err := safetensors.Decode(b)
 	if err != nil {
@@ -132,6 +132,8 @@ var rawNames = map[tensor.DType]string{
 	tensor.Int32:    "I32",
 	tensor.Int16:    "I16",
 	tensor.Uint16:   "U16",
+	tensor.Uint32:   "U32",
+	tensor.Uint64:   "U64",
 	tensor.Int8:     "I8",
 	tensor.Uint8:    "U8",
 	tensor.Bool:     "BOOL",
@@ -169,5 +171,5 @@ func fromRaw(r safetensors.Tensor) (*tensor.Tensor, error) {
 		}
 		return tensor.FromLittleEndian(dt, r.Data, r.Shape...)
 	}
-	return nil, fmt.Errorf("safetensors dtype %s is not supported by Ember (supported: F32, F64, F16, BF16, I64, I32, I16, U16, I8, U8, BOOL)", r.DType)
+	return nil, fmt.Errorf("safetensors dtype %s is not supported by Ember (supported: F32, F64, F16, BF16, I64, I32, I16, U16, U32, U64, I8, U8, BOOL)", r.DType)
 }

@@ -53,6 +53,10 @@ func makeHostUninit(dt DType, n int) any {
 		return uninitSlice[int16](n)
 	case Uint16:
 		return uninitSlice[u16](n)
+	case Uint32:
+		return uninitSlice[uint32](n)
+	case Uint64:
+		return uninitSlice[uint64](n)
 	case Int8:
 		return uninitSlice[int8](n)
 	case Uint8:

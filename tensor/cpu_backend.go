@@ -13,8 +13,8 @@ import (
 )
 
 // cpuBuffer is host memory: data is a []float32, []float64, []int64, []int32,
-// []int16, []int8, []uint8, []u16 (Uint16), []bool, or []uint16 (the bits of
-// Float16 and BFloat16 elements).
+// []int16, []int8, []uint8, []u16 (Uint16), []uint32, []uint64, []bool, or
+// []uint16 (the bits of Float16 and BFloat16 elements).
 type cpuBuffer struct {
 	dtype DType
 	data  any
@@ -39,6 +39,10 @@ func (b *cpuBuffer) Len() int {
 	case []int16:
 		return len(d)
 	case []u16:
+		return len(d)
+	case []uint32:
+		return len(d)
+	case []uint64:
 		return len(d)
 	case []int8:
 		return len(d)
@@ -72,6 +76,10 @@ func makeHost(dt DType, n int) any {
 		return make([]int16, n)
 	case Uint16:
 		return make([]u16, n)
+	case Uint32:
+		return make([]uint32, n)
+	case Uint64:
+		return make([]uint64, n)
 	case Int8:
 		return make([]int8, n)
 	case Uint8:
@@ -103,6 +111,10 @@ func (c cpuBackend) FromHost(dt DType, data any) Buffer {
 		copy(d, data.([]int16))
 	case []u16:
 		copy(d, data.([]u16))
+	case []uint32:
+		copy(d, data.([]uint32))
+	case []uint64:
+		copy(d, data.([]uint64))
 	case []int8:
 		copy(d, data.([]int8))
 	case []uint8:
@@ -141,6 +153,10 @@ func (cpuBackend) Copy(dst, src Buffer, l Layout) {
 			cpu.Copy(d.data.([]int16), sd, l.Shape, l.Strides, l.Offset)
 		case []u16:
 			cpu.Copy(d.data.([]u16), sd, l.Shape, l.Strides, l.Offset)
+		case []uint32:
+			cpu.Copy(d.data.([]uint32), sd, l.Shape, l.Strides, l.Offset)
+		case []uint64:
+			cpu.Copy(d.data.([]uint64), sd, l.Shape, l.Strides, l.Offset)
 		case []int8:
 			cpu.Copy(d.data.([]int8), sd, l.Shape, l.Strides, l.Offset)
 		case []uint8:
@@ -164,9 +180,16 @@ func (cpuBackend) Copy(dst, src Buffer, l Layout) {
 // as c10::Half and c10::BFloat16 do. Float→uint8/int8/int16 truncates to
 // int32 first and then wraps, which is what PyTorch computes on x86: -1.5
 // becomes uint8 255 and 300.7 becomes 44, while NaN and values outside
-// int32's range become 0. Uint16 follows the same rule.
+// int32's range become 0. Uint16 follows the same rule. Float→uint32
+// truncates to int64 first and then wraps, and float→uint64 is x86-64's
+// unsigned conversion (see floatToUint64x86), as NumPy's element-wise casts
+// compute them.
 func castCopy(d, s *cpuBuffer, l Layout) {
 	sh, st, off := l.Shape, l.Strides, l.Offset
+	if sd, ok := s.data.([]uint64); ok && d.dtype.IsFloat() {
+		castUint64ToFloat(d, sd, l)
+		return
+	}
 	// Direct loops for the common float conversions.
 	switch dd := d.data.(type) {
 	case []float64:
@@ -197,6 +220,10 @@ func castCopy(d, s *cpuBuffer, l Layout) {
 		castInto(dd, s, l, func(v float64) int16 { return int16(floatToInt32x86(v)) }, func(v int64) int16 { return int16(v) })
 	case []u16:
 		castInto(dd, s, l, func(v float64) u16 { return u16(floatToInt32x86(v)) }, func(v int64) u16 { return u16(v) })
+	case []uint32:
+		castInto(dd, s, l, func(v float64) uint32 { return uint32(floatToInt64x86(v)) }, func(v int64) uint32 { return uint32(v) })
+	case []uint64:
+		castInto(dd, s, l, floatToUint64x86, func(v int64) uint64 { return uint64(v) })
 	case []int8:
 		castInto(dd, s, l, func(v float64) int8 { return int8(floatToInt32x86(v)) }, func(v int64) int8 { return int8(v) })
 	case []uint8:
@@ -226,6 +253,46 @@ func floatToInt32x86(v float64) int32 {
 	return int32(v)
 }
 
+// floatToInt64x86 truncates v toward zero to int64 the way x86-64's
+// cvttsd2si does: NaN and values outside int64's range give the "integer
+// indefinite" math.MinInt64, whose low 32 bits are zero.
+func floatToInt64x86(v float64) int64 {
+	if !(v >= math.MinInt64 && v < math.MaxInt64) { // MaxInt64 rounds to 2^63
+		return math.MinInt64
+	}
+	return int64(v)
+}
+
+// floatToUint64x86 converts v to uint64 the way C compilers do on x86-64:
+// values from 2^63 up convert after subtracting 2^63, everything below
+// through cvttsd2si. So -1.5 wraps to 2^64-1, values at or beyond 2^64
+// give 0, and NaN and values below int64's range give 2^63.
+func floatToUint64x86(v float64) uint64 {
+	const two63 = 1 << 63
+	if v >= two63 {
+		return uint64(floatToInt64x86(v-two63)) ^ two63
+	}
+	return uint64(floatToInt64x86(v))
+}
+
+// castUint64ToFloat converts the view l of s into the float buffer d,
+// rounding each value once: through int64 would make 2^63 and up negative.
+func castUint64ToFloat(d *cpuBuffer, s []uint64, l Layout) {
+	sh, st, off := l.Shape, l.Strides, l.Offset
+	switch dd := d.data.(type) {
+	case []float64:
+		cpu.Map(dd, s, sh, st, off, func(v uint64) float64 { return float64(v) })
+	case []float32:
+		cpu.Map(dd, s, sh, st, off, func(v uint64) float32 { return float32(v) })
+	case []uint16:
+		half := Float16FromFloat32
+		if d.dtype == BFloat16 {
+			half = BFloat16FromFloat32
+		}
+		cpu.Map(dd, s, sh, st, off, func(v uint64) uint16 { return half(float32(v)) })
+	}
+}
+
 // castInto gathers the view l of s into dst, converting float sources with
 // fromF and integer and bool sources with fromI. Float32 and the 16-bit
 // floats widen to float64 exactly, so fromF sees the exact value.
@@ -244,6 +311,12 @@ func castInto[D any](dst []D, s *cpuBuffer, l Layout, fromF func(float64) D, fro
 		cpu.Map(dst, sd, sh, st, off, func(v int16) D { return fromI(int64(v)) })
 	case []u16:
 		cpu.Map(dst, sd, sh, st, off, func(v u16) D { return fromI(int64(v)) })
+	case []uint32:
+		cpu.Map(dst, sd, sh, st, off, func(v uint32) D { return fromI(int64(v)) })
+	case []uint64:
+		// Keeps the bits, which is the wrap integer destinations want;
+		// castCopy sends float destinations to castUint64ToFloat.
+		cpu.Map(dst, sd, sh, st, off, func(v uint64) D { return fromI(int64(v)) })
 	case []int8:
 		cpu.Map(dst, sd, sh, st, off, func(v int8) D { return fromI(int64(v)) })
 	case []uint8:
@@ -280,6 +353,10 @@ func (cpuBackend) Fill(dst Buffer, v float64) {
 		cpu.Fill(dd, int16(floatToInt32x86(v)))
 	case []u16:
 		cpu.Fill(dd, u16(floatToInt32x86(v)))
+	case []uint32:
+		cpu.Fill(dd, uint32(floatToInt64x86(v)))
+	case []uint64:
+		cpu.Fill(dd, floatToUint64x86(v))
 	case []int8:
 		cpu.Fill(dd, int8(floatToInt32x86(v)))
 	case []uint8:
@@ -313,6 +390,10 @@ func (cpuBackend) Unary(op UnaryOp, dst, src Buffer, l Layout) {
 		cpu.Map(d.data.([]int16), sd, l.Shape, l.Strides, l.Offset, unaryInt[int16](op))
 	case []u16:
 		cpu.Map(d.data.([]u16), sd, l.Shape, l.Strides, l.Offset, unaryInt[u16](op))
+	case []uint32:
+		cpu.Map(d.data.([]uint32), sd, l.Shape, l.Strides, l.Offset, unaryInt[uint32](op))
+	case []uint64:
+		cpu.Map(d.data.([]uint64), sd, l.Shape, l.Strides, l.Offset, unaryInt[uint64](op))
 	case []int8:
 		cpu.Map(d.data.([]int8), sd, l.Shape, l.Strides, l.Offset, unaryInt[int8](op))
 	case []uint8:
@@ -478,7 +559,7 @@ func unaryF32(op UnaryOp) func(float32) float32 {
 
 // intElem is the set of integer element types; arithmetic on them wraps.
 type intElem interface {
-	int64 | int32 | int16 | int8 | uint8 | u16
+	int64 | int32 | int16 | int8 | uint8 | u16 | uint32 | uint64
 }
 
 func unaryInt[T intElem](op UnaryOp) func(T) T {
@@ -526,30 +607,43 @@ func unaryInt[T intElem](op UnaryOp) func(T) T {
 // intBound converts a whole (or infinite) float bound to T, saturating at
 // T's range so that ±Inf means "no bound".
 func intBound[T intElem](v float64) T {
-	var lo, hi int64
-	switch any(T(0)).(type) {
-	case int64:
-		lo, hi = math.MinInt64, math.MaxInt64
-	case int32:
-		lo, hi = math.MinInt32, math.MaxInt32
-	case int16:
-		lo, hi = math.MinInt16, math.MaxInt16
-	case int8:
-		lo, hi = math.MinInt8, math.MaxInt8
-	case uint8:
-		lo, hi = 0, math.MaxUint8
-	case u16:
-		lo, hi = 0, math.MaxUint16
-	}
+	lo, hi := intLimits[T]()
 	switch {
 	case v != v:
 		panic("tensor: NaN bound for an integer op")
 	case v <= float64(lo):
-		return T(lo)
+		return lo
 	case v >= float64(hi):
-		return T(hi)
+		return hi
+	case v < 0:
+		return T(int64(v))
 	}
-	return T(int64(v))
+	return T(uint64(v)) // v is below hi, so it fits even for Uint64
+}
+
+// intLimits returns the smallest and largest values of T.
+func intLimits[T intElem]() (lo, hi T) {
+	var l, h int64
+	switch any(T(0)).(type) {
+	case int64:
+		l, h = math.MinInt64, math.MaxInt64
+	case int32:
+		l, h = math.MinInt32, math.MaxInt32
+	case int16:
+		l, h = math.MinInt16, math.MaxInt16
+	case int8:
+		l, h = math.MinInt8, math.MaxInt8
+	case uint8:
+		h = math.MaxUint8
+	case u16:
+		h = math.MaxUint16
+	case uint32:
+		h = math.MaxUint32
+	case uint64:
+		var m uint64 = math.MaxUint64
+		return 0, T(m)
+	}
+	return T(l), T(h)
 }
 
 // intPow returns x**e for an exponent of x's own type.
@@ -603,6 +697,10 @@ func (cpuBackend) Binary(op BinaryOp, dst, a Buffer, la Layout, b Buffer, lb Lay
 		binaryNum(op, d, shape, ad, la, bb.data.([]int16), lb, binInt[int16](op))
 	case []u16:
 		binaryNum(op, d, shape, ad, la, bb.data.([]u16), lb, binInt[u16](op))
+	case []uint32:
+		binaryNum(op, d, shape, ad, la, bb.data.([]uint32), lb, binInt[uint32](op))
+	case []uint64:
+		binaryNum(op, d, shape, ad, la, bb.data.([]uint64), lb, binInt[uint64](op))
 	case []int8:
 		binaryNum(op, d, shape, ad, la, bb.data.([]int8), lb, binInt[int8](op))
 	case []uint8:
@@ -769,6 +867,10 @@ func (cpuBackend) Where(dst, cond Buffer, lc Layout, a Buffer, la Layout, b Buff
 		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int16), la.Strides, la.Offset, bv.([]int16), lb.Strides, lb.Offset)
 	case []u16:
 		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]u16), la.Strides, la.Offset, bv.([]u16), lb.Strides, lb.Offset)
+	case []uint32:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]uint32), la.Strides, la.Offset, bv.([]uint32), lb.Strides, lb.Offset)
+	case []uint64:
+		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]uint64), la.Strides, la.Offset, bv.([]uint64), lb.Strides, lb.Offset)
 	case []int8:
 		cpu.Where(dd, sh, c, lc.Strides, lc.Offset, av.([]int8), la.Strides, la.Offset, bv.([]int8), lb.Strides, lb.Offset)
 	case []uint8:
@@ -798,6 +900,10 @@ func (cpuBackend) Reduce(op ReduceOp, dst, src Buffer, outer, n int) {
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int16), sd, outer, n)
 	case []u16:
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]u16), sd, outer, n)
+	case []uint32:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]uint32), sd, outer, n)
+	case []uint64:
+		cpu.Reduce(o, dst.(*cpuBuffer).data.([]uint64), sd, outer, n)
 	case []int8:
 		cpu.Reduce(o, dst.(*cpuBuffer).data.([]int8), sd, outer, n)
 	case []uint8:
@@ -822,6 +928,10 @@ func (cpuBackend) ArgReduce(max bool, dst, src Buffer, outer, n, inner int) {
 		cpu.ArgReduce(max, dd, sd, outer, n, inner)
 	case []u16:
 		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	case []uint32:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
+	case []uint64:
+		cpu.ArgReduce(max, dd, sd, outer, n, inner)
 	case []int8:
 		cpu.ArgReduce(max, dd, sd, outer, n, inner)
 	case []uint8:
@@ -845,6 +955,10 @@ func (cpuBackend) Scan(prod bool, dst, src Buffer, outer, n, inner int) {
 		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int16), sd, outer, n, inner)
 	case []u16:
 		cpu.Scan(prod, dst.(*cpuBuffer).data.([]u16), sd, outer, n, inner)
+	case []uint32:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]uint32), sd, outer, n, inner)
+	case []uint64:
+		cpu.Scan(prod, dst.(*cpuBuffer).data.([]uint64), sd, outer, n, inner)
 	case []int8:
 		cpu.Scan(prod, dst.(*cpuBuffer).data.([]int8), sd, outer, n, inner)
 	case []uint8:
@@ -891,6 +1005,10 @@ func (cpuBackend) MatMul(dst, a, b Buffer, p MatMulParams) {
 		matmulInt(dd, a.(*cpuBuffer).data.([]int16), b.(*cpuBuffer).data.([]int16), p)
 	case []u16:
 		matmulInt(dd, a.(*cpuBuffer).data.([]u16), b.(*cpuBuffer).data.([]u16), p)
+	case []uint32:
+		matmulInt(dd, a.(*cpuBuffer).data.([]uint32), b.(*cpuBuffer).data.([]uint32), p)
+	case []uint64:
+		matmulInt(dd, a.(*cpuBuffer).data.([]uint64), b.(*cpuBuffer).data.([]uint64), p)
 	case []int8:
 		matmulInt(dd, a.(*cpuBuffer).data.([]int8), b.(*cpuBuffer).data.([]int8), p)
 	case []uint8:

@@ -77,6 +77,10 @@ func (cpuBackend) Gather(dst, src Buffer, sl Layout, axis int, idx Buffer, il La
 		cpu.Gather(d, sh, s.([]int16), ss, so, as, vals, is)
 	case []u16:
 		cpu.Gather(d, sh, s.([]u16), ss, so, as, vals, is)
+	case []uint32:
+		cpu.Gather(d, sh, s.([]uint32), ss, so, as, vals, is)
+	case []uint64:
+		cpu.Gather(d, sh, s.([]uint64), ss, so, as, vals, is)
 	case []int8:
 		cpu.Gather(d, sh, s.([]int8), ss, so, as, vals, is)
 	case []uint8:
@@ -126,6 +130,10 @@ func (cpuBackend) Scatter(dst Buffer, dl Layout, axis int, idx Buffer, il Layout
 		scatterInt(d, ds, do, as, sh, vals, is, s.([]int16), ss, so, accumulate)
 	case []u16:
 		scatterInt(d, ds, do, as, sh, vals, is, s.([]u16), ss, so, accumulate)
+	case []uint32:
+		scatterInt(d, ds, do, as, sh, vals, is, s.([]uint32), ss, so, accumulate)
+	case []uint64:
+		scatterInt(d, ds, do, as, sh, vals, is, s.([]uint64), ss, so, accumulate)
 	case []int8:
 		scatterInt(d, ds, do, as, sh, vals, is, s.([]int8), ss, so, accumulate)
 	case []uint8:
@@ -147,7 +155,7 @@ func (cpuBackend) Scatter(dst Buffer, dl Layout, axis int, idx Buffer, il Layout
 
 // scatterInt is Scatter's case for the narrow integers, which accumulate
 // with wrapping adds.
-func scatterInt[T int16 | int8 | uint8 | u16](d []T, ds []int, do, as int, sh, vals, is []int, s []T, ss []int, so int, accumulate bool) {
+func scatterInt[T int16 | int8 | uint8 | u16 | uint32 | uint64](d []T, ds []int, do, as int, sh, vals, is []int, s []T, ss []int, so int, accumulate bool) {
 	if accumulate {
 		cpu.ScatterAdd(d, ds, do, as, sh, vals, is, s, ss, so)
 	} else {
@@ -172,6 +180,10 @@ func (cpuBackend) MaskedSelect(dst, src Buffer, sl Layout, mask Buffer, ml Layou
 		cpu.MaskedSelect(d, sh, s.([]int16), ss, so, m, ms, mo)
 	case []u16:
 		cpu.MaskedSelect(d, sh, s.([]u16), ss, so, m, ms, mo)
+	case []uint32:
+		cpu.MaskedSelect(d, sh, s.([]uint32), ss, so, m, ms, mo)
+	case []uint64:
+		cpu.MaskedSelect(d, sh, s.([]uint64), ss, so, m, ms, mo)
 	case []int8:
 		cpu.MaskedSelect(d, sh, s.([]int8), ss, so, m, ms, mo)
 	case []uint8:
@@ -203,6 +215,10 @@ func (c cpuBackend) MaskedScatter(dst Buffer, dl Layout, mask Buffer, ml Layout,
 		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]int16))
 	case []u16:
 		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]u16))
+	case []uint32:
+		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]uint32))
+	case []uint64:
+		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]uint64))
 	case []int8:
 		cpu.MaskedScatter(d, sh, ds, do, m, ms, mo, s.([]int8))
 	case []uint8:

@@ -10,7 +10,7 @@ import (
 
 // Element is the set of Go types a tensor can be built from or read into.
 type Element interface {
-	float32 | float64 | int64 | int32 | int16 | int8 | uint8 | uint16 | bool
+	float32 | float64 | int64 | int32 | int16 | int8 | uint8 | uint16 | uint32 | uint64 | bool
 }
 
 func dtypeOf[T Element]() DType {
@@ -32,6 +32,10 @@ func dtypeOf[T Element]() DType {
 		return Uint8
 	case uint16:
 		return Uint16
+	case uint32:
+		return Uint32
+	case uint64:
+		return Uint64
 	case bool:
 		return Bool
 	}
@@ -272,6 +276,14 @@ func (t *Tensor) Uint16s() []uint16 {
 	v := t.To(Uint16).host().([]u16)
 	return unsafe.Slice((*uint16)(unsafe.SliceData(v)), len(v))
 }
+
+// Uint32s returns a copy of t's elements in row-major order as uint32
+// (conversions wrap; see To).
+func (t *Tensor) Uint32s() []uint32 { return t.To(Uint32).host().([]uint32) }
+
+// Uint64s returns a copy of t's elements in row-major order as uint64
+// (conversions wrap; see To).
+func (t *Tensor) Uint64s() []uint64 { return t.To(Uint64).host().([]uint64) }
 
 // u16s views v as Uint16 elements, sharing its memory.
 func u16s(v []uint16) []u16 { return unsafe.Slice((*u16)(unsafe.SliceData(v)), len(v)) }

@@ -10,9 +10,9 @@ type DType uint8
 
 // The element types. Float16 and BFloat16 are storage types: they convert on
 // load and store, and compute ops ask for a conversion to Float32 first.
-// Uint8, Int8, Int16 and Uint16 are full integer types whose arithmetic
-// wraps, as PyTorch's does; they come after the others so that the older
-// values keep their numbers.
+// Uint8, Int8, Int16, Uint16, Uint32 and Uint64 are full integer types
+// whose arithmetic wraps, as PyTorch's and NumPy's does; they come after the
+// others so that the older values keep their numbers.
 const (
 	Float32 DType = iota
 	Float64
@@ -25,10 +25,12 @@ const (
 	Int8
 	Int16
 	Uint16
+	Uint32
+	Uint64
 )
 
-var dtypeNames = [...]string{"float32", "float64", "int64", "int32", "bool", "float16", "bfloat16", "uint8", "int8", "int16", "uint16"}
-var dtypeSizes = [...]int{4, 8, 8, 4, 1, 2, 2, 1, 1, 2, 2}
+var dtypeNames = [...]string{"float32", "float64", "int64", "int32", "bool", "float16", "bfloat16", "uint8", "int8", "int16", "uint16", "uint32", "uint64"}
+var dtypeSizes = [...]int{4, 8, 8, 4, 1, 2, 2, 1, 1, 2, 2, 4, 8}
 
 // String returns PyTorch's name for the dtype ("float32", "int64", ...).
 func (d DType) String() string {
@@ -49,15 +51,25 @@ func (d DType) IsFloat() bool {
 // IsInt reports whether d is an integer type.
 func (d DType) IsInt() bool {
 	switch d {
-	case Int64, Int32, Uint8, Int8, Int16, Uint16:
+	case Int64, Int32, Uint8, Int8, Int16, Uint16, Uint32, Uint64:
 		return true
 	}
 	return false
 }
 
-// widensToInt64 reports whether sums, products and cumulative ops over d
-// compute in Int64, as PyTorch's do for bool and every integer type.
-func widensToInt64(d DType) bool { return d == Bool || d.IsInt() }
+// accumDType is the dtype sums, products and cumulative ops over d compute
+// in: Uint64 for Uint32 and Uint64 (NumPy's rule, so that no unsigned sum
+// turns negative), Int64 for bool and the other integers (PyTorch's rule),
+// and d itself for floats.
+func accumDType(d DType) DType {
+	switch {
+	case d == Uint32 || d == Uint64:
+		return Uint64
+	case d == Bool || d.IsInt():
+		return Int64
+	}
+	return d
+}
 
 // ParseDType returns the dtype named s (PyTorch spelling, e.g. "float32").
 func ParseDType(s string) (DType, error) {
@@ -79,14 +91,18 @@ func computeDType(d DType) DType {
 }
 
 // promoteRank orders dtypes for type promotion, as PyTorch does for tensors of
-// the same category: bool < uint8, int8 < int16 < uint16 < int32 < int64 <
-// float16/bfloat16 < float32 < float64.
+// the same category: bool < uint8, int8 < int16 < uint16 < int32 < uint32 <
+// int64 < uint64 < float16/bfloat16 < float32 < float64.
 var promoteRank = [...]int{
-	Bool: 0, Uint8: 1, Int8: 1, Int16: 2, Uint16: 3, Int32: 4, Int64: 5,
-	Float16: 6, BFloat16: 7, Float32: 8, Float64: 9,
+	Bool: 0, Uint8: 1, Int8: 1, Int16: 2, Uint16: 3, Int32: 4, Uint32: 5, Int64: 6, Uint64: 7,
+	Float16: 8, BFloat16: 9, Float32: 10, Float64: 11,
 }
 
-// PromoteTypes returns the dtype a binary op on a and b computes in.
+// PromoteTypes returns the dtype a binary op on a and b computes in. Two
+// integer types give the smallest integer type holding both ranges, as
+// NumPy's promote_types does: uint32 with a signed integer gives Int64, and
+// uint64 with a signed integer, which no integer type holds, gives Float64.
+// An integer with a float gives the float, as PyTorch promotes.
 func PromoteTypes(a, b DType) DType {
 	if a == b {
 		return a
@@ -100,10 +116,25 @@ func PromoteTypes(a, b DType) DType {
 	if (a == Uint16 && (b == Int8 || b == Int16)) || (b == Uint16 && (a == Int8 || a == Int16)) {
 		return Int32 // likewise, as NumPy promotes
 	}
+	if (a == Uint32 && isSignedInt(b)) || (b == Uint32 && isSignedInt(a)) {
+		return Int64
+	}
+	if (a == Uint64 && isSignedInt(b)) || (b == Uint64 && isSignedInt(a)) {
+		return Float64
+	}
 	if promoteRank[a] >= promoteRank[b] {
 		return a
 	}
 	return b
+}
+
+// isSignedInt reports whether d is a signed integer type.
+func isSignedInt(d DType) bool {
+	switch d {
+	case Int64, Int32, Int16, Int8:
+		return true
+	}
+	return false
 }
 
 // Float16FromFloat32 rounds f to the nearest IEEE 754 half-precision value

@@ -10,7 +10,8 @@ import (
 // ReadNpy reads one array in NumPy's .npy format from r into a new CPU
 // tensor. Element types map to dtypes as float16 → Float16, float32 →
 // Float32, float64 → Float64, int64 → Int64, int32 → Int32, int16 → Int16,
-// uint16 → Uint16, int8 → Int8, uint8 → Uint8 and bool → Bool.
+// uint16 → Uint16, uint32 → Uint32, uint64 → Uint64, int8 → Int8, uint8 →
+// Uint8 and bool → Bool.
 // Both byte orders, Fortran order and format versions 1.0 to 3.0 are
 // accepted. Malformed input gives an error, never a panic.
 func ReadNpy(r io.Reader) (*Tensor, error) {
@@ -75,6 +76,7 @@ func fromNpy(a npy.Array) (*Tensor, error) {
 var npyDescrs = map[DType]string{
 	Float32: npy.DescrFloat32, Float64: npy.DescrFloat64, Float16: npy.DescrFloat16,
 	Int64: npy.DescrInt64, Int32: npy.DescrInt32, Int16: npy.DescrInt16, Uint16: npy.DescrUint16,
+	Uint32: npy.DescrUint32, Uint64: npy.DescrUint64,
 	Int8: npy.DescrInt8, Uint8: npy.DescrUint8, Bool: npy.DescrBool,
 }
 

@@ -55,8 +55,11 @@ func (t *Tensor) reduce(name string, op ReduceOp, axes []int, keepDim bool) *Ten
 		panic(fmt.Sprintf("tensor.%s: %s is a storage dtype; call To(Float32) first", name, t.dtype))
 	}
 	src := t
-	if src.dtype == Bool || (op == ReduceSum || op == ReduceProd) && widensToInt64(src.dtype) {
-		src = src.To(Int64) // PyTorch sums integers and bools as int64
+	if src.dtype == Bool {
+		src = src.To(Int64) // any / all run as max / min over 0 and 1
+	}
+	if op == ReduceSum || op == ReduceProd {
+		src = src.To(accumDType(src.dtype)) // see accumDType
 	}
 	red := t.reduceAxes(name, axes)
 	var perm []int
@@ -94,7 +97,8 @@ func (t *Tensor) reduce(name string, op ReduceOp, axes []int, keepDim bool) *Ten
 }
 
 // Sum sums over axes (every axis when axes is nil); keepDim keeps them as
-// size 1. Integer and bool tensors sum as Int64.
+// size 1. Bool and integer tensors sum as Int64, except Uint32 and Uint64,
+// which sum as Uint64 (see accumDType).
 func (t *Tensor) Sum(axes []int, keepDim bool) *Tensor {
 	return t.reduce("Sum", ReduceSum, axes, keepDim)
 }
@@ -281,9 +285,7 @@ func (t *Tensor) scan(name string, prod bool, axis int) *Tensor {
 		return t.Reshape(1).scan(name, prod, 0).Reshape()
 	}
 	src := t
-	if widensToInt64(src.dtype) {
-		src = src.To(Int64)
-	}
+	src = src.To(accumDType(src.dtype))
 	a := normAxis(name, axis, t.Dim())
 	c, outer, n, inner := src.aroundAxis(a)
 	if c.offset != 0 { // the kernel reads its buffer from element 0

@@ -61,8 +61,11 @@ func (t *Tensor) topK(op string, k, a int, desc bool) (values, indices *Tensor) 
 	}
 	var less func(x, y int) bool // compares positions in the flat lane data
 	switch t.dtype {
-	case Int64, Int32, Int16, Uint16, Int8, Uint8, Bool:
+	case Int64, Int32, Int16, Uint16, Uint32, Int8, Uint8, Bool:
 		v := last.Int64s()
+		less = func(x, y int) bool { return v[x] < v[y] }
+	case Uint64: // beyond int64's range
+		v := last.Uint64s()
 		less = func(x, y int) bool { return v[x] < v[y] }
 	default:
 		v := last.Float64s()

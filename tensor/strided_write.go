@@ -17,6 +17,10 @@ func (cpuBackend) Assign(dst Buffer, dl Layout, src Buffer, sl Layout) {
 		assignStrided(dd, dl, s.data.([]int16), sl)
 	case []u16:
 		assignStrided(dd, dl, s.data.([]u16), sl)
+	case []uint32:
+		assignStrided(dd, dl, s.data.([]uint32), sl)
+	case []uint64:
+		assignStrided(dd, dl, s.data.([]uint64), sl)
 	case []int8:
 		assignStrided(dd, dl, s.data.([]int8), sl)
 	case []uint8:

@@ -143,6 +143,8 @@ func (t *Tensor) Clone() *Tensor {
 // toward zero, integers wrap modulo 2^bits into narrower integers, and
 // floats reach Uint8, Int8, Int16 and Uint16 through int32 (so -1.5 gives
 // uint8 255, 300.7 gives 44, and NaN or values beyond int32 give 0).
+// Floats reach Uint32 through int64 the same way, and Uint64 as x86-64's
+// unsigned conversion does (NumPy's element-wise casts on x86 agree).
 func (t *Tensor) To(dt DType) *Tensor {
 	if t.dtype == dt {
 		return t

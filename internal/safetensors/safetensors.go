@@ -63,13 +63,15 @@ var dtypeSizes = map[string]int{
 	"I16":  2,
 	"I8":   1,
 	"U16":  2,
+	"U32":  4,
+	"U64":  8,
 	"U8":   1,
 	"BOOL": 1,
 }
 
 // DTypeSize returns the size in bytes of one element of the named dtype.
-// Supported dtypes are F64, F32, F16, BF16, I64, I32, I16, U16, I8, U8 and
-// BOOL.
+// Supported dtypes are F64, F32, F16, BF16, I64, I32, I16, U16, U32, U64,
+// I8, U8 and BOOL.
 func DTypeSize(dtype string) (int, error) {
 	n, ok := dtypeSizes[dtype]
 	if !ok {

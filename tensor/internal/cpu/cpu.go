@@ -11,7 +11,7 @@ import (
 
 // Number is the set of element types arithmetic kernels run on.
 type Number interface {
-	~float32 | ~float64 | ~int64 | ~int32 | ~int16 | ~int8 | ~uint8 | ~uint16
+	~float32 | ~float64 | ~int64 | ~int32 | ~int16 | ~int8 | ~uint8 | ~uint16 | ~uint32 | ~uint64
 }
 
 // Float is the set of floating-point element types.

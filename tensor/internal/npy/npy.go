@@ -46,6 +46,8 @@ const (
 	DescrInt64   = "<i8"
 	DescrUint8   = "|u1"
 	DescrUint16  = "<u2"
+	DescrUint32  = "<u4"
+	DescrUint64  = "<u8"
 	DescrBool    = "|b1"
 )
 
@@ -88,6 +90,8 @@ var kinds = map[string]string{
 	"i8": DescrInt64,
 	"u1": DescrUint8,
 	"u2": DescrUint16,
+	"u4": DescrUint32,
+	"u8": DescrUint64,
 	"b1": DescrBool,
 }
 

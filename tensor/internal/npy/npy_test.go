@@ -347,14 +347,15 @@ func TestItemSize(t *testing.T) {
 		want  int
 	}{
 		{DescrFloat16, 2}, {DescrFloat32, 4}, {DescrFloat64, 8}, {DescrInt8, 1}, {DescrInt16, 2},
-		{DescrInt32, 4}, {DescrInt64, 8}, {DescrUint8, 1}, {DescrBool, 1}, {">f8", 8},
+		{DescrInt32, 4}, {DescrInt64, 8}, {DescrUint8, 1}, {DescrUint16, 2}, {DescrUint32, 4},
+		{DescrUint64, 8}, {">u8", 8}, {DescrBool, 1}, {">f8", 8},
 	}
 	for _, tt := range tests {
 		got, err := ItemSize(tt.descr)
 		require.NoError(t, err, tt.descr)
 		assert.Equal(t, tt.want, got, tt.descr)
 	}
-	for _, bad := range []string{"", "<", "f4", "<f16", "<u4", "|O", "<M8"} {
+	for _, bad := range []string{"", "<", "f4", "<f16", "<c8", "|O", "<M8"} {
 		_, err := ItemSize(bad)
 		assert.Error(t, err, bad)
 	}
