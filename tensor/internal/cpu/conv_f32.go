@@ -288,9 +288,10 @@ func phaseDims(g ConvGeom) (hp, wp int) {
 // img (g.N = 1) into dst ([StrideH·StrideW][C][hp][wp], see phaseDims):
 // phase (rh, rw) holds rows rh, rh+StrideH, ... and of each the columns
 // rw, rw+StrideW, ..., so that a strided convolution reads its column
-// matrix as from a unit-stride image. Cells past the image (a size not
-// divisible by the stride) are never read and are left as they are. Large
-// images are split over up to threads goroutines by channel.
+// matrix as from a unit-stride image. Phases no tap reads, and cells past
+// the image (a size not divisible by the stride), are never read and are
+// left as they are. Large images are split over up to threads goroutines
+// by channel.
 func splitPhases(dst, img []float32, g ConvGeom, threads int) {
 	if threads <= 1 || g.C < 2 || g.C*g.H*g.W < parallelMinWork {
 		splitPhaseChannels(dst, img, g, 0, g.C)
@@ -299,13 +300,32 @@ func splitPhases(dst, img []float32, g ConvGeom, threads int) {
 	splitRange(g.C, threads, func(c0, c1 int) { splitPhaseChannels(dst, img, g, c0, c1) })
 }
 
-// splitPhaseChannels is splitPhases for channels [c0, c1).
+// phaseUsed reports whether some tap k of a kernel of size taps, dilation
+// dil and padding pad reads phase r of a stride-s axis: the 1×1 stride-2
+// downsampling convolutions of ResNet read one phase in four.
+func phaseUsed(r, s, taps, dil, pad int) bool {
+	for k := range taps {
+		if off := k*dil - pad; (off%s+s)%s == r {
+			return true
+		}
+	}
+	return false
+}
+
+// splitPhaseChannels is splitPhases for channels [c0, c1). Phases no tap
+// reads are skipped.
 func splitPhaseChannels(dst, img []float32, g ConvGeom, c0, c1 int) {
 	sh, sw := g.StrideH, g.StrideW
 	hp, wp := phaseDims(g)
 	size := g.C * hp * wp
 	for rh := range sh {
+		if !phaseUsed(rh, sh, g.KH, g.DilationH, g.PadH) {
+			continue
+		}
 		for rw := range sw {
+			if !phaseUsed(rw, sw, g.KW, g.DilationW, g.PadW) {
+				continue
+			}
 			ph := dst[(rh*sw+rw)*size:][:size]
 			for c := c0; c < c1; c++ {
 				for i, ih := 0, rh; ih < g.H; i, ih = i+1, ih+sh {

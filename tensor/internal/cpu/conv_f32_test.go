@@ -256,3 +256,23 @@ func BenchmarkResNet18Convs(b *testing.B) {
 		})
 	}
 }
+
+func TestPhaseUsed(t *testing.T) {
+	cases := []struct {
+		name              string
+		s, taps, dil, pad int
+		want              []bool
+	}{
+		{"1x1 stride 2", 2, 1, 1, 0, []bool{true, false}},
+		{"3x3 stride 2 pad 1", 2, 3, 1, 1, []bool{true, true}},
+		{"7x7 stride 2 pad 3", 2, 7, 1, 3, []bool{true, true}},
+		{"1 tap stride 3 pad 1", 3, 1, 1, 1, []bool{false, false, true}},
+		{"2 taps dilation 3 stride 3", 3, 2, 3, 0, []bool{true, false, false}},
+		{"3 taps dilation 2 stride 2 pad 1", 2, 3, 2, 1, []bool{false, true}},
+	}
+	for _, c := range cases {
+		for r, want := range c.want {
+			require.Equal(t, want, phaseUsed(r, c.s, c.taps, c.dil, c.pad), "%s: phase %d", c.name, r)
+		}
+	}
+}
