@@ -488,22 +488,69 @@ func (g *TCPGroup) shmReduceScatter(seq uint64, dst vec, ins []vec, op ReduceOp,
 // the elements from lo+at, in native byte order.
 func combineRanks(dst vec, lo, hi, size int, contrib func(j int, use func(at int, b []byte)), op ReduceOp) {
 	es := dst.elemSize()
+	var runs []rankRun
 	for j := range size {
 		contrib(j, func(at int, b []byte) {
-			a := lo + at
-			if len(b) == 0 {
-				return
-			}
-			if j == 0 {
-				dst.decode(a, a+len(b)/es, b)
-			} else {
-				dst.reduceBytes(a, a+len(b)/es, b, op)
+			if len(b) > 0 {
+				runs = append(runs, rankRun{j, at, b})
 			}
 		})
+	}
+	if !sumWhole(dst, lo, hi, runs, op) {
+		for _, r := range runs {
+			a := lo + r.at
+			if r.j == 0 {
+				dst.decode(a, a+len(r.b)/es, r.b)
+			} else {
+				dst.reduceBytes(a, a+len(r.b)/es, r.b, op)
+			}
+		}
 	}
 	if op == Avg && hi > lo {
 		vec{dst.dt, dst.slice(lo, hi)}.divide(size)
 	}
+}
+
+// rankRun is a run of rank j's contribution to combineRanks: the
+// elements from lo+at.
+type rankRun struct {
+	j, at int
+	b     []byte
+}
+
+// sumWhole is combineRanks' one-pass form for float sums where every rank
+// contributes all of [lo, hi) in one run (the all-reduce and
+// reduce-scatter): it adds the runs in rank order with reduce's fused
+// kernels, the bits of the run-by-run path, and reports whether it could.
+func sumWhole(dst vec, lo, hi int, runs []rankRun, op ReduceOp) bool {
+	if (op != Sum && op != Avg) || len(runs) == 0 {
+		return false
+	}
+	for i, r := range runs {
+		if r.j != i || r.at != 0 || len(r.b) != (hi-lo)*dst.elemSize() {
+			return false
+		}
+	}
+	switch d := dst.data.(type) {
+	case []float32:
+		return sumViews(d[lo:hi], runs, reduce.SumFloat32s)
+	case []float64:
+		return sumViews(d[lo:hi], runs, reduce.SumFloat64s)
+	}
+	return false
+}
+
+// sumViews sums the runs, viewed as []T, into dst with sum, and reports
+// whether it could (every run aligned for T).
+func sumViews[T float32 | float64](dst []T, runs []rankRun, sum func([]T, ...[]T)) bool {
+	srcs := make([][]T, len(runs))
+	for i, r := range runs {
+		if srcs[i] = rawView[T](r.b); srcs[i] == nil {
+			return false
+		}
+	}
+	sum(dst, srcs...)
+	return true
 }
 
 // shmAllGather copies every rank's in into outs[rank], a slot at a time,

@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package reduce
+
+// sum4Float32s is the four-source kernel: the Go twin.
+func sum4Float32s(dst, a, b, c, d []float32, k int) { sum4Go(dst, a, b, c, d, k) }
+
+// sum4Float64s is the four-source kernel: the Go twin.
+func sum4Float64s(dst, a, b, c, d []float64, k int) { sum4Go(dst, a, b, c, d, k) }
