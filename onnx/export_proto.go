@@ -211,7 +211,7 @@ func tensorHeader(name string, t *tensor.Tensor) []byte {
 func rawData(name string, t *tensor.Tensor) ([]byte, error) {
 	switch t.DType() {
 	case tensor.Float32, tensor.Float64, tensor.Int64, tensor.Int32, tensor.Int16, tensor.Uint16,
-		tensor.Int8, tensor.Uint8, tensor.Bool:
+		tensor.Uint32, tensor.Uint64, tensor.Int8, tensor.Uint8, tensor.Bool:
 		return t.LittleEndianBytes(), nil
 	}
 	return nil, fmt.Errorf("onnx.Export: initializer %q has dtype %s, which the exporter does not write", name, t.DType())

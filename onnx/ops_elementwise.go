@@ -217,8 +217,8 @@ func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 
 // opBitShift shifts the bits of unsigned integers left or right by the
 // second input's amounts (broadcast). Bits shifted out are lost; shifts by
-// the width or more give 0. UINT8 and UINT16 are the unsigned types Ember
-// holds.
+// the width or more give 0. UINT8, UINT16, UINT32 and UINT64 are the
+// unsigned types Ember holds.
 func opBitShift(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	a, err := n.need(in, 0)
 	if err != nil {
@@ -232,7 +232,7 @@ func opBitShift(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	dt := a.DType()
-	if dt != tensor.Uint8 && dt != tensor.Uint16 {
+	if dt != tensor.Uint8 && dt != tensor.Uint16 && dt != tensor.Uint32 && dt != tensor.Uint64 {
 		return nil, fmt.Errorf("onnx: %v: input of type %s, want an unsigned integer type", n, dt)
 	}
 	left := false
@@ -244,10 +244,10 @@ func opBitShift(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: direction %q, want LEFT or RIGHT", n, dir)
 	}
 	shape := tensor.BroadcastShapes("BitShift", a.Shape(), b.Shape())
-	x, s := a.Expand(shape...).Int64s(), b.Expand(shape...).Int64s()
+	x, s := a.Expand(shape...).Uint64s(), b.Expand(shape...).Uint64s()
 	for i, v := range x {
-		// The values are non-negative and Go gives 0 for shifts of 64 or
-		// more; converting back to dt drops the bits shifted past its width.
+		// Go gives 0 for shifts of 64 or more; converting back to dt drops
+		// the bits shifted past its width.
 		if left {
 			x[i] = v << s[i]
 		} else {

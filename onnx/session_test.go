@@ -225,8 +225,8 @@ func TestMalformedModels(t *testing.T) {
 			inits: [][]byte{mkTensor("W", 99, []int64{1}, []byte{0})},
 		}), "DataType(99)"},
 		{"unsupported dtype", mkModel(13, graphParts{
-			inits: [][]byte{mkTensor("W", dtUint32, []int64{1}, []byte{0, 0, 0, 0})},
-		}), "UINT32 is not supported"},
+			inits: [][]byte{mkTensor("W", dtComplex64, []int64{1}, []byte{0, 0, 0, 0, 0, 0, 0, 0})},
+		}), "COMPLEX64 is not supported"},
 		{"huge ConstantOfShape", mkModel(13, graphParts{
 			nodes:   [][]byte{mkNode("ConstantOfShape", []string{"s"}, []string{"y"})},
 			inits:   [][]byte{mkInt64Tensor("s", []int64{3}, 1<<30, 1<<30, 1<<30)},

@@ -65,6 +65,10 @@ func dtypeFromONNX(t int64) (tensor.DType, error) {
 		return tensor.Uint8, nil
 	case dtUint16:
 		return tensor.Uint16, nil
+	case dtUint32:
+		return tensor.Uint32, nil
+	case dtUint64:
+		return tensor.Uint64, nil
 	case dtBool:
 		return tensor.Bool, nil
 	case dtFloat16:
@@ -94,6 +98,10 @@ func dtypeToONNX(d tensor.DType) int64 {
 		return dtUint8
 	case tensor.Uint16:
 		return dtUint16
+	case tensor.Uint32:
+		return dtUint32
+	case tensor.Uint64:
+		return dtUint64
 	case tensor.Bool:
 		return dtBool
 	case tensor.Float16:
@@ -105,14 +113,14 @@ func dtypeToONNX(d tensor.DType) int64 {
 }
 
 // DTypeError reports an ONNX element type that Ember's tensor package cannot
-// hold (e.g. UINT32, STRING, COMPLEX64).
+// hold (e.g. STRING, COMPLEX64, the 8-bit floats).
 type DTypeError struct {
 	Type string
 }
 
 // Error names the type and the supported ones.
 func (e *DTypeError) Error() string {
-	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, INT16, UINT16, INT8, UINT8, BOOL, FLOAT16, BFLOAT16)"
+	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, INT16, UINT16, UINT32, UINT64, INT8, UINT8, BOOL, FLOAT16, BFLOAT16)"
 }
 
 // maxElements caps the element count of any tensor an ONNX model makes Ember
@@ -189,6 +197,11 @@ func (tp *tensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
 			return nil, err
 		}
 		return tensor.FromSlice(tp.int64Data, shape...), nil
+	case tensor.Uint32, tensor.Uint64: // both in uint64_data, as ONNX specifies
+		if err := count(len(tp.uint64Data)); err != nil {
+			return nil, err
+		}
+		return tensor.FromSlice(tp.uint64Data, shape...).To(dt), nil
 	}
 	// INT32, INT16, UINT16, INT8, UINT8, BOOL, FLOAT16 and BFLOAT16 live
 	// in int32_data, one value per element.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/emberml/ember/tensor"
 )
@@ -15,16 +14,11 @@ import (
 // mkInt32DataTensor encodes a TensorProto whose values are in int32_data,
 // where ONNX stores INT8, UINT8 and INT16 elements one per entry.
 func mkInt32DataTensor(dt int64, dims []int64, v ...int32) []byte {
-	var b []byte
-	for _, d := range dims {
-		b = pbVarint(b, 1, d)
+	u := make([]uint64, len(v))
+	for i, x := range v {
+		u[i] = uint64(int64(x))
 	}
-	b = pbVarint(b, 2, dt)
-	var packed []byte
-	for _, x := range v {
-		packed = protowire.AppendVarint(packed, uint64(int64(x)))
-	}
-	return pbBytes(b, 5, packed)
+	return mkPackedTensor(dt, dims, 5, u)
 }
 
 func TestReadTensorNarrowInts(t *testing.T) {
@@ -56,6 +50,8 @@ func TestRawDataNarrowIntsRoundTrip(t *testing.T) {
 		tensor.FromSlice([]uint8{0, 7, 255, 128}, 2, 2).T(),
 		tensor.FromSlice([]int8{-128, -1, 0, 127}),
 		tensor.FromSlice([]int16{-32768, -2, 300, 32767}, 4, 1),
+		tensor.FromSlice([]uint32{0, 7, 1<<32 - 1, 1 << 31}, 2, 2).T(),
+		tensor.FromSlice([]uint64{1<<64 - 1, 0, 1 << 63}), // Int64s below keeps the bits
 	} {
 		t.Run(x.DType().String(), func(t *testing.T) {
 			raw, err := rawData("w", x)

@@ -105,6 +105,21 @@ func decodeTensor(name string, w wireTensor, dt tensor.DType, maxElems int) (*te
 			v[i] = x
 		}
 		return tensor.FromSlice(v, w.Shape...).To(dt), nil
+	case tensor.Uint32, tensor.Uint64:
+		// Parsed unsigned: uint64 values beyond int64's range are valid.
+		hi := uint64(math.MaxUint64)
+		if dt == tensor.Uint32 {
+			hi = math.MaxUint32
+		}
+		v := make([]uint64, n)
+		for i, s := range w.Data {
+			x, err := strconv.ParseUint(string(s), 10, 64)
+			if err != nil || x > hi {
+				return nil, fmt.Errorf("input %q: value %d: %q is not an integer in %s's range", name, i, s, dt)
+			}
+			v[i] = x
+		}
+		return tensor.FromSlice(v, w.Shape...).To(dt), nil
 	case tensor.Bool:
 		v := make([]bool, n)
 		for i, s := range w.Data {
@@ -163,6 +178,10 @@ func encodeTensor(t *tensor.Tensor) outTensor {
 	case t.DType() == tensor.Bool:
 		for _, b := range t.Bools() {
 			o.Data = append(o.Data, b)
+		}
+	case t.DType() == tensor.Uint64: // beyond int64's range
+		for _, x := range t.Uint64s() {
+			o.Data = append(o.Data, x)
 		}
 	default:
 		for _, x := range t.Int64s() {

@@ -30,6 +30,10 @@ func TestDecodeTensorIntegerRanges(t *testing.T) {
 		{tensor.Int8, num("-129", "0"), "overflows int8"},
 		{tensor.Int16, num("-32768", "32767"), ""},
 		{tensor.Int32, num("2147483648", "0"), "overflows int32"},
+		{tensor.Uint32, num("0", "4294967295"), ""},
+		{tensor.Uint32, num("4294967296", "0"), "not an integer in uint32's range"},
+		{tensor.Uint64, num("18446744073709551615", "9223372036854775808"), ""},
+		{tensor.Uint64, num("-1", "0"), "not an integer in uint64's range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.dt.String()+tt.wantErr, func(t *testing.T) {

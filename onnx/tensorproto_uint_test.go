@@ -1,0 +1,97 @@
+package onnx
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// mkPackedTensor encodes a TensorProto whose values are the varints v in
+// the packed repeated field num (int32_data 5, uint64_data 11).
+func mkPackedTensor(dt int64, dims []int64, num protowire.Number, v []uint64) []byte {
+	var b []byte
+	for _, d := range dims {
+		b = pbVarint(b, 1, d)
+	}
+	b = pbVarint(b, 2, dt)
+	var packed []byte
+	for _, x := range v {
+		packed = protowire.AppendVarint(packed, x)
+	}
+	return pbBytes(b, num, packed)
+}
+
+// mkUint64DataTensor encodes a TensorProto whose values are in uint64_data,
+// where ONNX stores UINT32 and UINT64 elements.
+func mkUint64DataTensor(name string, dt int64, dims []int64, v ...uint64) []byte {
+	b := mkPackedTensor(dt, dims, 11, v)
+	if name != "" {
+		b = pbString(b, 8, name)
+	}
+	return b
+}
+
+func TestReadTensorUints(t *testing.T) {
+	le32 := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 7), math.MaxUint32)
+	le64 := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 1<<63), math.MaxUint64)
+	tests := []struct {
+		name  string
+		pb    []byte
+		dtype tensor.DType
+		want  []uint64
+	}{
+		{"uint32 raw", mkTensor("", dtUint32, []int64{2}, le32), tensor.Uint32, []uint64{7, math.MaxUint32}},
+		{"uint64 raw", mkTensor("", dtUint64, []int64{2, 1}, le64), tensor.Uint64, []uint64{1 << 63, math.MaxUint64}},
+		{"uint32 uint64_data", mkUint64DataTensor("", dtUint32, []int64{3}, 0, 1<<31, math.MaxUint32), tensor.Uint32, []uint64{0, 1 << 31, math.MaxUint32}},
+		{"uint64 uint64_data", mkUint64DataTensor("", dtUint64, nil, math.MaxUint64), tensor.Uint64, []uint64{math.MaxUint64}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x, err := ReadTensor(bytes.NewReader(tt.pb))
+			require.NoError(t, err)
+			assert.Equal(t, tt.dtype, x.DType())
+			assert.Equal(t, tt.want, x.Uint64s())
+		})
+	}
+	_, err := ReadTensor(bytes.NewReader(mkUint64DataTensor("", dtUint64, []int64{2}, 1)))
+	assert.ErrorContains(t, err, "holds 1 values, want 2")
+}
+
+func TestSessionRunsUint64Model(t *testing.T) {
+	// y = (x + c) >> s with a uint64 initializer c in uint64_data: the sum
+	// wraps modulo 2^64 and the values use the top bit.
+	model := mkModel(13, graphParts{
+		nodes: [][]byte{
+			mkNode("Add", []string{"x", "c"}, []string{"t"}),
+			mkNode("BitShift", []string{"t", "s"}, []string{"y"}, mkAttrString("direction", "RIGHT")),
+		},
+		inits: [][]byte{
+			mkUint64DataTensor("c", dtUint64, []int64{2}, 1<<63, 3),
+			mkUint64DataTensor("s", dtUint64, []int64{2}, 1, 64),
+		},
+		inputs:  [][]byte{mkValueInfo("x", dtUint64, 2)},
+		outputs: [][]byte{mkValueInfo("y", dtUint64, 2)},
+	})
+	s := newSession(t, model)
+	out, err := s.Run(context.Background(), map[string]*tensor.Tensor{
+		"x": tensor.FromSlice([]uint64{1<<63 + 10, math.MaxUint64}),
+	})
+	require.NoError(t, err)
+	assert.Equal(t, tensor.Uint64, out["y"].DType())
+	assert.Equal(t, []uint64{5, 0}, out["y"].Uint64s()) // (2^64+10 mod 2^64) >> 1; any >> 64 is 0
+}
+
+func TestBitShiftUint32(t *testing.T) {
+	n := &node{opType: "BitShift", opset: 11, maxElements: maxElements, attrs: map[string]*attribute{"direction": {name: "direction", s: []byte("LEFT")}}}
+	out, err := opBitShift(n, []*tensor.Tensor{tensor.FromSlice([]uint32{1, 0x80000001, 3}), tensor.FromSlice([]uint32{31, 1, 32})})
+	require.NoError(t, err)
+	assert.Equal(t, []uint32{0x80000000, 2, 0}, out[0].Uint32s())
+}
