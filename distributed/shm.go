@@ -496,7 +496,7 @@ func combineRanks(dst vec, lo, hi, size int, contrib func(j int, use func(at int
 			}
 		})
 	}
-	if !sumWhole(dst, lo, hi, runs, op) {
+	if !sumWhole(dst, lo, hi, size, runs, op) {
 		for _, r := range runs {
 			a := lo + r.at
 			if r.j == 0 {
@@ -519,37 +519,69 @@ type rankRun struct {
 }
 
 // sumWhole is combineRanks' one-pass form for float sums where every rank
-// contributes all of [lo, hi) in one run (the all-reduce and
-// reduce-scatter): it adds the runs in rank order with reduce's fused
-// kernels, the bits of the run-by-run path, and reports whether it could.
-func sumWhole(dst vec, lo, hi int, runs []rankRun, op ReduceOp) bool {
+// contributes all of [lo, hi), in runs of its own (each rank's runs in
+// order; the peers' come whole from their slots, this rank's own share of
+// a ZeRO reduce-scatter from the tensors that hold it): it cuts [lo, hi)
+// wherever some rank's run ends and adds the ranks' runs over each piece
+// in rank order with reduce's fused kernels, the bits of the run-by-run
+// path, and reports whether it could.
+func sumWhole(dst vec, lo, hi, size int, runs []rankRun, op ReduceOp) bool {
 	if (op != Sum && op != Avg) || len(runs) == 0 {
 		return false
 	}
-	for i, r := range runs {
-		if r.j != i || r.at != 0 || len(r.b) != (hi-lo)*dst.elemSize() {
-			return false
-		}
-	}
 	switch d := dst.data.(type) {
 	case []float32:
-		return sumViews(d[lo:hi], runs, reduce.SumFloat32s)
+		return sumPieces(d[lo:hi], size, runs, reduce.SumFloat32s)
 	case []float64:
-		return sumViews(d[lo:hi], runs, reduce.SumFloat64s)
+		return sumPieces(d[lo:hi], size, runs, reduce.SumFloat64s)
 	}
 	return false
 }
 
-// sumViews sums the runs, viewed as []T, into dst with sum, and reports
-// whether it could (every run aligned for T).
-func sumViews[T float32 | float64](dst []T, runs []rankRun, sum func([]T, ...[]T)) bool {
-	srcs := make([][]T, len(runs))
+// sumPieces is sumWhole for dst of element type T.
+func sumPieces[T float32 | float64](dst []T, size int, runs []rankRun, sum func([]T, ...[]T)) bool {
+	var z T
+	es := int(unsafe.Sizeof(z))
+	// first[j] is the index of rank j's first run; views are the runs as
+	// []T; covered counts the elements of the current rank's runs so far.
+	var first []int
+	views := make([][]T, len(runs))
+	covered := 0
 	for i, r := range runs {
-		if srcs[i] = rawView[T](r.b); srcs[i] == nil {
+		if r.j == len(first) {
+			if len(first) > 0 && covered != len(dst) {
+				return false
+			}
+			first, covered = append(first, i), 0
+		}
+		views[i] = rawView[T](r.b)
+		if r.j != len(first)-1 || views[i] == nil || r.at != covered*es {
 			return false
 		}
+		covered += len(views[i])
 	}
-	sum(dst, srcs...)
+	if len(first) != size || covered != len(dst) {
+		return false
+	}
+	cur, srcs := first, make([][]T, len(first))
+	// start[j] is where rank j's current run starts in dst.
+	start := make([]int, len(first))
+	for pos := 0; pos < len(dst); {
+		end := len(dst)
+		for j, i := range cur {
+			end = min(end, start[j]+len(views[i]))
+		}
+		for j, i := range cur {
+			srcs[j] = views[i][pos-start[j] : end-start[j]]
+		}
+		sum(dst[pos:end], srcs...)
+		for j, i := range cur {
+			if start[j]+len(views[i]) == end {
+				cur[j], start[j] = i+1, end
+			}
+		}
+		pos = end
+	}
 	return true
 }
 
