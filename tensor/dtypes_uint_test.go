@@ -2,6 +2,7 @@ package tensor_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"testing"
 
@@ -161,4 +162,11 @@ func TestUintBytesAndNpy(t *testing.T) {
 			assert.Equal(t, tt.x.Uint64s(), got.Uint64s())
 		})
 	}
+}
+
+func TestUintFormat(t *testing.T) {
+	x := tensor.FromSlice([]uint64{math.MaxUint64, 7})
+	assert.Equal(t, "tensor([18446744073709551615,                    7], dtype=torch.uint64)", x.String())
+	assert.Equal(t, "tensor.FromSlice([]uint64{18446744073709551615, 7}, 2)", fmt.Sprintf("%#v", x))
+	assert.Equal(t, "tensor([4294967295,          0], dtype=torch.uint32)", tensor.FromSlice([]uint32{math.MaxUint32, 0}).String())
 }

@@ -257,17 +257,29 @@ func formatCells(t *Tensor, o PrintOptions) ([]string, int) {
 			}
 		}
 	default:
-		vals := t.Int64s()
-		cells = make([]string, len(vals))
-		for i, v := range vals {
-			cells[i] = strconv.FormatInt(v, 10)
-		}
+		cells = intStrings(t)
 	}
 	width := 1
 	for _, c := range cells {
 		width = max(width, len(c))
 	}
 	return padCells(cells, width), width
+}
+
+// intStrings formats the elements of an integer tensor in decimal; Uint64
+// reads as unsigned, since its values may exceed int64's range.
+func intStrings(t *Tensor) []string {
+	var cells []string
+	if t.dtype == Uint64 {
+		for _, v := range t.Uint64s() {
+			cells = append(cells, strconv.FormatUint(v, 10))
+		}
+		return cells
+	}
+	for _, v := range t.Int64s() {
+		cells = append(cells, strconv.FormatInt(v, 10))
+	}
+	return cells
 }
 
 func padCells(cells []string, width int) []string {
@@ -471,12 +483,7 @@ func (t *Tensor) goSyntax() string {
 			b.WriteString(strconv.FormatBool(v))
 		}
 	default:
-		for i, v := range t.Int64s() {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(strconv.FormatInt(v, 10))
-		}
+		b.WriteString(strings.Join(intStrings(t), ", "))
 	}
 	b.WriteString("}" + dims + ")")
 	return b.String()
