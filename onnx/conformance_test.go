@@ -361,10 +361,14 @@ func compareTensors(got, want *tensor.Tensor) string {
 		return fmt.Sprintf("shape %v, want %v", gs, ws)
 	}
 	g, w := got.Float64s(), want.Float64s()
-	if want.DType() == tensor.Int64 {
+	if want.DType().IsInt() {
+		// Exact; Int64s keeps the bits of Uint64 values beyond int64.
 		gi, wi := got.Int64s(), want.Int64s()
 		for i := range wi {
 			if gi[i] != wi[i] {
+				if want.DType() == tensor.Uint64 {
+					return fmt.Sprintf("element %d: %d, want %d", i, uint64(gi[i]), uint64(wi[i]))
+				}
 				return fmt.Sprintf("element %d: %d, want %d", i, gi[i], wi[i])
 			}
 		}
