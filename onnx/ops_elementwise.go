@@ -184,6 +184,13 @@ func opDiv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if a.DType().IsFloat() {
 		return one(a.Div(b))
 	}
+	if isUnsigned(a.DType()) {
+		q, err := unsignedQuotient(n, a, b)
+		if err != nil {
+			return nil, err
+		}
+		return one(q)
+	}
 	q := a.To(tensor.Float64).Div(b.To(tensor.Float64))
 	return one(q.Abs().Floor().Mul(q.Sign()).To(a.DType()))
 }
@@ -202,6 +209,13 @@ func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err := n.sameType(a, b); err != nil {
 		return nil, err
 	}
+	if isUnsigned(a.DType()) { // both rules agree on non-negative values
+		q, err := unsignedQuotient(n, a, b)
+		if err != nil {
+			return nil, err
+		}
+		return one(a.Sub(q.Mul(b)))
+	}
 	fa, fb := a.To(tensor.Float64), b.To(tensor.Float64)
 	q := fa.Div(fb)
 	if n.attrInt("fmod", 0) == 1 {
@@ -213,6 +227,21 @@ func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		q = q.Floor()
 	}
 	return one(fa.Sub(q.Mul(fb)).To(a.DType()))
+}
+
+// isUnsigned reports whether dt is an unsigned integer type.
+func isUnsigned(dt tensor.DType) bool {
+	return dt == tensor.Uint8 || dt == tensor.Uint16 || dt == tensor.Uint32 || dt == tensor.Uint64
+}
+
+// unsignedQuotient divides unsigned integers exactly (through float64,
+// UINT64 values beyond 2^53 would round). A zero divisor, which ONNX leaves
+// undefined, is an error.
+func unsignedQuotient(n *node, a, b *tensor.Tensor) (*tensor.Tensor, error) {
+	if b.Numel() > 0 && b.Min(nil, false).Item() == 0 {
+		return nil, fmt.Errorf("onnx: %v: integer division by zero", n)
+	}
+	return a.FloorDiv(b), nil
 }
 
 // opBitShift shifts the bits of unsigned integers left or right by the
@@ -232,7 +261,7 @@ func opBitShift(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	dt := a.DType()
-	if dt != tensor.Uint8 && dt != tensor.Uint16 && dt != tensor.Uint32 && dt != tensor.Uint64 {
+	if !isUnsigned(dt) {
 		return nil, fmt.Errorf("onnx: %v: input of type %s, want an unsigned integer type", n, dt)
 	}
 	left := false

@@ -95,3 +95,21 @@ func TestBitShiftUint32(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []uint32{0x80000000, 2, 0}, out[0].Uint32s())
 }
+
+func TestDivModUnsignedExact(t *testing.T) {
+	big := uint64(1<<63 + 1<<10 + 3) // float64 would round it
+	a := tensor.FromSlice([]uint64{big, math.MaxUint64, 7})
+	b := tensor.FromSlice([]uint64{2, 1 << 32, 7})
+	div := &node{opType: "Div", opset: 14, maxElements: maxElements}
+	q, err := opDiv(div, []*tensor.Tensor{a, b})
+	require.NoError(t, err)
+	assert.Equal(t, []uint64{big / 2, math.MaxUint64 >> 32, 1}, q[0].Uint64s())
+	for _, fmod := range []int64{0, 1} {
+		mod := &node{opType: "Mod", opset: 13, maxElements: maxElements, attrs: map[string]*attribute{"fmod": {name: "fmod", i: fmod}}}
+		r, err := opMod(mod, []*tensor.Tensor{a, b})
+		require.NoError(t, err)
+		assert.Equal(t, []uint64{1, 1<<32 - 1, 0}, r[0].Uint64s(), "fmod=%d", fmod)
+	}
+	_, err = opDiv(div, []*tensor.Tensor{a.To(tensor.Uint32), tensor.FromSlice([]uint32{1, 0, 1})})
+	assert.ErrorContains(t, err, "division by zero")
+}
