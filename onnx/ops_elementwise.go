@@ -353,6 +353,28 @@ func clip(x *tensor.Tensor, lo, hi float64) *tensor.Tensor {
 	return x.To(tensor.Float64).Clamp(lo, hi).To(x.DType())
 }
 
+// clipInt clamps the integer x to the one-element bounds lo and hi (either
+// may be nil) in x's own type, so that INT64 and UINT64 bounds beyond 2^53
+// stay exact. As for floats, min > max sets every element to max.
+func clipInt(x, lo, hi *tensor.Tensor) *tensor.Tensor {
+	if lo != nil {
+		lo = lo.Reshape().To(x.DType())
+	}
+	if hi != nil {
+		hi = hi.Reshape().To(x.DType())
+		if lo != nil && lo.Gt(hi).Item() != 0 {
+			return hi.Expand(x.Shape()...).Contiguous()
+		}
+	}
+	if lo != nil {
+		x = x.Maximum(lo)
+	}
+	if hi != nil {
+		x = x.Minimum(hi)
+	}
+	return x
+}
+
 func opClipAttr(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x, err := n.need(in, 0)
 	if err != nil {
@@ -365,6 +387,9 @@ func opClipInputs(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x, err := n.need(in, 0)
 	if err != nil {
 		return nil, err
+	}
+	if !x.DType().IsFloat() {
+		return one(clipInt(x, arg(in, 1), arg(in, 2)))
 	}
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if t := arg(in, 1); t != nil {

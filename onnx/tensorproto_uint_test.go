@@ -113,3 +113,27 @@ func TestDivModUnsignedExact(t *testing.T) {
 	_, err = opDiv(div, []*tensor.Tensor{a.To(tensor.Uint32), tensor.FromSlice([]uint32{1, 0, 1})})
 	assert.ErrorContains(t, err, "division by zero")
 }
+
+func TestClipIntExact(t *testing.T) {
+	x := tensor.FromSlice([]uint64{0, 1<<63 + 1, math.MaxUint64, 1<<63 + 3})
+	lo, hi := tensor.FromSlice([]uint64{1<<63 + 2}, 1), tensor.FromSlice([]uint64{1<<63 + 3}).Reshape()
+	n := &node{opType: "Clip", opset: 13, maxElements: maxElements}
+	tests := []struct {
+		name string
+		in   []*tensor.Tensor
+		want []uint64
+	}{
+		{"both", []*tensor.Tensor{x, lo, hi}, []uint64{1<<63 + 2, 1<<63 + 2, 1<<63 + 3, 1<<63 + 3}},
+		{"min only", []*tensor.Tensor{x, lo}, []uint64{1<<63 + 2, 1<<63 + 2, math.MaxUint64, 1<<63 + 3}},
+		{"max only", []*tensor.Tensor{x, nil, hi}, []uint64{0, 1<<63 + 1, 1<<63 + 3, 1<<63 + 3}},
+		{"min above max", []*tensor.Tensor{x, hi, lo}, []uint64{1<<63 + 2, 1<<63 + 2, 1<<63 + 2, 1<<63 + 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, err := opClipInputs(n, tt.in)
+			require.NoError(t, err)
+			assert.Equal(t, tensor.Uint64, out[0].DType())
+			assert.Equal(t, tt.want, out[0].Uint64s())
+		})
+	}
+}
