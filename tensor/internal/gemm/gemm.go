@@ -6,6 +6,16 @@
 // On amd64 the micro-kernel is written in assembly (AVX-512F when the CPU
 // has it, else AVX2+FMA), chosen at run time; elsewhere, under the purego
 // build tag, or on older x86 CPUs a pure-Go kernel is used.
+//
+// The pure-Go kernel is scalar (Go does not vectorize): a 2×4 tile on amd64,
+// whose accumulators fit its 15 float registers, 4×4 on arm64. At 1024² on
+// one core of the 2-core Sapphire Rapids test machine it runs at 1.0× gonum's
+// Sgemm (whose inner loops are SSE assembly) and 2.4× gonum built with
+// -tags noasm; built with GOAMD64=v3, where the compiler fuses x*y+z into an
+// FMA, 1.6× and 2.7×. That is near the core's scalar limit: loops with every
+// operand in registers peak at about 6 GFLOP/s (separate multiply and add)
+// and 9 (FMA), and the kernel alone reaches 6.0 and 8.3. See the README's
+// "Pure-Go fallback" for the figures and the command.
 package gemm
 
 import (
