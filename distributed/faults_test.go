@@ -230,3 +230,33 @@ func TestWaitContextAbortsGroup(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Error(t, gs[0].Barrier())
 }
+
+func TestTimeoutBlamesSilentRankOfThree(t *testing.T) {
+	// Ranks 0 and 1 all-reduce while rank 2 never joins. Over the ring
+	// rank 1 hears from rank 0 only, and rank 0 is stuck on rank 2: the
+	// rank whose timer fires first must not make everyone blame rank 0.
+	for _, shm := range []bool{false, true} {
+		for round := range 4 {
+			t.Run(fmt.Sprintf("shm=%v/%d", shm, round), func(t *testing.T) {
+				gs, err := newLocalGroups(context.Background(), 3, Config{Timeout: 20 * time.Second, ChunkBytes: 256, DisableSharedMemory: !shm})
+				require.NoError(t, err)
+				for _, g := range gs {
+					g.direct = 64
+					t.Cleanup(func() { g.Close() })
+				}
+				// Rank 1's timer starts first when it enters first: the
+				// race the relay must not lose.
+				gs[1].SetTimeout(300 * time.Millisecond)
+				gs[0].SetTimeout(300*time.Millisecond + time.Duration(round)*20*time.Millisecond)
+				errs := onAll(gs[:2], func(g *TCPGroup) error {
+					return g.AllReduce(tensor.Ones([]int{3000}), Sum)
+				})
+				for r, err := range errs {
+					var pe *PeerError
+					require.ErrorAs(t, err, &pe, "rank %d", r)
+					assert.Equal(t, 2, pe.Rank, "rank %d: %v", r, err)
+				}
+			})
+		}
+	}
+}

@@ -286,6 +286,10 @@ type peer struct {
 	*link
 	sendSeq uint64 // point-to-point sequence numbers; worker only
 	recvSeq uint64
+	// heardSeq is the last collective p has sent a message of, and
+	// heardAt when the first came; only the receiver from p uses them.
+	heardSeq uint64
+	heardAt  time.Time
 }
 
 var _ ProcessGroup = (*TCPGroup)(nil)
@@ -713,11 +717,17 @@ func (g *TCPGroup) readLoop(l *link) {
 		if f.kind == frameAbort {
 			failed, reason := parseAbort(f.payload)
 			pe := &PeerError{Rank: failed, Reporter: l.global, Err: errors.New(reason)}
+			blame := failed
 			if failed < 0 || failed >= g.size || failed == g.rank {
 				pe = &PeerError{Rank: l.global, Reporter: -1, Err: fmt.Errorf("aborted: %s", reason)}
+				if failed != g.rank {
+					blame = l.global
+				}
 			}
 			pe.Op = "abort"
-			g.abort(pe)
+			// A rank named as the failure relays that name, not the
+			// sender's: the others must hear whom the sender blamed.
+			g.abortBlaming(pe, blame)
 			l.fail(frame{err: pe})
 			return
 		}
@@ -757,6 +767,16 @@ func (g *TCPGroup) failure() error {
 // (best effort) and closes the connections, so that no rank waits for a
 // message that will never come.
 func (g *TCPGroup) abort(err error) {
+	failed := -1
+	var pe *PeerError
+	if errors.As(err, &pe) {
+		failed = pe.Rank
+	}
+	g.abortBlaming(err, failed)
+}
+
+// abortBlaming is abort telling the peers that rank failed (-1: none).
+func (g *TCPGroup) abortBlaming(err error, failed int) {
 	g = g.root
 	g.failMu.Lock()
 	if g.err != nil {
@@ -766,11 +786,6 @@ func (g *TCPGroup) abort(err error) {
 	g.err = err
 	close(g.done)
 	g.failMu.Unlock()
-	failed := -1
-	var pe *PeerError
-	if errors.As(err, &pe) {
-		failed = pe.Rank
-	}
 	payload := abortPayload(failed, err.Error())
 	var hdr [frameHeaderLen]byte
 	putHeader(hdr[:], frameHeader{kind: frameAbort, n: uint64(len(payload))})
@@ -902,7 +917,12 @@ const settleDelay = 100 * time.Millisecond
 // (a peer that aborted after another rank's failure sends the cause before
 // closing), else err.
 func (g *TCPGroup) settle(err error) error {
-	t := time.NewTimer(settleDelay)
+	return g.settleUntil(time.Now().Add(settleDelay), err)
+}
+
+// settleUntil is settle waiting until when.
+func (g *TCPGroup) settleUntil(when time.Time, err error) error {
+	t := time.NewTimer(time.Until(when))
 	defer t.Stop()
 	select {
 	case <-g.done:
@@ -935,7 +955,15 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 		case <-g.done:
 			return nil, false, g.failure()
 		case <-timer.C:
-			return nil, false, fail(fmt.Errorf("timed out after %v waiting for its message (is it running the same collective?)", g.Timeout()))
+			err := fail(fmt.Errorf("timed out after %v waiting for its message (is it running the same collective?)", g.Timeout()))
+			if p.heardSeq == seq {
+				// p joined this collective, so it may be stuck on a
+				// silent rank itself (over the ring, rank r hears only
+				// from r-1): its own timer fires by one timeout after
+				// its first message, and its abort names that rank.
+				return nil, false, g.settleUntil(p.heardAt.Add(g.Timeout()+settleDelay), err)
+			}
+			return nil, false, err
 		}
 	}
 	if f.err != nil {
@@ -944,6 +972,9 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 			pe.Op, pe.Seq = opName(op), seq
 		}
 		return nil, false, g.settle(f.err)
+	}
+	if f.op == op && f.seq == seq && p.heardSeq != seq {
+		p.heardSeq, p.heardAt = seq, time.Now()
 	}
 	n := len(f.payload)
 	switch {
