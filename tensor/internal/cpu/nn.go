@@ -236,12 +236,24 @@ func MaxPool2dValues[T Float](dst, src []T, g PoolGeom) {
 type maxPoolPlan[T Float] struct {
 	g              PoolGeom
 	h0, h1, w0, w1 []int
+	// Output columns [fullLo, fullHi) have undilated windows of all KW
+	// columns, starting at w0[j] = j·StrideW - PadW: values reads them
+	// from its row of window maxima in one strided pass.
+	fullLo, fullHi int
 }
 
 func newMaxPoolPlan[T Float](g PoolGeom) *maxPoolPlan[T] {
 	p := &maxPoolPlan[T]{g: g}
 	p.h0, p.h1 = maxWindows(g.OH, g.StrideH, g.PadH, g.KH, g.DilationH, g.H)
 	p.w0, p.w1 = maxWindows(g.OW, g.StrideW, g.PadW, g.KW, g.DilationW, g.W)
+	if g.DilationW == 1 && g.KW > 1 && g.KW <= g.W {
+		full := func(j int) bool { return p.w1[j]-p.w0[j] == g.KW }
+		for p.fullLo < g.OW && !full(p.fullLo) {
+			p.fullLo++
+		}
+		for p.fullHi = p.fullLo; p.fullHi < g.OW && full(p.fullHi); p.fullHi++ {
+		}
+	}
 	return p
 }
 
@@ -290,18 +302,28 @@ func (p *maxPoolPlan[T]) values(out, plane []T, s *maxPoolScratch[T]) {
 				maxInto(win, col[d:][:runs])
 			}
 		}
-		for j, iw0 := range p.w0 {
-			iw1 := p.w1[j]
-			if runs > 0 && iw1-iw0 == kw {
-				o[j] = win[iw0]
-				continue
+		p.clipped(o, col, 0, p.fullLo)
+		if p.fullLo < p.fullHi {
+			sw, at := g.StrideW, p.w0[p.fullLo]
+			for j := range o[p.fullLo:p.fullHi] {
+				o[p.fullLo+j] = win[at+j*sw]
 			}
-			best := negInf
-			for iw := iw0; iw < iw1; iw += dw {
-				best = max(best, col[iw])
-			}
-			o[j] = best
 		}
+		p.clipped(o, col, p.fullHi, ow)
+	}
+}
+
+// clipped writes outputs [j0, j1) of a row of values' from the row's
+// column maxima col, one window at a time: the windows that the padding
+// clips, and dilated ones.
+func (p *maxPoolPlan[T]) clipped(o, col []T, j0, j1 int) {
+	dw := p.g.DilationW
+	for j := j0; j < j1; j++ {
+		best := T(math.Inf(-1))
+		for iw := p.w0[j]; iw < p.w1[j]; iw += dw {
+			best = max(best, col[iw])
+		}
+		o[j] = best
 	}
 }
 

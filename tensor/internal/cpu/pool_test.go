@@ -23,6 +23,8 @@ func TestMaxPool2dValuesMatchesIndexed(t *testing.T) {
 		{"dilated", 2, 11, 10, 3, 2, 2, 1, 1, 1, 2, 3, 0, 0},
 		{"ceil clipped", 3, 9, 7, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1},
 		{"window is plane", 5, 4, 6, 4, 6, 1, 1, 0, 0, 1, 1, 0, 0},
+		{"wide pad stride 3", 2, 10, 17, 3, 5, 3, 3, 1, 2, 1, 1, 0, 0},
+		{"one column", 2, 6, 1, 3, 1, 2, 1, 1, 0, 1, 1, 0, 0},
 		// Rows and columns of windows past the plane (never made by
 		// tensor.MaxPool2d's geometry, but the kernels agree on -Inf).
 		{"past the end", 2, 5, 5, 2, 2, 2, 2, 0, 0, 1, 1, 2, 2},
