@@ -103,7 +103,7 @@ func (t *Tensor) Sum(axes []int, keepDim bool) *Tensor {
 	return t.reduce("Sum", ReduceSum, axes, keepDim)
 }
 
-// Prod multiplies over axes.
+// Prod multiplies over axes, in the dtype Sum computes in.
 func (t *Tensor) Prod(axes []int, keepDim bool) *Tensor {
 	return t.reduce("Prod", ReduceProd, axes, keepDim)
 }
@@ -297,10 +297,11 @@ func (t *Tensor) scan(name string, prod bool, axis int) *Tensor {
 	return out
 }
 
-// CumSum returns the running sum along axis.
+// CumSum returns the running sum along axis, in the dtype Sum computes in
+// (Int64 for bool and integers, Uint64 for Uint32 and Uint64).
 func (t *Tensor) CumSum(axis int) *Tensor { return t.scan("CumSum", false, axis) }
 
-// CumProd returns the running product along axis.
+// CumProd returns the running product along axis, in CumSum's dtype.
 func (t *Tensor) CumProd(axis int) *Tensor { return t.scan("CumProd", true, axis) }
 
 // leadingSumF32 sums a contiguous float32 CPU tensor over a leading run of
