@@ -135,6 +135,16 @@ func TestUintFloatConversionEdges(t *testing.T) {
 	// One rounding from uint64 to float32: through float64 would tie to 2^63.
 	y := tensor.FromSlice([]uint64{1<<63 + 1<<39 + 1})
 	assert.Equal(t, []float32{1<<63 + 1<<40}, y.Float32s())
+
+	// The 16-bit floats, both ways.
+	h := tensor.FromHalfBits(tensor.Float16, []uint16{0xc000, 0x7bff}, 2) // -2, 65504
+	assert.Equal(t, []uint32{math.MaxUint32 - 1, 65504}, h.Uint32s())
+	assert.Equal(t, []uint64{math.MaxUint64 - 1, 65504}, h.Uint64s())
+	bf := tensor.FromHalfBits(tensor.BFloat16, []uint16{0x5f00, 0x5f80}, 2) // 2^63, 2^64
+	assert.Equal(t, []uint64{1 << 63, 0}, bf.Uint64s())
+	big := tensor.FromSlice([]uint64{1<<63 + 1<<55, 1 << 20, 65504})
+	assert.Equal(t, []uint16{0x5f00, 0x4980, 0x4780}, big.To(tensor.BFloat16).HalfBits()) // 2^63+2^55 ties to even
+	assert.Equal(t, []uint16{0x7c00, 0x7c00, 0x7bff}, big.To(tensor.Float16).HalfBits())
 }
 
 func TestUintBytesAndNpy(t *testing.T) {
