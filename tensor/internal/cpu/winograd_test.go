@@ -355,3 +355,26 @@ func TestBalancedBounds(t *testing.T) {
 		require.Equal(t, c.want, balancedBounds(c.n, c.parts, c.unit), "%+v", c)
 	}
 }
+
+// TestWinogradTileGroupsFollowGeometry runs one packed weight on
+// geometries that alternate, so that the tile groups it caches must be
+// made again at each change, and compares every result with that of a
+// weight packed afresh.
+func TestWinogradTileGroupsFollowGeometry(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const c, k = 16, 24
+	w := toF32(randSlice(r, k*c*9))
+	bias := toF32(randSlice(r, k))
+	shared := PackConvWeightsF32(w, k, 1, c, 3, 3)
+	for _, hw := range [][2]int{{13, 9}, {8, 8}, {13, 9}, {21, 5}} {
+		for _, threads := range []int{1, 2} {
+			g := ConvGeom{N: 1, C: c, H: hw[0], W: hw[1], KH: 3, KW: 3, StrideH: 1, StrideW: 1,
+				PadH: 1, PadW: 1, DilationH: 1, DilationW: 1, OH: hw[0], OW: hw[1]}
+			x := toF32(randSlice(r, c*hw[0]*hw[1]))
+			got, want := poisoned[float32](k*hw[0]*hw[1]), poisoned[float32](k*hw[0]*hw[1])
+			ConvForwardPackedF32(got, x, shared, bias, nil, g, threads, true)
+			ConvForwardPackedF32(want, x, PackConvWeightsF32(w, k, 1, c, 3, 3), bias, nil, g, threads, true)
+			requireSameFloats(t, want, got, fmt.Sprintf("%v at %d threads", hw, threads))
+		}
+	}
+}
