@@ -44,7 +44,7 @@ func TestCombineRanksSplitRuns(t *testing.T) {
 						raw := sliceBytes(contribs[j].data)
 						for k := 1; k < len(cuts[j]); k++ {
 							a, b := cuts[j][k-1], cuts[j][k]
-							use(a*es, raw[a*es:b*es])
+							use(a, raw[a*es:b*es])
 						}
 					}
 					var runs []rankRun

@@ -512,7 +512,7 @@ func combineRanks(dst vec, lo, hi, size int, contrib func(j int, use func(at int
 }
 
 // rankRun is a run of rank j's contribution to combineRanks: the
-// elements from lo+at.
+// elements from lo+at (at counts elements, not bytes).
 type rankRun struct {
 	j, at int
 	b     []byte
@@ -540,8 +540,6 @@ func sumWhole(dst vec, lo, hi, size int, runs []rankRun, op ReduceOp) bool {
 
 // sumPieces is sumWhole for dst of element type T.
 func sumPieces[T float32 | float64](dst []T, size int, runs []rankRun, sum func([]T, ...[]T)) bool {
-	var z T
-	es := int(unsafe.Sizeof(z))
 	// first[j] is the index of rank j's first run; views are the runs as
 	// []T; covered counts the elements of the current rank's runs so far.
 	var first []int
@@ -555,7 +553,7 @@ func sumPieces[T float32 | float64](dst []T, size int, runs []rankRun, sum func(
 			first, covered = append(first, i), 0
 		}
 		views[i] = rawView[T](r.b)
-		if r.j != len(first)-1 || views[i] == nil || r.at != covered*es {
+		if r.j != len(first)-1 || views[i] == nil || r.at != covered {
 			return false
 		}
 		covered += len(views[i])
