@@ -356,28 +356,45 @@ func (p *winoPlan) runShared(threads int, kBounds []int) {
 	}
 }
 
+// winoResidentWeights is the most transformed-filter floats (1 MiB) a
+// goroutine keeps in its core's L2 cache from one block to the next,
+// half the 2 MiB the blocking assumes.
+const winoResidentWeights = 1 << 18
+
 // split chooses how threads goroutines share p (see run) and returns the
 // bounds of their parts: tiles (byTiles) or output channels, parts+1
-// increasing values from 0. It compares the panel products (nr columns by
-// MR rows of one block) of the busiest goroutine: by tiles, its run of
-// tiles padded to panels times every row; shared, every block's padded
-// tiles times its own rows. Ties go to the tiles, which need no
-// synchronization and read the input once.
+// increasing values from 0. It compares the busiest goroutine's work in
+// panel products (NR columns by MR rows over all C), counting beside the
+// products what a block reads from outside the core's cache, each panel
+// costed as one product, as the GEMM's splitRows does: the filter panels
+// of its rows, again for every block unless they stay in L2
+// (winoResidentWeights), and, when the goroutines share each block, the
+// transformed-input panels the others wrote. Ties go to the tiles, which
+// need no synchronization.
 func (p *winoPlan) split(threads int) (byTiles bool, bounds []int) {
 	nr, mr := p.ww.parts[0].BLayout(1).PanelCols(), p.ww.parts[0].RowAlign()
+	// filterReads is the filter panels a goroutine with rows row panels
+	// reads over blocks blocks.
+	filterReads := func(blocks, rows int) int {
+		if winoPositions*rows*mr*p.ww.c <= winoResidentWeights {
+			blocks = 1
+		}
+		return blocks * rows
+	}
+	rowPanels := (p.ww.k + mr - 1) / mr
 	tiles := balancedBounds(p.tiles, threads, p.unit)
 	tileCost := 0
 	for i := range len(tiles) - 1 {
-		tileCost = max(tileCost, p.paddedTiles(tiles[i], tiles[i+1], nr))
+		cols, blocks := p.paddedTiles(tiles[i], tiles[i+1], nr)
+		tileCost = max(tileCost, cols/nr*rowPanels+filterReads(blocks, rowPanels))
 	}
-	rowPanels := (p.ww.k + mr - 1) / mr
-	tileCost *= rowPanels
 	ks := balancedBounds(p.ww.k, threads, mr)
-	shareCost := 0
+	rows := 0
 	for i := range len(ks) - 1 {
-		shareCost = max(shareCost, (ks[i+1]-ks[i]+mr-1)/mr)
+		rows = max(rows, (ks[i+1]-ks[i]+mr-1)/mr)
 	}
-	shareCost *= p.paddedTiles(0, p.tiles, nr)
+	cols, blocks := p.paddedTiles(0, p.tiles, nr)
+	shareCost := cols/nr*rows + filterReads(blocks, rows) + cols/nr*(len(ks)-2)/(len(ks)-1)
 	if tileCost <= shareCost {
 		return true, tiles
 	}
@@ -385,18 +402,18 @@ func (p *winoPlan) split(threads int) (byTiles bool, bounds []int) {
 }
 
 // paddedTiles returns the number of product columns runTiles computes for
-// the tiles [t0, t1): each block's tiles rounded up to whole panels of nr.
-func (p *winoPlan) paddedTiles(t0, t1, nr int) int {
+// the tiles [t0, t1), each block's tiles rounded up to whole panels of
+// nr, and the number of blocks.
+func (p *winoPlan) paddedTiles(t0, t1, nr int) (cols, blocks int) {
 	if t0 >= t1 {
-		return 0
+		return 0, 0
 	}
-	blocks := (t1 - t0 + p.block - 1) / p.block
+	blocks = (t1 - t0 + p.block - 1) / p.block
 	per := roundUpTo((t1-t0+blocks-1)/blocks, p.unit)
-	cols := 0
 	for b0 := t0; b0 < t1; b0 += per {
 		cols += roundUpTo(min(per, t1-b0), nr)
 	}
-	return cols
+	return cols, blocks
 }
 
 // balancedBounds splits [0, n) into up to parts runs whose bounds are
