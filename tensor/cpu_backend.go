@@ -213,9 +213,9 @@ func castCopy(d, s *cpuBuffer, l Layout) {
 		}
 		castInto(dd, s, l, func(v float64) float32 { return float32(v) }, func(v int64) float32 { return float32(v) })
 	case []int64:
-		castInto(dd, s, l, func(v float64) int64 { return int64(v) }, func(v int64) int64 { return v })
+		castInto(dd, s, l, floatToInt64x86, func(v int64) int64 { return v })
 	case []int32:
-		castInto(dd, s, l, func(v float64) int32 { return int32(v) }, func(v int64) int32 { return int32(v) })
+		castInto(dd, s, l, floatToInt32x86, func(v int64) int32 { return int32(v) })
 	case []int16:
 		castInto(dd, s, l, func(v float64) int16 { return int16(floatToInt32x86(v)) }, func(v int64) int16 { return int16(v) })
 	case []u16:
