@@ -10,11 +10,11 @@
 // The pure-Go kernel is scalar (Go does not vectorize): a 2×4 tile on amd64,
 // whose accumulators fit its 15 float registers, 4×4 on arm64. At 1024² on
 // one core of the 2-core Sapphire Rapids test machine it runs at 1.0× gonum's
-// Sgemm (whose inner loops are SSE assembly) and 2.4× gonum built with
+// Sgemm (whose inner loops are SSE assembly) and 2.2× gonum built with
 // -tags noasm; built with GOAMD64=v3, where the compiler fuses x*y+z into an
-// FMA, 1.6× and 2.7×. That is near the core's scalar limit: loops with every
-// operand in registers peak at about 6 GFLOP/s (separate multiply and add)
-// and 9 (FMA), and the kernel alone reaches 6.0 and 8.3. See the README's
+// FMA, 1.6× and 2.9×. That is the core's scalar limit: loops with every
+// operand in registers peak at 6.1 GFLOP/s (separate multiply and add) and
+// 9.3 (FMA), and the kernel alone reaches 6.3 and 7.8–8.3. See the README's
 // "Pure-Go fallback" for the figures and the command.
 package gemm
 

@@ -8,10 +8,11 @@ package gemm
 // block go first), so in the last step of the body all mr·nr products are
 // live beside the mr·nr accumulators: on amd64 a 4×4 tile spills on every
 // step, a 2×4 tile two values per four steps. On panels in L1 of a Sapphire
-// Rapids core the 4×4 kernel ran at 2.4 GFLOP/s and the 2×4 one at 5.7–6.0,
-// about what a loop with every operand in registers gets from the core's
-// multiply and add ports (5.9). Both kernels compile everywhere and are
-// tested on every architecture; genericKernel picks the one for this one.
+// Rapids core (BenchmarkGenericKernel) the 4×4 kernel ran at 2.4–2.9
+// GFLOP/s and the 2×4 one at 5.7–6.3, what a loop with every operand in
+// registers gets from the core's multipliers and adders (6.1,
+// BenchmarkScalarPeak). Both kernels compile everywhere and are tested on
+// every architecture; genericKernel picks the one for this one.
 
 // generic2x4 is the pure-Go kernel for amd64. Its blocking was measured on a
 // Sapphire Rapids core (48 KiB L1d, 2 MiB L2): the 2×KC A and KC×4 B

@@ -108,3 +108,62 @@ func BenchmarkGenericSgemm(b *testing.B) {
 		}
 	}
 }
+
+// peakMulAdd runs n rounds of 7 independent multiply chains and 6
+// independent add chains, every operand in a register: the most scalar
+// multiplies and adds the core retires side by side, the ceiling of a
+// pure-Go kernel built without FMA. The chains start from distinct values,
+// or the compiler would merge equal ones into one.
+//
+//go:noinline
+func peakMulAdd(n int, x *[14]float32) float32 {
+	m0, m1, m2, m3, m4, m5, m6 := x[0], x[1], x[2], x[3], x[4], x[5], x[6]
+	d0, d1, d2, d3, d4, d5 := x[7], x[8], x[9], x[10], x[11], x[0]+x[11]
+	f, g := x[12], x[13]
+	for range n {
+		m0, m1, m2, m3, m4, m5, m6 = m0*f, m1*f, m2*f, m3*f, m4*f, m5*f, m6*f
+		d0, d1, d2, d3, d4, d5 = d0+g, d1+g, d2+g, d3+g, d4+g, d5+g
+	}
+	return m0 + m1 + m2 + m3 + m4 + m5 + m6 + d0 + d1 + d2 + d3 + d4 + d5
+}
+
+// peakFMA runs n rounds of 12 independent chains of c += c*f, which the
+// compiler fuses into one FMA each when built with GOAMD64=v3 (or on
+// arm64): the ceiling of a pure-Go kernel built that way. The accumulator
+// is the addend, as in a kernel, so the FMA writes it in place.
+//
+//go:noinline
+func peakFMA(n int, x *[14]float32) float32 {
+	c0, c1, c2, c3, c4, c5 := x[0], x[1], x[2], x[3], x[4], x[5]
+	c6, c7, c8, c9, c10, c11 := x[6], x[7], x[8], x[9], x[10], x[11]
+	f := x[13]
+	for range n {
+		c0, c1, c2, c3 = c0+c0*f, c1+c1*f, c2+c2*f, c3+c3*f
+		c4, c5, c6, c7 = c4+c4*f, c5+c5*f, c6+c6*f, c7+c7*f
+		c8, c9, c10, c11 = c8+c8*f, c9+c9*f, c10+c10*f, c11+c11*f
+	}
+	return c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7 + c8 + c9 + c10 + c11
+}
+
+// BenchmarkScalarPeak measures the ceilings above, counting a multiply and
+// an add (or an FMA) as 2 flops. Noise only lowers a reading: take the best
+// of several runs.
+func BenchmarkScalarPeak(b *testing.B) {
+	const n = 1 << 16
+	// f = 1 and a tiny g keep the chains finite and normal.
+	x := &[14]float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 1e-30}
+	var sink float32
+	b.Run("muladd", func(b *testing.B) {
+		for b.Loop() {
+			sink += peakMulAdd(n, x)
+		}
+		b.ReportMetric(13*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	b.Run("fma", func(b *testing.B) {
+		for b.Loop() {
+			sink += peakFMA(n, x)
+		}
+		b.ReportMetric(24*float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+	})
+	require.False(b, math.IsNaN(float64(sink)))
+}
