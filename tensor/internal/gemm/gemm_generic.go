@@ -14,11 +14,12 @@ package gemm
 // BenchmarkScalarPeak). Both kernels compile everywhere and are tested on
 // every architecture; genericKernel picks the one for this one.
 
-// generic2x4 is the pure-Go kernel for amd64. Its blocking was measured on a
-// Sapphire Rapids core (48 KiB L1d, 2 MiB L2): the 2×KC A and KC×4 B
-// micro-panels (4 and 8 KiB at KC=512) stay in L1, and a deep KC halves the
-// calls and tile updates per multiply-add against KC=256; the packed A block
-// (MC×KC, 256 KiB) stays in L2 while the kernel sweeps the B panels.
+// generic2x4 is the pure-Go kernel for amd64. A scalar kernel needs little
+// from the caches, and at 1024² (MC, KC) = (64, 256), (128, 512), (256, 256)
+// and (64, 1024) ran within the noise of each other on a Sapphire Rapids
+// core (48 KiB L1d, 2 MiB L2). KC=512 halves the calls and tile updates per
+// multiply-add against 256 while the 2×KC A and KC×4 B micro-panels (4 and
+// 8 KiB) stay in L1, and the packed A block (MC×KC, 256 KiB) stays in L2.
 var generic2x4 = &kernel{name: "generic", mr: 2, nr: 4, mc: 128, kc: 512, nc: 1024, fn: kern2x4Generic}
 
 // generic4x4 is the pure-Go kernel for architectures with 32 float
