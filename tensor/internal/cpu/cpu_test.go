@@ -3,10 +3,13 @@ package cpu
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/emberml/ember/tensor/internal/parallel"
 )
 
 func ulpDiff(a, b float32) int64 {
@@ -127,4 +130,26 @@ func BenchmarkExpf(b *testing.B) {
 		s += Expf(xs[i&1023])
 	}
 	benchSink = s
+}
+
+// TestParallelForFollowsThreads checks that the kernels' loops split only
+// as far as tensor.SetNumThreads allows: one thread, one call.
+func TestParallelForFollowsThreads(t *testing.T) {
+	defer parallel.SetThreads(0)
+	for _, threads := range []int{1, 2, 3} {
+		parallel.SetThreads(threads)
+		var mu sync.Mutex
+		var calls [][2]int
+		parallelFor(90, parallelMinWork, func(lo, hi int) {
+			mu.Lock()
+			calls = append(calls, [2]int{lo, hi})
+			mu.Unlock()
+		})
+		require.Len(t, calls, threads, "threads=%d", threads)
+		covered := 0
+		for _, c := range calls {
+			covered += c[1] - c[0]
+		}
+		require.Equal(t, 90, covered, "threads=%d", threads)
+	}
 }

@@ -1,6 +1,7 @@
 package parallel
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -89,5 +90,15 @@ func BenchmarkRun(b *testing.B) {
 			b.ReportMetric(float64(ts[len(ts)/10].Nanoseconds()), "p10-ns")
 			b.ReportMetric(float64(ts[len(ts)/2].Nanoseconds()), "p50-ns")
 		})
+	}
+}
+
+func TestThreadsFollowsSetThreads(t *testing.T) {
+	defer SetThreads(0)
+	for _, c := range []struct{ set, want int }{
+		{3, 3}, {1, 1}, {0, runtime.GOMAXPROCS(0)}, {-2, runtime.GOMAXPROCS(0)},
+	} {
+		SetThreads(c.set)
+		assert.Equal(t, c.want, Threads(), "SetThreads(%d)", c.set)
 	}
 }
