@@ -24,18 +24,20 @@
 // mapped, so nothing is left behind however the processes end. Each rank
 // copies a ChunkBytes window of its tensor into its segment, reduces its
 // 1/N of every rank's window in rank order straight from the peers'
-// segments, and copies the N reduced pieces back, two windows in flight.
-// Waits spin briefly, then sleep on a pipe the runtime polls, so that a
-// waiting rank holds no thread from computation; the TCP connections stay
-// the control channel, so timeouts, dead peers and mismatched collectives
-// are reported as on TCP. The group uses shared memory only if every rank
+// segments (float sums in one pass over the N contributions), and copies
+// the N reduced pieces back (with non-temporal stores from 32 MiB), two
+// windows in flight. Waits spin briefly, then sleep on a pipe the runtime
+// polls, so that a waiting rank holds no thread from computation; the TCP
+// connections stay the control channel, so timeouts, dead peers and
+// mismatched collectives are reported as on TCP. The group uses shared memory only if every rank
 // can; Config.DisableSharedMemory (EMBER_DIST_SHM=0) turns it off, and
 // subgroups, other systems and big-endian machines use TCP. All-reducing
-// 64 MB of float32 across 4 local ranks on a 2-core machine (load 6–9)
-// reaches a bus bandwidth of 0.32 of a loopback TCP stream's (TCP: 0.19),
-// and the stream needs 1.00 times its CPU time per byte moved (TCP:
-// 0.55; unlike the bandwidth ratio it does not depend on free cores),
-// medians of 3 runs of
+// 64 MB of float32 across 4 local ranks on a 2-core machine (load 9)
+// reaches a bus bandwidth of 0.42 of a loopback TCP stream's (TCP: 0.18),
+// where an all-reduce that only read and wrote each tensor once would
+// reach 0.73, and the stream needs 1.39 times its CPU time per byte moved
+// (TCP: 0.57; unlike the bandwidth ratio it does not depend on free
+// cores), medians of 3 runs of
 //
 //	go test -c -o /tmp/dist.test ./distributed && cd distributed &&
 //	/tmp/dist.test -test.run '^$' -test.bench AllReduceVsStream -test.benchtime 20x -test.count 3
@@ -76,8 +78,13 @@
 // Failures never hang: each operation has a timeout (DefaultTimeout, 5
 // minutes, settable), and a rank that loses a peer aborts the group and
 // tells the other ranks which rank failed, so every rank returns a
-// *PeerError naming it. NewLocalGroups runs a whole group inside one
-// process for tests.
+// *PeerError naming it. A rank that times out on a peer which has already
+// sent it a message of the collective (over the ring, rank r hears only
+// from rank r-1, which may itself wait on a silent rank) first waits, up
+// to one timeout after that message, for the peer's own abort, so that
+// the silent rank is the one named; with equal timeouts on every rank a
+// failure is reported within twice the timeout. NewLocalGroups runs a
+// whole group inside one process for tests.
 //
 // TCPGroup.NewSubgroup makes groups of some of the ranks over the same
 // connections, MPIGroup.NewSubgroup over a communicator of those ranks. SaveCheckpoint and LoadCheckpoint write and restore a model

@@ -80,6 +80,23 @@
 // the reduction's add and divide 7%. Shared memory removed the system
 // calls, not the copies: moving 0.8 MB through memory each step costs
 // about as much as the matrix products of half a batch of 64.
+//
+// Since then the collectives add the ranks' float contributions in one
+// pass (the reduce-scatter's copy that seeded the sum is gone). Measured
+// again (commit d434a35) on the machine under other jobs' load (5–9), where
+// 2 processes in lock-step ran slower than 1 by wall clock, so only the
+// CPU-time speed-up means anything (1 epoch, batch 64, 1 process, 2
+// processes and 2 processes of the previous tree alternated; MLP 3
+// rounds, CNN 2):
+//
+//	-model mlp    1.06×, 1.14×, 1.21×   (previous tree 0.97×, 1.18×, 1.22×)
+//	-model cnn    1.93×, 1.78×          (previous tree 1.75×, 1.82×)
+//
+// In CPU profiles of 2 epochs (-cpuprofile) an MLP rank's loop outside the
+// collectives takes 63% of one process's CPU time (the matrix products of
+// batch 32 cost 70% of those of 64), so free communication would give
+// about 1.6×; the collectives, all copies and sums of 0.4 MB pieces, add
+// 25%.
 package main
 
 import (
