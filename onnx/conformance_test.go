@@ -169,11 +169,14 @@ func runCase(dir string) (res caseResult, ops []string, msg string) {
 		ops = append(ops, op)
 	}
 	sort.Strings(ops)
-	values := false // a sequence or optional among the inputs and outputs
+	values := false // a sequence, optional or string tensor among the inputs and outputs
 	for _, vi := range append(append([]ValueInfo(nil), m.Inputs...), m.Outputs...) {
-		switch vi.Kind {
-		case "tensor":
-		case "sequence", "optional":
+		switch {
+		case vi.Kind == "tensor" && vi.ElemType == "STRING":
+			values = true // string tensors run through RunValues
+			continue
+		case vi.Kind == "tensor":
+		case vi.Kind == "sequence", vi.Kind == "optional":
 			values = true
 			continue
 		default:
@@ -292,6 +295,20 @@ func compareValues(got, want any) string {
 		for i := range w {
 			if msg := compareTensors(g[i], w[i]); msg != "" {
 				return fmt.Sprintf("element %d: %s", i, msg)
+			}
+		}
+		return ""
+	case Strings:
+		g, ok := got.(Strings)
+		if !ok {
+			return fmt.Sprintf("got a %T, want a string tensor", got)
+		}
+		if fmt.Sprint(g.Shape) != fmt.Sprint(w.Shape) {
+			return fmt.Sprintf("shape %v, want %v", g.Shape, w.Shape)
+		}
+		for i := range w.Data {
+			if g.Data[i] != w.Data[i] {
+				return fmt.Sprintf("element %d: %q, want %q", i, g.Data[i], w.Data[i])
 			}
 		}
 		return ""

@@ -14,6 +14,7 @@ import (
 // fuzzSeeds adds the test models and a few conformance models as seeds.
 func fuzzSeeds(f *testing.F) {
 	f.Add(mlpModel())
+	f.Add(stringModel()) // string_data in an initializer, Constant value_strings
 	f.Add([]byte{})
 	f.Add([]byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	for _, c := range []string{"node/test_conv_with_strides_padding", "node/test_reshape_extended_dims", "node/test_slice_neg_steps", "simple/test_gradient_of_add"} {

@@ -94,6 +94,9 @@ type Model struct {
 	graph        *graphProto
 	baseDir      string
 	initializers map[string]*tensor.Tensor
+	// strs holds the pools of STRING initializers, whose entries in
+	// initializers are markers (see strings.go).
+	strs strTable
 	// overridable holds initializers that are also graph inputs: a caller
 	// may feed them, otherwise the initializer is the value.
 	overridable map[string]bool
@@ -159,7 +162,7 @@ func parse(b []byte, baseDir string) (*Model, error) {
 		if _, dup := m.initializers[tp.name]; dup {
 			return nil, fmt.Errorf("onnx: initializer %q is defined twice", tp.name)
 		}
-		t, err := tp.toTensor(baseDir)
+		t, err := m.initializer(tp)
 		if err != nil {
 			return nil, err
 		}
@@ -209,8 +212,15 @@ func (m *Model) Parameters() (tensors, elements int) {
 	return tensors, elements
 }
 
-// Initializer returns the initializer named name, or nil.
-func (m *Model) Initializer(name string) *tensor.Tensor { return m.initializers[name] }
+// Initializer returns the initializer named name, or nil (also for a
+// STRING initializer, which InitializerStrings returns).
+func (m *Model) Initializer(name string) *tensor.Tensor {
+	t := m.initializers[name]
+	if _, isStr := m.strs[t]; isStr {
+		return nil
+	}
+	return t
+}
 
 // InitializerNames returns the initializer names in sorted order.
 func (m *Model) InitializerNames() []string {

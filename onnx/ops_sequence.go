@@ -37,6 +37,7 @@ type seqStore struct {
 	mu   sync.Mutex
 	seqs map[*tensor.Tensor][]*tensor.Tensor
 	opts map[*tensor.Tensor]*tensor.Tensor
+	strs strTable // string markers made during the run (strings.go)
 }
 
 type seqStoreKey struct{}

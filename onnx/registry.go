@@ -47,7 +47,7 @@ type opTable map[string][]opVersion
 // modified.
 var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
 	sortOps(), normOps(), signalOps(), einsumOps(), visionOps(), controlOps(),
-	trainingOps(), sequenceOps(), optionalOps(), quantOps(), lpOps(), textOps(), randomOps())
+	trainingOps(), sequenceOps(), optionalOps(), quantOps(), lpOps(), textOps(), randomOps(), stringOps())
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.

@@ -152,6 +152,9 @@ func (c *compiler) compile(g *graphProto, depth int, consts map[string]*tensor.T
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := c.typeStrings(g, order, consts, depth); err != nil {
+		return nil, nil, err
+	}
 	p := &plan{consts: consts, lastUse: map[string]int{}}
 	for _, in := range g.inputs {
 		p.inputs = append(p.inputs, in.name)
@@ -489,6 +492,9 @@ func (s *Session) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (ma
 		if _, ok := store.optional(t); ok {
 			return nil, fmt.Errorf("onnx: graph output %q is an optional: run the model with RunValues", name)
 		}
+		if _, ok := s.stringValue(store, t); ok {
+			return nil, fmt.Errorf("onnx: graph output %q is a string tensor: run the model with RunValues", name)
+		}
 		result[name] = s.own(t)
 	}
 	return result, nil
@@ -553,6 +559,9 @@ func (s *Session) validate(inputs, markers map[string]*tensor.Tensor) error {
 		}
 		if v.Kind == "sequence" || v.Kind == "optional" {
 			return fmt.Errorf("onnx: input %q is a %s: pass an onnx.%s through RunValues", name, v.Kind, map[string]string{"sequence": "Sequence", "optional": "Optional"}[v.Kind])
+		}
+		if v.Kind == "tensor" && v.elemType == dtString {
+			return fmt.Errorf("onnx: input %q is a string tensor: pass an onnx.Strings through RunValues", name)
 		}
 		if v.Kind != "" && v.Kind != "tensor" {
 			return fmt.Errorf("onnx: input %q is a %s, which Ember does not support", name, v.Kind)

@@ -19,12 +19,14 @@ type Optional struct {
 	Value any
 }
 
-// RunValues is Run for graphs whose inputs or outputs include sequences or
-// optionals. Each input is a *tensor.Tensor, a Sequence or an Optional, of
-// the kind the model declares for it (ValueInfo.Kind, with ValueInfo.Elem
-// for what a sequence or an optional holds); each output comes back as one
-// of the three. Tensors are validated as Run validates them, and the
-// elements of sequences against their declared element type.
+// RunValues is Run for graphs whose inputs or outputs include sequences,
+// optionals or string tensors. Each input is a *tensor.Tensor, a Strings
+// (an input of element type STRING), a Sequence or an Optional, of the kind
+// the model declares for it (ValueInfo.Kind, with ValueInfo.Elem for what a
+// sequence or an optional holds); each output comes back as one of the
+// four. Tensors are validated as Run validates them, string tensors
+// against their declared rank and static dimensions, and the elements of
+// sequences against their declared element type.
 func (s *Session) RunValues(ctx context.Context, inputs map[string]any) (map[string]any, error) {
 	store := &seqStore{}
 	tensors := make(map[string]*tensor.Tensor, len(inputs))
@@ -123,10 +125,17 @@ func (s *seqStore) register(name string, v any, decl *ValueInfo) (*tensor.Tensor
 			return nil, fmt.Errorf("onnx: input %q: an Optional holds nil, a *tensor.Tensor or a Sequence, not %T", name, v.Value)
 		}
 		return s.addOptional(inner), nil
+	case Strings:
+		if err := checkStringsInput(name, v, decl); err != nil {
+			return nil, err
+		}
+		m := newMarker(v)
+		s.addStrings(m, slices.Clone(v.Data))
+		return m, nil
 	case nil:
 		return nil, fmt.Errorf("onnx: input %q is nil", name)
 	}
-	return nil, fmt.Errorf("onnx: input %q is a %T; RunValues takes *tensor.Tensor, onnx.Sequence or onnx.Optional", name, v)
+	return nil, fmt.Errorf("onnx: input %q is a %T; RunValues takes *tensor.Tensor, onnx.Strings, onnx.Sequence or onnx.Optional", name, v)
 }
 
 // withArticle returns a value kind with its indefinite article.
@@ -153,6 +162,9 @@ func (s *Session) export(store *seqStore, t *tensor.Tensor) any {
 		}
 		return Optional{Value: s.export(store, v)}
 	}
+	if v, ok := s.stringValue(store, t); ok {
+		return v
+	}
 	return s.own(t)
 }
 
@@ -163,4 +175,34 @@ func (s *Session) own(t *tensor.Tensor) *tensor.Tensor {
 		return t.Clone()
 	}
 	return t
+}
+
+// checkStringsInput checks a string tensor fed as the input called name
+// against its declaration decl.
+func checkStringsInput(name string, v Strings, decl *ValueInfo) error {
+	if err := v.check(); err != nil {
+		return fmt.Errorf("onnx: input %q: %w", name, err)
+	}
+	if decl == nil {
+		return nil
+	}
+	if decl.Kind != "tensor" || decl.elemType != dtString {
+		what := decl.Kind
+		if decl.Kind == "tensor" {
+			what = decl.ElemType + " tensor"
+		}
+		return fmt.Errorf("onnx: input %q is a string tensor, the model wants %s", name, withArticle(what))
+	}
+	if !decl.HasShape {
+		return nil
+	}
+	if len(v.Shape) != len(decl.Shape) {
+		return fmt.Errorf("onnx: input %q has shape %v (rank %d), the model wants rank %d %v", name, v.Shape, len(v.Shape), len(decl.Shape), decl.Shape)
+	}
+	for i, d := range decl.Shape {
+		if d.Value >= 0 && d.Param == "" && int64(v.Shape[i]) != d.Value {
+			return fmt.Errorf("onnx: input %q has shape %v, the model wants %v (axis %d must be %d)", name, v.Shape, decl.Shape, i, d.Value)
+		}
+	}
+	return nil
 }

@@ -26,6 +26,9 @@ func decodeValuePB(b []byte, kind string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if tp.dataType == dtString {
+			return tp.toStrings()
+		}
 		return tp.toTensor("")
 	case "sequence":
 		// SequenceProto: elem_type (2), tensor_values (3), sequence_values

@@ -89,7 +89,7 @@ func TestRunValuesRejectsBadInputs(t *testing.T) {
 		{"optional of the wrong kind", map[string]any{"seq": Sequence{}, "x": x, "opt": Optional{Value: Sequence{a}}}, `input "opt" holds a sequence, the model wants an optional tensor`},
 		{"element dtype", map[string]any{"seq": Sequence{tensor.FromSlice([]int64{1})}, "x": x, "opt": Optional{}}, "sequence element 0 has dtype int64, the model wants float32"},
 		{"nil element", map[string]any{"seq": Sequence{nil}, "x": x, "opt": Optional{}}, "sequence element 0 is nil"},
-		{"unknown type", map[string]any{"seq": []float32{1}, "x": x, "opt": Optional{}}, "RunValues takes *tensor.Tensor, onnx.Sequence or onnx.Optional"},
+		{"unknown type", map[string]any{"seq": []float32{1}, "x": x, "opt": Optional{}}, "RunValues takes *tensor.Tensor, onnx.Strings, onnx.Sequence or onnx.Optional"},
 		{"optional of string", map[string]any{"seq": Sequence{}, "x": x, "opt": Optional{Value: "no"}}, "an Optional holds nil, a *tensor.Tensor or a Sequence, not string"},
 		{"missing", map[string]any{"x": x, "opt": Optional{}}, `missing input "seq"`},
 		{"not an input", map[string]any{"seq": Sequence{}, "x": x, "opt": Optional{}, "zz": Sequence{}}, `"zz" is not an input`},
