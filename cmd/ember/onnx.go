@@ -173,11 +173,7 @@ func onnxRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ember onnx run:", err)
 		return 1
 	}
-	values := make(map[string]any, len(inputs))
-	for name, t := range inputs {
-		values[name] = t
-	}
-	outs, err := sess.RunValues(context.Background(), values)
+	outs, err := sess.RunValues(context.Background(), inputs)
 	if err != nil {
 		fmt.Fprintln(stderr, "ember onnx run:", err)
 		return 1
@@ -198,8 +194,9 @@ func onnxRun(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeOutput prints one output's dtype and shape and, with a folder,
-// saves it there as <name>.npy. A sequence prints and saves each element
-// as <name>_<i>; an optional its value, or "empty optional".
+// saves it there as <name>.npy (a string tensor as NumPy's '<U' dtype). A
+// sequence prints and saves each element as <name>_<i>; an optional its
+// value, or "empty optional".
 func writeOutput(stdout io.Writer, dir, name string, v any) error {
 	switch v := v.(type) {
 	case *tensor.Tensor:
@@ -207,6 +204,17 @@ func writeOutput(stdout io.Writer, dir, name string, v any) error {
 		if dir != "" {
 			path := filepath.Join(dir, outputFileName(name))
 			if err := tensor.SaveNpy(path, v); err != nil {
+				return err
+			}
+			line += " -> " + path
+		}
+		_, err := fmt.Fprintln(stdout, line)
+		return err
+	case onnx.Strings:
+		line := fmt.Sprintf("%s: string %v", name, v.Shape)
+		if dir != "" {
+			path := filepath.Join(dir, outputFileName(name))
+			if err := saveNpyStrings(path, v); err != nil {
 				return err
 			}
 			line += " -> " + path
@@ -234,9 +242,14 @@ func writeOutput(stdout io.Writer, dir, name string, v any) error {
 }
 
 // readInputs loads the -i arguments. NAME=FILE feeds NAME; at most one bare
-// FILE feeds the first model input no NAME=FILE names.
-func readInputs(m *onnx.Model, specs []string) (map[string]*tensor.Tensor, error) {
-	inputs := map[string]*tensor.Tensor{}
+// FILE feeds the first model input no NAME=FILE names. Inputs the model
+// declares STRING are read as NumPy string arrays.
+func readInputs(m *onnx.Model, specs []string) (map[string]any, error) {
+	declared := map[string]onnx.ValueInfo{}
+	for _, in := range m.Inputs {
+		declared[in.Name] = in
+	}
+	inputs := map[string]any{}
 	bare := ""
 	for _, s := range specs {
 		name, file, ok := strings.Cut(s, "=")
@@ -247,7 +260,7 @@ func readInputs(m *onnx.Model, specs []string) (map[string]*tensor.Tensor, error
 			bare = s
 			continue
 		}
-		t, err := tensor.LoadNpy(file)
+		t, err := loadInput(declared[name], file)
 		if err != nil {
 			return nil, fmt.Errorf("input %q: %w", name, err)
 		}
@@ -256,7 +269,7 @@ func readInputs(m *onnx.Model, specs []string) (map[string]*tensor.Tensor, error
 	if bare != "" {
 		for _, in := range m.Inputs {
 			if _, fed := inputs[in.Name]; !fed {
-				t, err := tensor.LoadNpy(bare)
+				t, err := loadInput(in, bare)
 				if err != nil {
 					return nil, fmt.Errorf("input %q: %w", in.Name, err)
 				}

@@ -9,20 +9,12 @@ import (
 	"github.com/emberml/ember/tensor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // writeReluModel writes an ONNX model y = Relu(x), x FLOAT [N, 2], opset 13.
 func writeReluModel(t *testing.T, dir string) string {
 	t.Helper()
-	str := func(b []byte, num protowire.Number, s []byte) []byte {
-		b = protowire.AppendTag(b, num, protowire.BytesType)
-		return protowire.AppendBytes(b, s)
-	}
-	vint := func(b []byte, num protowire.Number, v uint64) []byte {
-		b = protowire.AppendTag(b, num, protowire.VarintType)
-		return protowire.AppendVarint(b, v)
-	}
+	str, vint := protoBytes, protoVarint
 	valueInfo := func(name string) []byte {
 		shape := str(nil, 1, str(nil, 2, []byte("N")))
 		shape = str(shape, 1, vint(nil, 1, 2))
