@@ -49,11 +49,19 @@ func newServer(sess *onnx.Session, cfg config, logger *log.Logger) (*server, err
 		if in.Kind != "" && in.Kind != "tensor" {
 			return nil, fmt.Errorf("input %q is a %s; the service feeds tensors only", in.Name, in.Kind)
 		}
+		if in.ElemType == "STRING" {
+			return nil, fmt.Errorf("input %q is a string tensor; the service's codecs carry numeric tensors only", in.Name)
+		}
 		dt, err := in.DType()
 		if err != nil {
 			dt = tensor.Float32 // undeclared element type: the request may name one
 		}
 		s.dtypes[in.Name] = dt
+	}
+	for _, out := range sess.Outputs() {
+		if out.ElemType == "STRING" {
+			return nil, fmt.Errorf("output %q is a string tensor; the service's codecs carry numeric tensors only", out.Name)
+		}
 	}
 	s.batcher = newBatcher(sess, cfg.maxBatch, cfg.batchWait)
 	return s, nil

@@ -159,6 +159,22 @@ func TestPredict(t *testing.T) {
 	}
 }
 
+func TestStringModelRefused(t *testing.T) {
+	for _, c := range []struct{ dir, msg string }{
+		{"test_strnormalizer_export_monday_casesensintive_upper", `input "x" is a string tensor`},
+		{"test_cast_FLOAT_to_STRING", `output "output" is a string tensor`},
+	} {
+		m, err := onnx.Load("/usr/share/libonnx-testdata/data/node/" + c.dir + "/model.onnx")
+		if err != nil {
+			t.Skip("ONNX test data absent (apt-get install libonnx-testdata):", err)
+		}
+		sess, err := m.NewSession(onnx.SessionOptions{})
+		require.NoError(t, err)
+		_, err = newServer(sess, config{maxBatch: 1}, log.New(io.Discard, "", 0))
+		require.ErrorContains(t, err, c.msg)
+	}
+}
+
 func TestHealthz(t *testing.T) {
 	srv, _ := testServer(t, config{})
 	rec := httptest.NewRecorder()
