@@ -11,9 +11,11 @@
 // is still spinning when the next region starts takes its part at once.
 //
 // The workers are a process-wide cache, like the runtime's own threads:
-// created on first demand, at most GOMAXPROCS of them, never exiting
-// (a parked worker costs its stack and no CPU). Demand beyond them —
-// several goroutines running kernels at once — gets plain goroutines.
+// created on first demand, at most GOMAXPROCS-1 of them (the caller of a
+// region runs on the remaining P, and more spinning workers would only
+// take Ps from one another), never exiting (a parked worker costs its
+// stack and no CPU). Demand beyond them — several goroutines running
+// kernels at once — gets plain goroutines.
 package parallel
 
 import (
@@ -107,10 +109,10 @@ func Run(n int, f func(i int)) {
 }
 
 // take returns up to k idle workers, creating new ones while there are
-// fewer than GOMAXPROCS in all, and how many of the k it could not
-// provide.
+// fewer than GOMAXPROCS-1 (at least one) in all, and how many of the k it
+// could not provide.
 func take(k int) (ws []*worker, short int) {
-	limit := runtime.GOMAXPROCS(0)
+	limit := max(runtime.GOMAXPROCS(0)-1, 1)
 	workers.mu.Lock()
 	defer workers.mu.Unlock()
 	from := max(len(workers.idle)-k, 0)
