@@ -110,7 +110,7 @@ func TestStringsRefused(t *testing.T) {
 		})
 	}
 	_, err = s.RunValues(ctx, map[string]any{"x": Strings{Shape: []int{2}, Data: []string{"a", "b"}}, "f": Strings{Shape: []int{0}}})
-	require.ErrorContains(t, err, "the model wants a FLOAT tensor")
+	require.ErrorContains(t, err, "the model wants a tensor of FLOAT")
 
 	// A string output refused by Run; strings inside with numbers outside run.
 	out := mkModel(17, graphParts{
@@ -293,4 +293,69 @@ func TestStringNormalizer(t *testing.T) {
 	assert.Equal(t, Strings{Shape: []int{1, 1}, Data: []string{""}}, out["y"])
 	_, err = s.RunValues(context.Background(), map[string]any{"x": Strings{Shape: []int{2, 1}, Data: []string{"a", "b"}}})
 	require.ErrorContains(t, err, "axis 0 must be 1")
+}
+
+func TestStringCarriers(t *testing.T) {
+	x := Strings{Shape: []int{2, 3}, Data: []string{"a", "b", "c", "d", "é", ""}}
+	for _, tc := range []struct {
+		name  string
+		nodes [][]byte
+		want  Strings
+	}{
+		{"Identity", [][]byte{mkNode("Identity", []string{"x"}, []string{"y"})}, x},
+		{"Flatten", [][]byte{mkNode("Flatten", []string{"x"}, []string{"y"}, mkAttrInt("axis", 0))},
+			Strings{Shape: []int{1, 6}, Data: x.Data}},
+		{"Unsqueeze then Squeeze", [][]byte{
+			mkNode("Unsqueeze", []string{"x", "ax"}, []string{"u"}),
+			mkNode("Squeeze", []string{"u", "ax"}, []string{"y"}),
+		}, x},
+		{"Unsqueeze", [][]byte{mkNode("Unsqueeze", []string{"x", "ax"}, []string{"y"})},
+			Strings{Shape: []int{1, 2, 3}, Data: x.Data}},
+		{"Slice", [][]byte{mkNode("Slice", []string{"x", "one", "three", "one"}, []string{"y"})},
+			Strings{Shape: []int{2, 2}, Data: []string{"b", "c", "é", ""}}},
+		{"Transpose", [][]byte{mkNode("Transpose", []string{"x"}, []string{"y"})},
+			Strings{Shape: []int{3, 2}, Data: []string{"a", "d", "b", "é", "c", ""}}},
+		{"Concat with itself", [][]byte{mkNode("Concat", []string{"x", "x"}, []string{"y"}, mkAttrInt("axis", 1))},
+			Strings{Shape: []int{2, 6}, Data: []string{"a", "b", "c", "a", "b", "c", "d", "é", "", "d", "é", ""}}},
+		{"Gather negative index", [][]byte{mkNode("Gather", []string{"x", "minus"}, []string{"y"})},
+			Strings{Shape: []int{1, 3}, Data: []string{"d", "é", ""}}},
+	} {
+		for _, opts := range []SessionOptions{{}, {DisableOptimizations: true, DisableConstantFolding: true}} {
+			t.Run(tc.name, func(t *testing.T) {
+				m, err := Read(bytes.NewReader(mkModel(17, graphParts{
+					nodes: tc.nodes,
+					inits: [][]byte{
+						mkInt64Tensor("ax", []int64{1}, 0), mkInt64Tensor("one", []int64{1}, 1),
+						mkInt64Tensor("three", []int64{1}, 3), mkInt64Tensor("minus", []int64{1}, -1),
+					},
+					inputs:  [][]byte{mkValueInfo("x", dtString, 2, 3)},
+					outputs: [][]byte{mkValueInfoAnyShape("y", dtString)},
+				})))
+				require.NoError(t, err)
+				s, err := m.NewSession(opts)
+				require.NoError(t, err)
+				out, err := s.RunValues(context.Background(), map[string]any{"x": x})
+				require.NoError(t, err)
+				assert.Equal(t, tc.want, out["y"])
+			})
+		}
+	}
+}
+
+func TestStringConstantsAndCastLike(t *testing.T) {
+	s := newSession(t, mkModel(17, graphParts{
+		nodes: [][]byte{
+			mkNode("Constant", nil, []string{"word"}, mkAttrTensor("value", mkStringTensor("", []int64{2}, "2.5", "-1e-3"))),
+			mkNode("CastLike", []string{"word", "f"}, []string{"num"}),
+			mkNode("CastLike", []string{"f", "word"}, []string{"back"}),
+			mkNode("Shape", []string{"word"}, []string{"shape"}),
+		},
+		inputs:  [][]byte{mkValueInfo("f", dtFloat, 2)},
+		outputs: [][]byte{mkValueInfoAnyShape("num", dtFloat), mkValueInfoAnyShape("back", dtString), mkValueInfoAnyShape("shape", dtInt64)},
+	}))
+	out, err := s.RunValues(context.Background(), map[string]any{"f": tensor.FromSlice([]float32{1e-7, 123456.5})})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{2.5, -1e-3}, out["num"].(*tensor.Tensor).Float32s())
+	assert.Equal(t, Strings{Shape: []int{2}, Data: []string{"0.0000001", "123456.5"}}, out["back"])
+	assert.Equal(t, []int64{2}, out["shape"].(*tensor.Tensor).Int64s())
 }

@@ -187,11 +187,15 @@ func checkStringsInput(name string, v Strings, decl *ValueInfo) error {
 		return nil
 	}
 	if decl.Kind != "tensor" || decl.elemType != dtString {
-		what := decl.Kind
-		if decl.Kind == "tensor" {
-			what = decl.ElemType + " tensor"
+		want := withArticle(decl.Kind)
+		switch decl.Kind {
+		case "tensor":
+			want = "a tensor of " + decl.ElemType
+		case "":
+			// Strings are typed at load, so a string input must say so.
+			want = "an input declared STRING"
 		}
-		return fmt.Errorf("onnx: input %q is a string tensor, the model wants %s", name, withArticle(what))
+		return fmt.Errorf("onnx: input %q is a string tensor, the model wants %s", name, want)
 	}
 	if !decl.HasShape {
 		return nil
