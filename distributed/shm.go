@@ -515,14 +515,15 @@ func combineRanks(dst vec, lo, hi, size int, contrib func(j int, use func(at int
 			}
 		})
 	}
-	if !sumWhole(dst, lo, hi, size, runs, op) {
-		for _, r := range runs {
-			a := lo + r.at
-			if r.j == 0 {
-				dst.decode(a, a+len(r.b)/es, r.b)
-			} else {
-				dst.reduceBytes(a, a+len(r.b)/es, r.b, op)
-			}
+	if sumWhole(dst, lo, hi, size, runs, op) {
+		return
+	}
+	for _, r := range runs {
+		a := lo + r.at
+		if r.j == 0 {
+			dst.decode(a, a+len(r.b)/es, r.b)
+		} else {
+			dst.reduceBytes(a, a+len(r.b)/es, r.b, op)
 		}
 	}
 	if op == Avg && hi > lo {
@@ -542,17 +543,27 @@ type rankRun struct {
 // order; the peers' come whole from their slots, this rank's own share of
 // a ZeRO reduce-scatter from the tensors that hold it): it cuts [lo, hi)
 // wherever some rank's run ends and adds the ranks' runs over each piece
-// in rank order with reduce's fused kernels, the bits of the run-by-run
-// path, and reports whether it could.
+// in rank order with reduce's fused kernels (dividing by size for Avg in
+// the same pass), the bits of the run-by-run path and the division after
+// it, and reports whether it could.
 func sumWhole(dst vec, lo, hi, size int, runs []rankRun, op ReduceOp) bool {
 	if (op != Sum && op != Avg) || len(runs) == 0 {
 		return false
 	}
+	mean := op == Avg && size > 1
 	switch d := dst.data.(type) {
 	case []float32:
-		return sumPieces(d[lo:hi], size, runs, reduce.SumFloat32s)
+		sum := reduce.SumFloat32s
+		if mean {
+			sum = func(dst []float32, srcs ...[]float32) { reduce.MeanFloat32s(dst, float32(size), srcs...) }
+		}
+		return sumPieces(d[lo:hi], size, runs, sum)
 	case []float64:
-		return sumPieces(d[lo:hi], size, runs, reduce.SumFloat64s)
+		sum := reduce.SumFloat64s
+		if mean {
+			sum = func(dst []float64, srcs ...[]float64) { reduce.MeanFloat64s(dst, float64(size), srcs...) }
+		}
+		return sumPieces(d[lo:hi], size, runs, sum)
 	}
 	return false
 }
