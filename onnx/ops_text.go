@@ -7,8 +7,8 @@ import (
 	"github.com/emberml/ember/tensor"
 )
 
-// Text featurization over integer token ids (Ember tensors hold no
-// strings, so pool_strings models are refused with an error).
+// Text featurization over integer token ids; a string input with
+// pool_strings is mapped to ids by opTfIdfStrings (strings_ops.go).
 
 func textOps() opTable {
 	return opTable{
@@ -39,7 +39,7 @@ func ngramKey(buf []byte, tokens []int64) []byte {
 // newNgramPool reads and checks the pool attributes.
 func (n *node) newNgramPool() (*ngramPool, error) {
 	if n.has("pool_strings") {
-		return nil, fmt.Errorf("onnx: %v: pool_strings needs string tensors, which Ember does not have (integer pools only)", n)
+		return nil, fmt.Errorf("onnx: %v: pool_strings needs string tensors as input; token ids go with pool_int64s", n)
 	}
 	p := &ngramPool{
 		minLen:  int(n.attrInt("min_gram_length", 0)),

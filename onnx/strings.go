@@ -282,6 +282,11 @@ func (c *compiler) stringNode(n *node, strIn []int) (bool, error) {
 		case "StringNormalizer":
 			use(opStringNormalizer)
 			return true, nil
+		case "TfIdfVectorizer":
+			if len(strIn) > 0 {
+				use(opTfIdfStrings)
+			}
+			return false, nil
 		case "Shape", "Size":
 			return false, nil // the marker has the string tensor's shape
 		}
@@ -299,7 +304,7 @@ func (c *compiler) stringNode(n *node, strIn []int) (bool, error) {
 		}
 	}
 	if len(strIn) > 0 {
-		return false, fmt.Errorf("onnx: %v does not take string tensors (input %q is one); string tensors go through Cast, CastLike, StringNormalizer, Shape, Size and %s", n, n.inputs[strIn[0]], carrierNames())
+		return false, fmt.Errorf("onnx: %v does not take string tensors (input %q is one); string tensors go through Cast, CastLike, StringNormalizer, TfIdfVectorizer, Shape, Size and %s", n, n.inputs[strIn[0]], carrierNames())
 	}
 	return false, nil
 }

@@ -3,6 +3,7 @@ package onnx
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -226,7 +227,9 @@ func parseStrings(s Strings, dt tensor.DType) (*tensor.Tensor, error) {
 	case dt == tensor.Float64:
 		return parseAll(s, func(v string) (float64, error) { return parseFloat(v, 64) })
 	}
-	// FLOAT, and FLOAT16 and BFLOAT16 through it.
+	// FLOAT, and FLOAT16 and BFLOAT16 through it (rounded twice, so a
+	// decimal within a float32 ulp of a half-way point may land on the
+	// other neighbour).
 	t, err := parseAll(s, func(v string) (float32, error) {
 		f, err := parseFloat(v, 32)
 		return float32(f), err
@@ -249,6 +252,48 @@ func parseAll[T tensor.Element](s Strings, parse func(string) (T, error)) (*tens
 		out[i] = x
 	}
 	return tensor.FromSlice(out, s.Shape...), nil
+}
+
+// opTfIdfStrings is TfIdfVectorizer over a string input and
+// pool_strings: each distinct pool string becomes a token id (its first
+// position in the pool), every other string an id no n-gram holds, and
+// the integer implementation counts.
+func opTfIdfStrings(n *node, e strEnv, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	x, err := n.need(in, 0)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := e.value(x)
+	if !ok {
+		return opTfIdfVectorizer(n, in)
+	}
+	if !n.has("pool_strings") {
+		return nil, fmt.Errorf("onnx: %v: a string input needs pool_strings", n)
+	}
+	pool := n.attrs["pool_strings"].stringList()
+	ids := map[string]int64{}
+	poolIDs := make([]int64, len(pool))
+	for i, w := range pool {
+		id, seen := ids[w]
+		if !seen {
+			id = int64(i)
+			ids[w] = id
+		}
+		poolIDs[i] = id
+	}
+	tokens := make([]int64, len(s.Data))
+	for i, w := range s.Data {
+		id, inPool := ids[w]
+		if !inPool {
+			id = -1
+		}
+		tokens[i] = id
+	}
+	c := *n
+	c.attrs = maps.Clone(n.attrs)
+	delete(c.attrs, "pool_strings")
+	c.attrs["pool_int64s"] = &attribute{name: "pool_int64s", typ: attrInts, ints: poolIDs}
+	return opTfIdfVectorizer(&c, []*tensor.Tensor{tensor.FromSlice(tokens, s.Shape...)})
 }
 
 // opStringNormalizer removes stopwords from a [C] or [1, C] string tensor

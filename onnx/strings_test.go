@@ -359,3 +359,24 @@ func TestStringConstantsAndCastLike(t *testing.T) {
 	assert.Equal(t, Strings{Shape: []int{2}, Data: []string{"0.0000001", "123456.5"}}, out["back"])
 	assert.Equal(t, []int64{2}, out["shape"].(*tensor.Tensor).Int64s())
 }
+
+func TestTfIdfVectorizerStrings(t *testing.T) {
+	model := func(x []byte, pool []byte) []byte {
+		return mkModel(17, graphParts{
+			nodes: [][]byte{mkNode("TfIdfVectorizer", []string{"x"}, []string{"y"},
+				mkAttrString("mode", "TF"), mkAttrInt("min_gram_length", 1), mkAttrInt("max_gram_length", 2),
+				mkAttrInt("max_skip_count", 0), mkAttrInts("ngram_counts", 0, 2), mkAttrInts("ngram_indexes", 0, 1, 2), pool)},
+			inputs:  [][]byte{x},
+			outputs: [][]byte{mkValueInfoAnyShape("y", dtFloat)},
+		})
+	}
+	// Unigrams a and b, bigram (a, c); "z" is in no n-gram.
+	s := newSession(t, model(mkValueInfo("x", dtString, 2, 3), mkAttrStrings("pool_strings", "a", "b", "a", "c")))
+	out, err := s.RunValues(context.Background(), map[string]any{"x": Strings{Shape: []int{2, 3}, Data: []string{"a", "c", "b", "a", "c", "z"}}})
+	require.NoError(t, err)
+	assert.Equal(t, []float32{1, 1, 1, 1, 0, 1}, out["y"].(*tensor.Tensor).Float32s())
+	ints := newSession(t, model(mkValueInfo("x", dtInt64, 2, 3), mkAttrInts("pool_int64s", 0, 1, 0, 2)))
+	want, err := ints.Run(context.Background(), map[string]*tensor.Tensor{"x": tensor.FromSlice([]int64{0, 2, 1, 0, 2, 9}, 2, 3)})
+	require.NoError(t, err)
+	assert.Equal(t, want["y"].Float32s(), out["y"].(*tensor.Tensor).Float32s(), "same counts as the integer pool")
+}
