@@ -79,7 +79,10 @@ func formatTensor(x *tensor.Tensor) Strings {
 	switch dt := x.DType(); {
 	case dt == tensor.Bool:
 		for i, b := range x.Bools() {
-			out.Data[i] = map[bool]string{true: "True", false: "False"}[b]
+			out.Data[i] = "False"
+			if b {
+				out.Data[i] = "True"
+			}
 		}
 	case dt == tensor.Uint64:
 		for i, v := range x.Uint64s() {

@@ -2,9 +2,9 @@ package tensor
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/emberml/ember/tensor/internal/gemm"
+	"github.com/emberml/ember/tensor/internal/parallel"
 	"github.com/emberml/ember/tensor/internal/vec"
 )
 
@@ -155,14 +155,9 @@ func gruChunks(n, hidden int) [][2]int {
 	return cs
 }
 
-// eachChunk runs f on every chunk, one goroutine per chunk after the first.
+// eachChunk runs f on every chunk, in parallel on the kernels' workers.
 func eachChunk(cs [][2]int, f func(lo, rows int)) {
-	var wg sync.WaitGroup
-	for _, c := range cs[1:] {
-		wg.Go(func() { f(c[0], c[1]) })
-	}
-	f(cs[0][0], cs[0][1])
-	wg.Wait()
+	parallel.Run(len(cs), func(i int) { f(cs[i][0], cs[i][1]) })
 }
 
 // f32 returns the float32 elements of a contiguous CPU tensor.

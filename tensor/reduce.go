@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 
+	"github.com/emberml/ember/tensor/internal/parallel"
 	"github.com/emberml/ember/tensor/internal/vec"
 )
 
@@ -339,16 +339,9 @@ func leadingSumF32(t *Tensor, red []bool, keepDim bool) (*Tensor, bool) {
 		parts = min(NumThreads(), (cols+15)/16)
 	}
 	per := ((cols+parts-1)/parts + 15) / 16 * 16
-	var wg sync.WaitGroup
-	for lo := 0; lo < cols; lo += per {
-		hi := min(lo+per, cols)
-		if hi == cols {
-			sumColumns(dst, src, rows, cols, lo, hi, block)
-			break
-		}
-		wg.Go(func() { sumColumns(dst, src, rows, cols, lo, hi, block) })
-	}
-	wg.Wait()
+	parallel.Run((cols+per-1)/per, func(i int) {
+		sumColumns(dst, src, rows, cols, i*per, min((i+1)*per, cols), block)
+	})
 	return out, true
 }
 
