@@ -129,6 +129,7 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 	if shm[0].shm == nil {
 		b.Fatal("the local ranks did not get shared memory")
 	}
+	shared := sharedTensors(b, shm, n)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -159,7 +160,7 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 		*sec += time.Since(t0).Seconds()
 		*cpu += cpuSeconds() - cpu0
 	}
-	allReduce := func(gs []*TCPGroup) func() {
+	allReduce := func(gs []*TCPGroup, xs []*tensor.Tensor) func() {
 		return func() {
 			var wg sync.WaitGroup
 			for _, g := range gs {
@@ -189,7 +190,7 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	var streamSec, shmSec, tcpSec, moveSec, streamCPU, shmCPU, tcpCPU, moveCPU float64
+	var streamSec, shmSec, sharedSec, tcpSec, moveSec, streamCPU, shmCPU, sharedCPU, tcpCPU, moveCPU float64
 	b.ResetTimer()
 	for range b.N {
 		timed(&moveSec, &moveCPU, memmove)
@@ -200,8 +201,9 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 				}
 			}
 		})
-		timed(&shmSec, &shmCPU, allReduce(shm))
-		timed(&tcpSec, &tcpCPU, allReduce(tcp))
+		timed(&shmSec, &shmCPU, allReduce(shm, xs))
+		timed(&sharedSec, &sharedCPU, allReduce(shm, shared))
+		timed(&tcpSec, &tcpCPU, allReduce(tcp, xs))
 	}
 	perIter := float64(4*n) * float64(b.N)
 	busBytes := perIter * 2 * float64(ranks-1) / float64(ranks)
@@ -210,10 +212,36 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 	b.ReportMetric(busBytes/moveSec/1e6/stream, "bound/stream")
 	b.ReportMetric(busBytes/shmSec/1e6, "busMB/s")
 	b.ReportMetric(busBytes/shmSec/1e6/stream, "bus/stream")
+	b.ReportMetric(busBytes/sharedSec/1e6, "shared-busMB/s")
+	b.ReportMetric(busBytes/sharedSec/1e6/stream, "shared-bus/stream")
 	b.ReportMetric(busBytes/tcpSec/1e6, "tcp-busMB/s")
 	b.ReportMetric(busBytes/tcpSec/1e6/stream, "tcp-bus/stream")
 	b.ReportMetric((streamCPU/perIter)/(shmCPU/(busBytes*ranks)), "cpu-efficiency")
+	b.ReportMetric((streamCPU/perIter)/(sharedCPU/(busBytes*ranks)), "shared-cpu-efficiency")
 	b.ReportMetric((streamCPU/perIter)/(tcpCPU/(busBytes*ranks)), "tcp-cpu-efficiency")
+}
+
+// sharedTensors allocates on every rank of gs a SharedZeros tensor of n
+// float32 ones.
+func sharedTensors(b *testing.B, gs []*TCPGroup, n int) []*tensor.Tensor {
+	xs := make([]*tensor.Tensor, len(gs))
+	var wg sync.WaitGroup
+	for _, g := range gs {
+		wg.Go(func() {
+			x, err := g.SharedZeros([]int{n}, tensor.Float32)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			x.Fill(1)
+			xs[g.Rank()] = x
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	return xs
 }
 
 // drain reads c to its end in 1 MiB reads (io.Copy to io.Discard would

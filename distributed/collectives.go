@@ -191,7 +191,11 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 					v = g.reduceInRankOrder(got, v, op)
 				}
 			} else if g.shm != nil {
-				err = g.shmAllReduce(seq, v, op, deadline)
+				if reg, off := g.shm.heap.find(sliceBytes(v.data)); reg != nil {
+					err = g.shmSharedAllReduce(seq, v, reg, off, op, deadline)
+				} else {
+					err = g.shmAllReduce(seq, v, op, deadline)
+				}
 				divided = true
 			} else {
 				err = g.ringAllReduce(seq, v, op, deadline)

@@ -42,6 +42,15 @@
 //	go test -c -o /tmp/dist.test ./distributed && cd distributed &&
 //	/tmp/dist.test -test.run '^$' -test.bench AllReduceVsStream -test.benchtime 20x -test.count 3
 //
+// Tensors from TCPGroup.SharedZeros (a collective allocation, like NCCL's
+// registered buffers) live in segments that every local rank maps, so an
+// AllReduce of them stages nothing: each rank reduces its 1/N of every
+// window straight from the peers' tensors into its own, and copies the
+// peers' reduced pieces from their tensors into its own, so each tensor is
+// read once and written once. DataParallel allocates its gradient buckets
+// this way. Where the ranks cannot share memory SharedZeros returns an
+// ordinary tensor.
+//
 // Built with the tag mpi (cgo, Debian's libopenmpi-dev), NewMPIGroup gives
 // the same ProcessGroup over MPI for jobs started by mpirun or Slurm's srun:
 //

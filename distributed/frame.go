@@ -46,7 +46,8 @@ const (
 	opShardReduceScatter
 	opShardAllGather
 	opShmSetup
-	opLast = opShmSetup
+	opShmAlloc
+	opLast = opShmAlloc
 )
 
 // opNames names the op codes for error messages.
@@ -54,7 +55,7 @@ var opNames = [...]string{
 	opBarrier: "Barrier", opBroadcast: "Broadcast", opAllReduce: "AllReduce", opReduce: "Reduce",
 	opAllGather: "AllGather", opReduceScatter: "ReduceScatter", opGather: "Gather", opScatter: "Scatter",
 	opP2P: "Send/Recv", opShardReduceScatter: "ReduceScatter (ZeroOptimizer)", opShardAllGather: "AllGather (ZeroOptimizer)",
-	opShmSetup: "shared-memory setup",
+	opShmSetup: "shared-memory setup", opShmAlloc: "SharedZeros",
 }
 
 // opName returns the name of op code c.

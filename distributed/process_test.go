@@ -149,7 +149,8 @@ func TestProcessKilledMidAllReduce(t *testing.T) {
 	}
 	// victim all-reduces 256 KiB (TCP's direct exchange), victim-shm
 	// 1 MiB (shared memory).
-	for _, mode := range []string{"victim", "victim-shm"} {
+	// victim-shared all-reduces a 1 MiB tensor of SharedZeros.
+	for _, mode := range []string{"victim", "victim-shm", "victim-shared"} {
 		t.Run(mode, func(t *testing.T) { processKilledMidAllReduce(t, mode) })
 	}
 }
@@ -232,12 +233,30 @@ func TestHelperRank(t *testing.T) {
 				}
 			}
 		}
+		// SharedZeros tensors, one window (1 MiB slots) and several.
+		for _, dt := range allDTypes {
+			for _, size := range []int{999, 700001} {
+				x, err := g.SharedZeros([]int{size}, dt)
+				require.NoError(t, err)
+				require.Equal(t, g.shm != nil, isShared(g, x))
+				for _, op := range []ReduceOp{Sum, Max} {
+					x.CopyFrom(rankTensor(r, int(op), size, dt))
+					require.NoError(t, g.AllReduce(x, op))
+					assert.Equal(t, roundTo(serialReduce(n, int(op), size, dt, op), dt), x.Float64s(), "shared %s %s n=%d", op, dt, size)
+				}
+			}
+		}
 		require.NoError(t, g.Barrier())
-	case "victim", "victim-shm":
+	case "victim", "victim-shm", "victim-shared":
 		x := tensor.Ones([]int{1 << 16})
-		if mode == "victim-shm" {
+		switch mode {
+		case "victim-shm":
 			require.NotNil(t, g.shm)
 			x = tensor.Ones([]int{1 << 18})
+		case "victim-shared":
+			x, err = g.SharedZeros([]int{1 << 18}, tensor.Float32)
+			require.NoError(t, err)
+			require.True(t, isShared(g, x))
 		}
 		require.NoError(t, g.AllReduce(x, Sum))
 		if r == 1 {

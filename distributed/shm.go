@@ -108,6 +108,8 @@ type shmGroup struct {
 	wakerW int      // its write end, held so that the pipe never ends
 	wakers []int    // write ends of the peers' waker pipes, by rank
 	wbuf   [64]byte // drains wake-ups
+
+	heap sharedHeap // SharedZeros regions (shared.go)
 }
 
 // shmDesc identifies the collective a round belongs to, so that ranks
@@ -147,6 +149,7 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	for j := range s.wakers {
 		s.wakers[j] = -1
 	}
+	s.heap.self, s.heap.regions = g.rank, map[uint64]*sharedRegion{}
 	want := shmSupported && nativeLittle && !cfg.DisableSharedMemory && g.size <= shmMaxRanks
 	var pid, fd int
 	wakerFD := -1
@@ -230,6 +233,7 @@ func boolInt(b bool) int64 {
 
 // unmap releases every mapping and waker (after the worker has stopped).
 func (s *shmGroup) unmap() {
+	s.heap.close()
 	for _, m := range s.segs {
 		if m != nil {
 			unmapSegment(m)
@@ -371,12 +375,8 @@ func (s *shmGroup) run(d shmDesc, rounds int, p shmPhases, deadline time.Time) e
 		if err := s.awaitAll(shmFilledOff, t+1, d, deadline); err != nil {
 			return err
 		}
-		for j := range s.segs {
-			if pw := *s.desc(j, k); j != s.self && pw != words {
-				return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: fmt.Errorf(
-					"mismatched operation: it runs %s #%d on %d elements of dtype %d while this rank runs %s #%d on %d elements of dtype %d (ranks must issue the same collectives in the same order, on tensors of the same shape and dtype)",
-					opName(byte(pw[2])), pw[0], pw[1], pw[2]>>8, opName(d.op), d.seq, d.n, d.dt)}
-			}
+		if err := s.checkDescs(k, words, d); err != nil {
+			return err
 		}
 		if p.gather != nil {
 			// Result slot k was last read by the peers in round t-2.
@@ -394,6 +394,23 @@ func (s *shmGroup) run(d shmDesc, rounds int, p shmPhases, deadline time.Time) e
 		}
 		s.publish(shmGatheredOff, t+1)
 		s.round++
+	}
+	return nil
+}
+
+// checkDescs returns an error naming the first peer whose descriptor for
+// slot k differs from this rank's words.
+func (s *shmGroup) checkDescs(k int, words [3]uint64, d shmDesc) error {
+	for j := range s.segs {
+		if pw := *s.desc(j, k); j != s.self && pw != words {
+			var why string
+			if (pw[2]^words[2])&shmSharedFlag != 0 {
+				why = "; one all-reduces a tensor of SharedZeros and the other does not (allocate the tensor with SharedZeros on every rank or on none)"
+			}
+			return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: fmt.Errorf(
+				"mismatched operation: it runs %s #%d on %d elements of dtype %d while this rank runs %s #%d on %d elements of dtype %d (ranks must issue the same collectives in the same order, on tensors of the same shape and dtype)%s",
+				opName(byte(pw[2])), pw[0], pw[1], byte(pw[2]>>8), opName(d.op), d.seq, d.n, d.dt, why)}
+		}
 	}
 	return nil
 }

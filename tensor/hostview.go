@@ -1,5 +1,10 @@
 package tensor
 
+import (
+	"fmt"
+	"runtime"
+)
+
 // HostData returns the live backing memory of t's elements when t is a
 // contiguous CPU tensor of dtype Float32, Float64, Int32 or Int64: a
 // []float32, []float64, []int32 or []int64 of t.Numel() elements in
@@ -47,3 +52,28 @@ func HostFloat32s(t *Tensor) ([]float32, bool) {
 // slice HostData returned: it increments the storage version (see Version),
 // as CopyFrom does.
 func MarkWritten(t *Tensor) { t.bumpVersion() }
+
+// FromHostMemory returns a CPU tensor of the given shape whose storage is
+// data itself, not a copy: the inverse of HostData, for memory a tensor
+// must share with something else (a shared-memory segment other processes
+// map, a memory-mapped file). With no shape the tensor is 1-d. Writes to
+// the tensor show in data and, after MarkWritten, the other way round.
+//
+// release, if not nil, is called once, on a goroutine of its own, after
+// the storage has become unreachable (the tensor, its views and every
+// tensor sharing the storage); the caller frees data there. Slices that
+// HostData returned must not be used after that.
+func FromHostMemory[T float32 | float64 | int32 | int64](data []T, release func(), shape ...int) *Tensor {
+	if shape == nil {
+		shape = []int{len(data)}
+	}
+	checkShape("FromHostMemory", shape)
+	if numel(shape) != len(data) {
+		panic(fmt.Sprintf("tensor.FromHostMemory: %d values do not fill shape %v (%d elements)", len(data), shape, numel(shape)))
+	}
+	buf := &cpuBuffer{dtype: dtypeOf[T](), data: data}
+	if release != nil {
+		runtime.AddCleanup(buf, func(f func()) { f() }, release)
+	}
+	return newTensor(cpuBackend{}, buf, shape)
+}

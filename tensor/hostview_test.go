@@ -1,7 +1,9 @@
 package tensor
 
 import (
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,4 +47,47 @@ func TestHostData(t *testing.T) {
 	}
 	_, ok = HostData(FromSlice([]bool{true}, 1))
 	assert.False(t, ok, "bool tensor")
+}
+
+func TestFromHostMemory(t *testing.T) {
+	data := []float64{1, 2, 3, 4, 5, 6}
+	x := FromHostMemory(data, nil, 3, 2)
+	assert.Equal(t, []int{3, 2}, x.Shape())
+	assert.Equal(t, Float64, x.DType())
+	// The tensor is data: writes go both ways, and HostData returns it.
+	x.Narrow(0, 1, 1).Fill(-1)
+	assert.Equal(t, []float64{1, 2, -1, -1, 5, 6}, data)
+	data[5] = 60
+	MarkWritten(x)
+	assert.Equal(t, []float64{1, 2, -1, -1, 5, 60}, x.Float64s())
+	h, ok := HostData(x)
+	require.True(t, ok)
+	assert.Same(t, &data[0], &h.([]float64)[0])
+	assert.Equal(t, []int{4}, FromHostMemory([]int32{1, 2, 3, 4}, nil).Shape())
+	assert.Panics(t, func() { FromHostMemory(data, nil, 4, 2) })
+}
+
+func TestFromHostMemoryRelease(t *testing.T) {
+	released := make(chan struct{})
+	x := FromHostMemory(make([]float32, 8), func() { close(released) }, 2, 4)
+	view := x.Narrow(1, 1, 2)
+	x = nil
+	// A view keeps the storage alive.
+	runtime.GC()
+	select {
+	case <-released:
+		t.Fatal("released while a view still used the storage")
+	default:
+	}
+	assert.Equal(t, []float32{0, 0, 0, 0}, view.Float32s())
+	view = nil
+	for range 100 {
+		runtime.GC()
+		select {
+		case <-released:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatal("release was not called once the storage became unreachable")
 }

@@ -5,8 +5,10 @@ package reduce
 // sources to it one by one, but in one pass over dst for every three
 // sources after the first: the partial sums stay in registers instead of
 // going through dst after each source. Every source must hold at least
-// len(dst) elements (it panics otherwise); dst may be srcs[0] but no
-// other source, which a later pass would read after dst changed.
+// len(dst) elements (it panics otherwise). dst may be one of the first
+// four sources, which the first pass reads element by element before it
+// writes each element, but no later one: a later pass reads it after dst
+// changed.
 func SumFloat32s(dst []float32, srcs ...[]float32) { sumChain(dst, srcs, 0, sum4Float32s) }
 
 // SumFloat64s is SumFloat32s for float64.

@@ -1,0 +1,353 @@
+package distributed
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Tensors in shared memory.
+//
+// The shared-memory transport (shm.go) stages every contribution in a
+// slot because the ranks cannot read each other's tensors, and copies
+// every result out of the peers' slots: two copies of each tensor beyond
+// the reduction. A tensor of SharedZeros lives in a segment every rank of
+// the machine maps, so an all-reduce of such tensors reads the peers'
+// contributions where they are and writes each rank's share of the result
+// straight into its own tensor, from where the peers copy it into theirs:
+// each rank's tensor is read once by the rank that reduces each piece and
+// written once, and nothing is staged.
+
+// shmSharedFlag marks, in a slot descriptor's op word, a collective on
+// tensors of SharedZeros.
+const shmSharedFlag = 1 << 16
+
+// sharedRegion is one SharedZeros allocation: a segment per rank, all of
+// one size, each mapped by every rank.
+type sharedRegion struct {
+	id   uint64
+	segs [][]byte // by rank; segs[self] holds this rank's tensor
+}
+
+// sharedHeap holds a group's live SharedZeros regions. Tensors release
+// theirs from cleanup goroutines, hence the mutex.
+type sharedHeap struct {
+	mu      sync.Mutex
+	self    int
+	closed  bool
+	regions map[uint64]*sharedRegion
+	next    uint64 // id of the next region; worker goroutine only
+}
+
+// SharedZeros returns a tensor of zeros of the given shape and dtype
+// (float32, float64, int32 or int64) whose memory every rank of this
+// machine maps. AllReduce of such tensors reads the peers' tensors in
+// place instead of staging them, the fastest all-reduce between processes
+// of one machine; DataParallel allocates its gradient buckets with it.
+//
+// SharedZeros is a collective: every rank calls it in the same order as
+// its other collectives, with the same shape and dtype, and an all-reduce
+// must get a SharedZeros tensor (or a contiguous view at the same offset
+// of one) on every rank or on none. Where the ranks cannot share memory
+// (ranks on several machines, a subgroup, DisableSharedMemory, another
+// operating system than Linux) it returns an ordinary tensor and the
+// collectives behave as for any other. The memory is freed once the
+// tensor and its views are unreachable.
+func (g *TCPGroup) SharedZeros(shape []int, dt tensor.DType) (*tensor.Tensor, error) {
+	n := 1
+	for _, d := range shape {
+		if d < 0 {
+			panic(fmt.Sprintf("distributed.SharedZeros: negative dimension in shape %v", shape))
+		}
+		n *= d
+	}
+	switch dt {
+	case tensor.Float32, tensor.Float64, tensor.Int32, tensor.Int64:
+	default:
+		panic(fmt.Sprintf("distributed.SharedZeros: dtype %s; collectives support float32, float64, int32 and int64", dt))
+	}
+	var t *tensor.Tensor
+	err := wait(g.submit(func(deadline time.Time) error {
+		if g.shm == nil || n == 0 {
+			t = tensor.Zeros(shape, dt)
+			return nil
+		}
+		mem, release, err := g.shm.allocShared(n*dt.Size(), deadline)
+		switch {
+		case err != nil:
+			return err
+		case mem == nil:
+			t = tensor.Zeros(shape, dt)
+		default:
+			t = hostTensor(dt, mem, release, shape)
+		}
+		return nil
+	}))
+	return t, err
+}
+
+// hostTensor makes a tensor of shape and dtype dt whose storage is mem.
+func hostTensor(dt tensor.DType, mem []byte, release func(), shape []int) *tensor.Tensor {
+	switch dt {
+	case tensor.Float32:
+		return tensor.FromHostMemory(rawView[float32](mem), release, shape...)
+	case tensor.Float64:
+		return tensor.FromHostMemory(rawView[float64](mem), release, shape...)
+	case tensor.Int32:
+		return tensor.FromHostMemory(rawView[int32](mem), release, shape...)
+	default:
+		return tensor.FromHostMemory(rawView[int64](mem), release, shape...)
+	}
+}
+
+// allocShared creates a region of at least bytes on every rank and maps
+// the peers' segments. It returns this rank's memory (bytes long, zeroed)
+// and the function that frees the region, or nil memory and no error when
+// some rank could not create or map a segment: then every rank falls back
+// to an ordinary tensor. All ranks run the same two exchanges whatever
+// happens, as in setupShm.
+func (s *shmGroup) allocShared(bytes int, deadline time.Time) ([]byte, func(), error) {
+	g := s.g
+	size := (bytes + 16 + 4095) &^ 4095 // whole pages, room for the nonce
+	segs := make([][]byte, g.size)
+	unmapAll := func() {
+		for _, m := range segs {
+			if m != nil {
+				unmapSegment(m)
+			}
+		}
+	}
+	var nonce [16]byte
+	mem, pid, fd, err := createSegment(size)
+	ok := err == nil
+	if ok {
+		defer closeFD(fd) // once every rank has opened it
+		segs[g.rank] = mem
+		rand.Read(nonce[:])
+		copy(mem, nonce[:])
+	}
+	info := []int64{boolInt(ok), int64(pid), int64(fd), int64(size),
+		int64(binary.LittleEndian.Uint64(nonce[:8])), int64(binary.LittleEndian.Uint64(nonce[8:]))}
+	got, err := g.exchange(opShmAlloc, g.nextSeq(), tensor.Int64, len(info), func(int) vec { return vec{tensor.Int64, info} }, deadline)
+	if err != nil {
+		unmapAll()
+		return nil, nil, err
+	}
+	for j := 0; ok && j < g.size; j++ {
+		if j == g.rank {
+			continue
+		}
+		d := got[j].data.([]int64)
+		if d[0] != 1 || d[3] != int64(size) {
+			ok = false
+			break
+		}
+		m, err := openSegment(int(d[1]), int(d[2]), size)
+		if err != nil {
+			ok = false
+			break
+		}
+		segs[j] = m
+		binary.LittleEndian.PutUint64(nonce[:8], uint64(d[4]))
+		binary.LittleEndian.PutUint64(nonce[8:], uint64(d[5]))
+		ok = [16]byte(m[:16]) == nonce
+	}
+	vote := []int64{boolInt(ok)}
+	votes, err := g.exchange(opShmAlloc, g.nextSeq(), tensor.Int64, 1, func(int) vec { return vec{tensor.Int64, vote} }, deadline)
+	if err != nil {
+		unmapAll()
+		return nil, nil, err
+	}
+	for j, v := range votes {
+		if j != g.rank && v.data.([]int64)[0] != 1 {
+			ok = false
+		}
+	}
+	if !ok {
+		unmapAll()
+		return nil, nil, nil
+	}
+	// Every peer has checked the nonce by now (it voted after).
+	clear(mem[:16])
+	h := &s.heap
+	r := &sharedRegion{id: h.next, segs: segs}
+	h.next++
+	h.mu.Lock()
+	h.regions[r.id] = r
+	h.mu.Unlock()
+	return mem[:bytes:bytes], func() { h.release(r.id) }, nil
+}
+
+// release frees region id: it unmaps this rank's mappings of every
+// segment. Peers keep theirs until they release the region too; the
+// kernel frees a segment once no process maps it.
+func (h *sharedHeap) release(id uint64) {
+	h.mu.Lock()
+	r := h.regions[id]
+	delete(h.regions, id)
+	closed := h.closed
+	h.mu.Unlock()
+	if r == nil {
+		return
+	}
+	for j, m := range r.segs {
+		// After Close the peers' mappings are gone already.
+		if m != nil && (j == h.self || !closed) {
+			unmapSegment(m)
+		}
+	}
+}
+
+// close unmaps the peers' segments of every live region when the group
+// closes. The rank's own segments stay mapped until their tensors are
+// unreachable: the tensors still use them.
+func (h *sharedHeap) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.closed = true
+	for _, r := range h.regions {
+		for j, m := range r.segs {
+			if j != h.self && m != nil {
+				unmapSegment(m)
+			}
+		}
+	}
+}
+
+// find returns the region whose memory holds b, the bytes of a tensor on
+// this rank, and b's offset in it; nil if b is not shared memory.
+func (h *sharedHeap) find(b []byte) (*sharedRegion, int) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.regions {
+		own := r.segs[h.self]
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(own)))
+		if p >= lo && p-lo+uintptr(len(b)) <= uintptr(len(own)) {
+			return r, int(p - lo)
+		}
+	}
+	return nil, 0
+}
+
+// descShared returns rank r's words for slot k that name the region and
+// offset of its tensor in a collective on shared tensors.
+func (s *shmGroup) descShared(r, k int) *[2]uint64 {
+	return (*[2]uint64)(unsafe.Pointer(&s.segs[r][shmDescOff+64*k+24]))
+}
+
+// shmSharedAllReduce all-reduces v, this rank's bytes at offset off of
+// region reg, in place, when every rank's tensor is shared memory. In
+// windows of a slot's worth of elements, rank i reduces the i-th of N
+// pieces straight from every rank's tensor, in rank order, into its own
+// tensor (dividing by N for Avg), and once peer j has reduced piece j of a
+// window every rank copies it from j's tensor into its own. Rank i
+// reduces window w+1 before it gathers window w, so it rarely waits. As
+// in shmAllReduce every element is reduced once, by one rank, in one
+// order: the results are bit-identical.
+//
+// The collective takes as many rounds as it has windows: the reduced
+// counter tells the peers how many windows this rank has reduced. Ranks
+// wait for each other at the start (every contribution is in place) and
+// at the end (no peer still reads this rank's tensor when it returns).
+func (g *TCPGroup) shmSharedAllReduce(seq uint64, v vec, reg *sharedRegion, off int, op ReduceOp, deadline time.Time) error {
+	s, es, n, size := g.shm, v.elemSize(), v.len(), g.size
+	d := shmDesc{seq, uint64(n), opAllReduce, v.dt}
+	w := s.slot / es
+	windows := (n + w - 1) / w
+	window := func(r int) (int, int) { return r * w, min((r+1)*w, n) }
+	piece := func(lo, hi, i int) (int, int) { return lo + i*(hi-lo)/size, lo + (i+1)*(hi-lo)/size }
+
+	t, k := s.round, int(s.round%2)
+	// Slot k's descriptor was last read by the peers in round t-2.
+	if err := s.awaitAll(shmReducedOff, t-1, d, deadline); err != nil {
+		return err
+	}
+	words := [3]uint64{d.seq, d.n, uint64(d.op) | uint64(d.dt)<<8 | shmSharedFlag}
+	*s.desc(s.self, k) = words
+	*s.descShared(s.self, k) = [2]uint64{reg.id, uint64(off)}
+	s.publish(shmFilledOff, t+1)
+	if err := s.awaitAll(shmFilledOff, t+1, d, deadline); err != nil {
+		return err
+	}
+	if err := s.checkDescs(k, words, d); err != nil {
+		return err
+	}
+	// data[j] is rank j's tensor.
+	data := make([][]byte, size)
+	for j := range data {
+		where := *s.descShared(j, k)
+		if where[0] != reg.id || where[1] > uint64(len(reg.segs[j])-n*es) {
+			return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: fmt.Errorf(
+				"mismatched operation: it all-reduces SharedZeros tensor #%d at byte %d while this rank all-reduces #%d, %d bytes (ranks must all-reduce tensors of the same SharedZeros call)", where[0], where[1], reg.id, n*es)}
+		}
+		data[j] = reg.segs[j][where[1] : int(where[1])+n*es]
+	}
+	own, place := data[s.self], s.placeFor(n*es)
+	// The one-pass float sums read every source at an element before they
+	// write it, so this rank's piece may be both a source and the
+	// destination when one pass takes all the sources (four at most);
+	// otherwise the piece is copied aside first, into the idle staging slot.
+	inPlace := (op == Sum || op == Avg) && (v.dt == tensor.Float32 || v.dt == tensor.Float64) && size <= 4
+	aside := s.staging(s.self, k)
+	reduceWindow := func(r int) {
+		lo, hi := window(r)
+		a, b := piece(lo, hi, s.self)
+		mine := own[a*es : b*es]
+		if !inPlace {
+			mine = aside[:len(mine)]
+			copy(mine, own[a*es:b*es])
+		}
+		combineRanks(v, a, b, size, func(j int, use func(int, []byte)) {
+			if j == s.self {
+				use(0, mine)
+			} else {
+				use(0, data[j][a*es:b*es])
+			}
+		}, op)
+		s.publish(shmReducedOff, t+uint32(r)+1)
+	}
+	gatherWindow := func(r int) error {
+		lo, hi := window(r)
+		for j := range size {
+			if j == s.self {
+				continue
+			}
+			if err := s.await(j, shmReducedOff, t+uint32(r)+1, d, deadline); err != nil {
+				return err
+			}
+			a, b := piece(lo, hi, j)
+			place(own[a*es:b*es], data[j][a*es:b*es])
+		}
+		return nil
+	}
+	for r := range windows {
+		reduceWindow(r)
+		if r > 0 {
+			if err := gatherWindow(r - 1); err != nil {
+				return err
+			}
+		}
+	}
+	if err := gatherWindow(windows - 1); err != nil {
+		return err
+	}
+	// The counters stand where the windows' rounds leave them, so that the
+	// next collective's waits hold whichever path it takes.
+	end := t + uint32(windows)
+	s.publish(shmFilledOff, end)
+	s.publish(shmGatheredOff, end)
+	s.round = end
+	return s.awaitAll(shmGatheredOff, end, d, deadline)
+}
