@@ -25,7 +25,7 @@ const helperEnv = "EMBER_DIST_TEST_HELPER"
 
 // startRanks starts n copies of the test binary running TestHelperRank in
 // mode, as the ranks of one job over loopback.
-func startRanks(t *testing.T, n int, mode string) []*exec.Cmd {
+func startRanks(t testing.TB, n int, mode string) []*exec.Cmd {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func startRanks(t *testing.T, n int, mode string) []*exec.Cmd {
 
 // rankCommands prepares n ranks of the test binary in mode; prefix(r) is
 // a command line that rank r runs under (such as "ip netns exec NS").
-func rankCommands(t *testing.T, n int, mode, masterHost, masterPort string, prefix func(r int) []string) []*exec.Cmd {
+func rankCommands(t testing.TB, n int, mode, masterHost, masterPort string, prefix func(r int) []string) []*exec.Cmd {
 	cmds := make([]*exec.Cmd, n)
 	for r := range n {
 		argv := append(prefix(r), os.Args[0], "-test.run=^TestHelperRank$", "-test.count=1", "-test.v")
@@ -247,6 +247,10 @@ func TestHelperRank(t *testing.T) {
 			}
 		}
 		require.NoError(t, g.Barrier())
+	case "bench":
+		iters, err := strconv.Atoi(os.Getenv("EMBER_DIST_BENCH_ITERS"))
+		require.NoError(t, err)
+		require.NoError(t, benchRank(g, iters))
 	case "victim", "victim-shm", "victim-shared":
 		x := tensor.Ones([]int{1 << 16})
 		switch mode {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -252,8 +253,9 @@ func (s *shmGroup) descShared(r, k int) *[2]uint64 {
 // windows of a slot's worth of elements, rank i reduces the i-th of N
 // pieces straight from every rank's tensor, in rank order, into its own
 // tensor (dividing by N for Avg), and once peer j has reduced piece j of a
-// window every rank copies it from j's tensor into its own. Rank i
-// reduces window w+1 before it gathers window w, so it rarely waits. As
+// window every rank copies it from j's tensor into its own. A rank copies
+// the pieces that are ready between its own windows and waits only once
+// its windows are done. As
 // in shmAllReduce every element is reduced once, by one rank, in one
 // order: the results are bit-identical.
 //
@@ -318,29 +320,40 @@ func (g *TCPGroup) shmSharedAllReduce(seq uint64, v vec, reg *sharedRegion, off 
 		}, op)
 		s.publish(shmReducedOff, t+uint32(r)+1)
 	}
-	gatherWindow := func(r int) error {
-		lo, hi := window(r)
+	// next[j] is the next window whose piece j this rank copies from
+	// rank j's tensor. gather copies every piece whose reducer is done
+	// with it; with wait it waits for all of them.
+	next := make([]int, size)
+	gather := func(wait bool) error {
 		for j := range size {
-			if j == s.self {
-				continue
+			for ; j != s.self && next[j] < windows; next[j]++ {
+				want := t + uint32(next[j]) + 1
+				if !reached(atomic.LoadUint32(s.word(j, shmReducedOff)), want) {
+					if !wait {
+						break
+					}
+					if err := s.await(j, shmReducedOff, want, d, deadline); err != nil {
+						return err
+					}
+				}
+				lo, hi := window(next[j])
+				a, b := piece(lo, hi, j)
+				place(own[a*es:b*es], data[j][a*es:b*es])
 			}
-			if err := s.await(j, shmReducedOff, t+uint32(r)+1, d, deadline); err != nil {
-				return err
-			}
-			a, b := piece(lo, hi, j)
-			place(own[a*es:b*es], data[j][a*es:b*es])
 		}
 		return nil
 	}
+	// Between its own windows a rank copies whatever pieces are ready,
+	// while they are still in the caches, but never waits: on a machine
+	// with fewer cores than ranks a rank that waited for each window
+	// would sleep and wake once per window.
 	for r := range windows {
 		reduceWindow(r)
-		if r > 0 {
-			if err := gatherWindow(r - 1); err != nil {
-				return err
-			}
+		if err := gather(false); err != nil {
+			return err
 		}
 	}
-	if err := gatherWindow(windows - 1); err != nil {
+	if err := gather(true); err != nil {
 		return err
 	}
 	// The counters stand where the windows' rounds leave them, so that the
