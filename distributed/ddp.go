@@ -14,6 +14,12 @@ import (
 // PyTorch's DistributedDataParallel.
 const DefaultBucketBytes = 25 << 20
 
+// sharedAllocator is a process group that can allocate tensors whose
+// memory every rank of the machine maps (TCPGroup.SharedZeros).
+type sharedAllocator interface {
+	SharedZeros(shape []int, dt tensor.DType) (*tensor.Tensor, error)
+}
+
 // DDPOptions configures DataParallel. The zero value uses 25 MiB buckets.
 type DDPOptions struct {
 	// BucketBytes caps the size of one flattened gradient bucket; 0 means
@@ -67,7 +73,11 @@ type DDP struct {
 	total    []*tensor.Tensor // its accumulated gradient, when ready
 	left     []int            // parameters per bucket not yet ready
 	need     []int            // parameters per bucket that require a gradient
-	flats    []*tensor.Tensor // bucket buffers, reused across rounds
+	flats    []*tensor.Tensor // bucket buffers of this round
+	// spares are the buckets of the previous round when they are
+	// SharedZeros memory, which rounds alternate with flats instead of
+	// allocating fresh buffers; nil otherwise.
+	spares []*tensor.Tensor
 	works    []Work           // started all-reduces, in bucket order
 	roundErr error            // a gradient arrived for a started bucket
 
@@ -165,7 +175,20 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 		}
 		d.left[k] = d.need[k]
 		first := d.params[bucket[0]].Value()
-		d.flats[k] = tensor.ZerosOn(first.Device(), []int{n}, first.DType())
+		if a, ok := pg.(sharedAllocator); ok && first.Device() == tensor.CPU {
+			if d.spares == nil {
+				d.spares = make([]*tensor.Tensor, len(d.buckets))
+			}
+			var err error
+			if d.flats[k], err = a.SharedZeros([]int{n}, first.DType()); err != nil {
+				return nil, err
+			}
+			if d.spares[k], err = a.SharedZeros([]int{n}, first.DType()); err != nil {
+				return nil, err
+			}
+		} else {
+			d.flats[k] = tensor.ZerosOn(first.Device(), []int{n}, first.DType())
+		}
 	}
 	if !opts.SyncAfterBackward {
 		for i, p := range d.params {
@@ -337,6 +360,13 @@ func (d *DDP) NoSync(fn func() error) error {
 // every rank keeps a nil gradient, so optimizers skip it as they would
 // locally. Inside NoSync it does nothing.
 //
+// The averaged gradients are views of the buckets. With a TCPGroup the
+// buckets are SharedZeros memory, which the all-reduce of ranks on one
+// machine reads in place, and two sets of them alternate: the gradients a
+// SyncGradients sets are overwritten by the second SyncGradients after it
+// (as with PyTorch's gradient_as_bucket_view); clone one to keep it longer.
+// With other process groups every round has buffers of its own.
+//
 // With a ZeroOptimizer it finishes the reduce-scatter of the gradients
 // instead and leaves the parameters' gradients alone; the optimizer's Step
 // calls it, so calling it first is optional.
@@ -377,7 +407,7 @@ func (d *DDP) SyncGradients() error {
 		used := last.Narrow(0, n-len(d.params), len(d.params)).Float64s()
 		// The averaged gradients are views of the bucket buffers, which
 		// are handed over to them: the next round flattens into fresh
-		// buffers, so no gradient is copied out here.
+		// buffers (or the spares), so no gradient is copied out here.
 		for k, bucket := range d.buckets {
 			off := 0
 			flat := d.flats[k]
@@ -391,7 +421,11 @@ func (d *DDP) SyncGradients() error {
 				}
 				off += n
 			}
-			d.flats[k] = tensor.ZerosOn(flat.Device(), flat.Shape(), flat.DType())
+			if d.spares != nil {
+				d.flats[k], d.spares[k] = d.spares[k], flat
+			} else {
+				d.flats[k] = tensor.ZerosOn(flat.Device(), flat.Shape(), flat.DType())
+			}
 		}
 	}
 	if d.opts.BroadcastBuffers {

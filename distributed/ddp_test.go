@@ -279,3 +279,34 @@ func TestDataParallelFrozenParameterStillOverlaps(t *testing.T) {
 		return nil
 	})
 }
+
+func TestDataParallelSharedBucketsAlternate(t *testing.T) {
+	gs := localGroups(t, 2)
+	requireAll(t, gs, func(g *TCPGroup) error {
+		m, err := DataParallel(ddpModel(7), g, DDPOptions{})
+		if err != nil {
+			return err
+		}
+		p := m.Parameters()[0]
+		var grads []*tensor.Tensor // the first parameter's gradient of each round
+		var kept [][]float64       // and its values right after SyncGradients
+		for step := range 3 {
+			x, y := ddpBatch(step, 4)
+			for _, q := range m.Parameters() {
+				q.SetGrad(nil)
+			}
+			ddpStep(t, m, x, y)
+			if err := m.SyncGradients(); err != nil {
+				return err
+			}
+			grads = append(grads, p.Grad())
+			kept = append(kept, p.Grad().Float64s())
+			assert.True(t, isShared(g, p.Grad().Reshape(-1)), "the gradient is a view of a shared bucket")
+		}
+		// Round 1 refilled no buffer of round 0's; round 2 refilled them.
+		assert.NotEqual(t, kept[0], kept[1])
+		assert.Equal(t, kept[2], grads[0].Float64s(), "rounds 0 and 2 share buckets")
+		assert.Equal(t, kept[1], grads[1].Float64s())
+		return nil
+	})
+}

@@ -239,7 +239,9 @@ func NewZeroOptimizer(d *DDP, newOpt func(shard []*autograd.Var) Optimizer) *Zer
 	}
 	z.inner = newOpt(shard)
 	d.zero = z
-	clear(d.flats) // the all-reduce buffers are not used any more
+	// The all-reduce buffers are not used any more.
+	clear(d.flats)
+	clear(d.spares)
 	return z
 }
 
