@@ -37,6 +37,10 @@ type kernel struct {
 	// tile of C starting at c[0] whose rows are ldc elements apart; when add
 	// is false it stores the product there instead, without reading C.
 	fn func(k int, a, b, c []float32, ldc int, add bool)
+	// dot, when set, computes products A·Bᵀ of at most dotRows rows
+	// without packing (see sgemmDot).
+	dot     dotKernel
+	dotRows int
 }
 
 // minParallelWork is the m·n·k product below which Sgemm stays on the calling
@@ -64,7 +68,9 @@ func Sgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int
 // SgemmThreads is Sgemm using at most threads goroutines; threads <= 0 means
 // runtime.GOMAXPROCS(0). Small products always run on the calling goroutine.
 // The micro-kernel is the one PackA would pick for m rows, which pads m
-// least, so a product equals SgemmPacked's on the packed A.
+// least, so a product equals SgemmPacked's on the packed A, except a
+// product A·Bᵀ of a few rows (see sgemmDot), which skips packing and agrees
+// with it within rounding.
 func SgemmThreads(threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	sgemm(packKernel(m), threads, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
@@ -121,6 +127,10 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 	}
 	if float64(m)*float64(n)*float64(k) < minParallelWork {
 		threads = 1
+	}
+	if useDot(kern, transA, transB, m, k, alpha) {
+		sgemmDot(kern.dot, threads, m, n, k, a, lda, b, ldb, c, ldc, !overwrite)
+		return
 	}
 	if threads == 1 {
 		blocked(kern, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc, overwrite)

@@ -415,3 +415,140 @@ func TestTakeRows(t *testing.T) {
 		})
 	}
 }
+
+// dotKernels lists the dot kernels of this build with their names, the
+// pure-Go twin last.
+func dotKernels() (names []string, kernels []dotKernel) {
+	for _, kern := range availableKernels() {
+		if kern.dot != nil && !slices.Contains(names, kern.name) {
+			names, kernels = append(names, kern.name), append(kernels, kern.dot)
+		}
+	}
+	return append(names, "go"), append(kernels, dot4x4Go)
+}
+
+// TestDotKernels runs every dot kernel on one tile at depths 1…67 with
+// padded rows, against the float64 inner products, storing into a C
+// poisoned with NaN and adding to it; the kernels must agree with each
+// other within rounding and leave everything outside the tile alone.
+func TestDotKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	names, kernels := dotKernels()
+	for k := 1; k <= 67; k++ {
+		lda, ldb, ldc := k+r.IntN(3), k+r.IntN(3), dotTile+1+r.IntN(2)
+		a, b := make([]float32, 3*lda+k), make([]float32, 3*ldb+k)
+		randFill(r, a, 1, len(a), len(a))
+		randFill(r, b, 1, len(b), len(b))
+		var want [dotTile][dotTile]float64
+		for i := range dotTile {
+			for j := range dotTile {
+				for p := range k {
+					want[i][j] += float64(a[i*lda+p]) * float64(b[j*ldb+p])
+				}
+			}
+		}
+		var first []float32
+		for ki, dot := range kernels {
+			all, c := guarded(dotTile, ldc)
+			dot(k, a, lda, b, ldb, c, ldc, false)
+			for idx, v := range c {
+				i, j := idx/ldc, idx%ldc
+				if j >= dotTile {
+					require.True(t, math.IsNaN(float64(v)), "%s k=%d: C[%d][%d] outside the tile was written", names[ki], k, i, j)
+					continue
+				}
+				require.InDelta(t, want[i][j], v, 1e-5*float64(k), "%s k=%d: C[%d][%d]", names[ki], k, i, j)
+			}
+			if first == nil {
+				first = slices.Clone(c)
+			}
+			for i := range c {
+				if !math.IsNaN(float64(first[i])) {
+					require.InDelta(t, first[i], c[i], 1e-5*float64(k), "%s against %s, k=%d, element %d", names[ki], names[0], k, i)
+				}
+			}
+			dot(k, a, lda, b, ldb, c, ldc, true)
+			for i := range dotTile {
+				for j := range dotTile {
+					require.InDelta(t, 2*want[i][j], c[i*ldc+j], 2e-5*float64(k), "%s k=%d adding: C[%d][%d]", names[ki], k, i, j)
+				}
+			}
+			for i, v := range all {
+				if i < 64 || i >= len(all)-64 {
+					require.True(t, math.IsNaN(float64(v)), "%s k=%d: guard element %d was written", names[ki], k, i)
+				}
+			}
+		}
+	}
+}
+
+// TestSgemmDot checks the dot path through sgemm for every kernel that has
+// one and for the pure-Go twin: odd shapes at and around the tile edges
+// and dotRows, storing into a poisoned C and adding to it, one goroutine
+// and several (which must give the same bits).
+func TestSgemmDot(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	kerns := []*kernel{}
+	for _, kern := range availableKernels() {
+		if kern.dot != nil {
+			kerns = append(kerns, kern)
+		}
+	}
+	twin := *genericKernel
+	twin.name, twin.dot, twin.dotRows = "go", dot4x4Go, 64
+	kerns = append(kerns, &twin)
+	for _, kern := range kerns {
+		for _, p := range []problem{
+			{false, true, 1, 1, 1, 1, 0, 0},
+			{false, true, 1, 67, 33, 1, 0, 1},
+			{false, true, 3, 5, 17, 1, 1, 0},
+			{false, true, 4, 4, 16, 1, 0, 0},
+			{false, true, 7, 13, 67, 1, -0.5, 2},
+			{false, true, 64, 256, 784, 1, 0, 0},
+			{false, true, 33, 10, 256, 1, 1, 3},
+			{false, true, kern.dotRows, 31, 48, 1, 0, 1},
+		} {
+			t.Run(fmt.Sprintf("%s/%dx%dx%d_b%g", kern.name, p.m, p.n, p.k, p.beta), func(t *testing.T) {
+				require.True(t, useDot(kern, p.transA, p.transB, p.m, p.k, p.alpha))
+				got, want, ldc := p.run(t, r, kern, 1)
+				checkClose(t, p, got, want, ldc)
+				for _, threads := range []int{2, 3} {
+					again, _, _ := p.run(t, rand.New(rand.NewPCG(uint64(p.m), uint64(p.n))), kern, threads)
+					one, _, _ := p.run(t, rand.New(rand.NewPCG(uint64(p.m), uint64(p.n))), kern, 1)
+					requireSameBits(t, one, again)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkSgemmDot times products A·Bᵀ of a Linear layer's shapes (batch
+// m, a 256×784 and a 10×256 weight) on one goroutine with the dot path and
+// with packed panels, to place dotRows.
+func BenchmarkSgemmDot(b *testing.B) {
+	for _, s := range []struct{ m, n, k int }{{1, 256, 784}, {16, 256, 784}, {32, 256, 784}, {64, 256, 784}, {96, 256, 784}, {128, 256, 784}, {32, 10, 256}, {64, 10, 256}} {
+		for _, path := range []string{"dot", "panels"} {
+			b.Run(fmt.Sprintf("%dx%dx%d/%s", s.m, s.n, s.k, path), func(b *testing.B) {
+				kern := packKernel(s.m)
+				if path == "panels" {
+					kern = panelsOnly(kern)
+				} else {
+					k := *kern
+					k.dotRows = s.m
+					if k.dot == nil {
+						k.dot = dot4x4Go
+					}
+					kern = &k
+				}
+				r := rand.New(rand.NewPCG(7, 8))
+				x, w, c := make([]float32, s.m*s.k), make([]float32, s.n*s.k), make([]float32, s.m*s.n)
+				randFill(r, x, 1, len(x), len(x))
+				randFill(r, w, 1, len(w), len(w))
+				for b.Loop() {
+					sgemm(kern, 1, false, true, s.m, s.n, s.k, 1, x, s.k, w, s.k, 0, c, s.n)
+				}
+				b.ReportMetric(2*float64(s.m*s.n*s.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}

@@ -10,9 +10,10 @@ import (
 )
 
 // TestSgemmPackedMatchesSgemm requires SgemmPacked on a pre-packed A to give
-// exactly Sgemm's result (same blocking, same reduction order) for every
-// kernel, on odd sizes, across the KC and NC blocks and both parallel
-// splits, with C poisoned with NaN outside and, for beta = 0, inside.
+// exactly Sgemm's result on packed panels (same blocking, same reduction
+// order) for every kernel, on odd sizes, across the KC and NC blocks and
+// both parallel splits, with C poisoned with NaN outside and, for
+// beta = 0, inside.
 func TestSgemmPackedMatchesSgemm(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	ps := []problem{
@@ -50,7 +51,7 @@ func TestSgemmPackedMatchesSgemm(t *testing.T) {
 						randFill(r, want, p.m, p.n, ldc)
 						copy(got, want)
 					}
-					sgemm(kern, threads, p.transA, p.transB, p.m, p.n, p.k, p.alpha, a, lda, b, ldb, p.beta, want, ldc)
+					sgemm(panelsOnly(kern), threads, p.transA, p.transB, p.m, p.n, p.k, p.alpha, a, lda, b, ldb, p.beta, want, ldc)
 					buf := make([]float32, packedSize(kern, p.m, p.k)+5)
 					for i := range buf {
 						buf[i] = float32(math.NaN())
@@ -184,7 +185,7 @@ func TestSgemmPackedEpilogue(t *testing.T) {
 }
 
 // TestPackBMatchesSgemm requires SgemmPrepacked on operands packed by
-// PackAInto and PackB to give exactly Sgemm's result, on odd sizes, across
+// PackAInto and PackB to give exactly Sgemm's result on packed panels, on odd sizes, across
 // KC blocks, with B as stored and transposed, and C poisoned outside.
 func TestPackBMatchesSgemm(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
@@ -208,7 +209,7 @@ func TestPackBMatchesSgemm(t *testing.T) {
 			randFill(r, b, br, bc, ldb)
 			wantAll, want := guarded(p.m, ldc)
 			gotAll, got := guarded(p.m, ldc)
-			Sgemm(false, p.transB, p.m, p.n, p.k, 1, a, lda, b, ldb, 0, want, ldc)
+			sgemm(panelsOnly(packKernel(p.m)), 0, false, p.transB, p.m, p.n, p.k, 1, a, lda, b, ldb, 0, want, ldc)
 			l := PackedBLayout(p.m, p.k, p.n)
 			packed := make([]float32, l.Size())
 			PackB(l, packed, p.transB, b, ldb)
@@ -220,4 +221,12 @@ func TestPackBMatchesSgemm(t *testing.T) {
 	l := PackedBLayout(4, 3, 5)
 	require.Panics(t, func() { PackB(l, make([]float32, l.Size()-1), false, make([]float32, 15), 5) })
 	require.Panics(t, func() { PackB(l, make([]float32, l.Size()), true, make([]float32, 14), 3) })
+}
+
+// panelsOnly returns a copy of kern without its dot path, so that sgemm
+// packs panels for every product, as SgemmPacked does.
+func panelsOnly(kern *kernel) *kernel {
+	k := *kern
+	k.dot = nil
+	return &k
 }
