@@ -191,8 +191,11 @@ func opDiv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		return one(q)
 	}
-	q := a.To(tensor.Float64).Div(b.To(tensor.Float64))
-	return one(q.Abs().Floor().Mul(q.Sign()).To(a.DType()))
+	q, _, err := signedQuotient(n, a, b)
+	if err != nil {
+		return nil, err
+	}
+	return one(q)
 }
 
 // opMod is the remainder: with fmod=1 it takes the dividend's sign (C
@@ -216,17 +219,42 @@ func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		return one(a.Sub(q.Mul(b)))
 	}
-	fa, fb := a.To(tensor.Float64), b.To(tensor.Float64)
-	q := fa.Div(fb)
-	if n.attrInt("fmod", 0) == 1 {
-		q = q.Abs().Floor().Mul(q.Sign())
-	} else {
-		if a.DType().IsFloat() {
+	fmod := n.attrInt("fmod", 0) == 1
+	if a.DType().IsFloat() {
+		if !fmod {
 			return nil, fmt.Errorf("onnx: %v: fmod must be 1 for floating inputs", n)
 		}
-		q = q.Floor()
+		fa, fb := a.To(tensor.Float64), b.To(tensor.Float64)
+		q := fa.Div(fb)
+		q = q.Abs().Floor().Mul(q.Sign())
+		return one(fa.Sub(q.Mul(fb)).To(a.DType()))
 	}
-	return one(fa.Sub(q.Mul(fb)).To(a.DType()))
+	q, floored, err := signedQuotient(n, a, b)
+	if err != nil {
+		return nil, err
+	}
+	if fmod {
+		return one(a.Sub(q.Mul(b)))
+	}
+	return one(a.Sub(floored.Mul(b)))
+}
+
+// signedQuotient divides signed integers exactly in their own dtype (through
+// float64, INT64 values beyond 2^53 would round): q rounded toward zero, as
+// ONNX's Div and C's fmod take it, and floored, as Python's % takes it.
+// The floored quotient leaves a remainder with the divisor's sign; where
+// that remainder is not zero and the operands' signs differ, rounding
+// toward zero gives one more. A zero divisor, which ONNX leaves undefined,
+// is an error.
+func signedQuotient(n *node, a, b *tensor.Tensor) (q, floored *tensor.Tensor, err error) {
+	if b.Numel() > 0 && b.Eq(tensor.Zeros(nil, b.DType())).To(tensor.Int64).Max(nil, false).Item() != 0 {
+		return nil, nil, fmt.Errorf("onnx: %v: integer division by zero", n)
+	}
+	zero := tensor.Zeros(nil, a.DType())
+	floored = a.FloorDiv(b)
+	inexact := a.Sub(floored.Mul(b)).Ne(zero)
+	differ := a.Lt(zero).LogicalXor(b.Lt(zero))
+	return floored.Add(inexact.LogicalAnd(differ).To(a.DType())), floored, nil
 }
 
 // isUnsigned reports whether dt is an unsigned integer type.

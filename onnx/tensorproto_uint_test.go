@@ -137,3 +137,44 @@ func TestClipIntExact(t *testing.T) {
 		})
 	}
 }
+
+func TestDivModSignedExact(t *testing.T) {
+	big := int64(1<<62 + 1<<10 + 3) // float64 would round it
+	as := []int64{big, -big, big, -big, 7, -7, 7, -7, 6, math.MinInt64 + 1, 0}
+	bs := []int64{3, 3, -3, -3, 2, 2, -2, -2, -3, math.MaxInt64, -5}
+	for _, dt := range []tensor.DType{tensor.Int64, tensor.Int32, tensor.Int16, tensor.Int8} {
+		// The narrower dtypes take the values that fit them.
+		var a, b []int64
+		for i := range as {
+			if x := tensor.FromSlice(as[i : i+1]).To(dt).Int64s()[0]; x == as[i] && tensor.FromSlice(bs[i : i+1]).To(dt).Int64s()[0] == bs[i] {
+				a, b = append(a, as[i]), append(b, bs[i])
+			}
+		}
+		wantDiv, wantFmod, wantMod := make([]int64, len(a)), make([]int64, len(a)), make([]int64, len(a))
+		for i := range a {
+			// Go's integer division truncates, as ONNX's does.
+			wantDiv[i], wantFmod[i] = a[i]/b[i], a[i]%b[i]
+			wantMod[i] = wantFmod[i]
+			if wantMod[i] != 0 && (wantMod[i] < 0) != (b[i] < 0) {
+				wantMod[i] += b[i]
+			}
+		}
+		ta, tb := tensor.FromSlice(a).To(dt), tensor.FromSlice(b).To(dt)
+		q, err := opDiv(&node{opType: "Div", opset: 14, maxElements: maxElements}, []*tensor.Tensor{ta, tb})
+		require.NoError(t, err)
+		assert.Equal(t, dt, q[0].DType())
+		assert.Equal(t, wantDiv, q[0].Int64s(), "Div %s", dt)
+		for fmod, want := range [][]int64{wantMod, wantFmod} {
+			mod := &node{opType: "Mod", opset: 13, maxElements: maxElements, attrs: map[string]*attribute{"fmod": {name: "fmod", i: int64(fmod)}}}
+			r, err := opMod(mod, []*tensor.Tensor{ta, tb})
+			require.NoError(t, err)
+			assert.Equal(t, want, r[0].Int64s(), "Mod fmod=%d %s", fmod, dt)
+		}
+	}
+	// Broadcast divisor, and a zero divisor is an error.
+	q, err := opDiv(&node{opType: "Div", opset: 14, maxElements: maxElements}, []*tensor.Tensor{tensor.FromSlice([]int32{-9, 9, 10}), tensor.FromSlice([]int32{4}).Reshape()})
+	require.NoError(t, err)
+	assert.Equal(t, []int32{-2, 2, 2}, q[0].Int32s())
+	_, err = opDiv(&node{opType: "Div", opset: 14, maxElements: maxElements}, []*tensor.Tensor{tensor.FromSlice([]int64{1, 2}), tensor.FromSlice([]int64{1, 0})})
+	assert.ErrorContains(t, err, "division by zero")
+}
