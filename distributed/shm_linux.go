@@ -30,7 +30,10 @@ func hostID() int64 {
 }
 
 // createSegment creates an anonymous shared-memory file (memfd) of size
-// bytes and maps it. Other processes of this machine open it through
+// bytes and maps it. Both it and openSegment fill in the mapping's page
+// tables at once (MAP_POPULATE): the collectives would otherwise take a
+// page fault on every page of every peer's segment in every process the
+// first time they touch it. Other processes of this machine open it through
 // /proc/<pid>/fd/<fd> while fd is open; once the memfd is closed and
 // every process has unmapped it, the kernel frees it, so nothing is left
 // behind however the processes end.
@@ -43,7 +46,7 @@ func createSegment(size int) (mem []byte, pid, fd int, err error) {
 		unix.Close(fd)
 		return nil, 0, -1, fmt.Errorf("ftruncate: %w", err)
 	}
-	mem, err = unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err = unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		unix.Close(fd)
 		return nil, 0, -1, fmt.Errorf("mmap: %w", err)
@@ -69,7 +72,7 @@ func openSegment(pid, fd, size int) ([]byte, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size < int64(size) {
 		return nil, fmt.Errorf("%s is not a segment of %d bytes", path, size)
 	}
-	mem, err := unix.Mmap(f, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	mem, err := unix.Mmap(f, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_POPULATE)
 	if err != nil {
 		return nil, fmt.Errorf("mmap %s: %w", path, err)
 	}
