@@ -166,6 +166,9 @@ func (l *CrossEntropyLoss) classTargets(logp *autograd.Var, target *tensor.Tenso
 		panic(fmt.Sprintf("nn.CrossEntropyLoss: class targets must be Int64 or Int32, got %s", target.DType()))
 	}
 	target = target.To(tensor.Int64)
+	if wb == nil && l.labelSmoothing == 0 && target.Device() == tensor.CPU {
+		return l.pickTargets(logp, target)
+	}
 	valid := target.Ne(tensor.ScalarOf(float64(l.ignoreIndex), tensor.Int64))
 	// The bounds are checked on the target's device; only the verdict (and,
 	// on failure, the targets) comes to the host.
@@ -207,6 +210,43 @@ func (l *CrossEntropyLoss) classTargets(logp *autograd.Var, target *tensor.Tenso
 	smooth := autograd.Where(valid, all.Sum([]int{1}, false).Neg(), zero)
 	eps := l.labelSmoothing
 	return nll.MulScalar(1 - eps).Add(l.reduce(smooth, total).MulScalar(eps / float64(c)))
+}
+
+// pickTargets is classTargets without class weights or label smoothing,
+// for Int64 targets in host memory: the loss is minus each sample's
+// log-probability of its class, so one Gather picks them (its gradient
+// scatters back into a zero tensor) where the general path masks every
+// class with a one-hot comparison, a dozen ops for one pick. The targets
+// are checked and counted on the host. It gives the general path's values
+// and gradients bit for bit: the picked terms are the same numbers (the
+// masked sum adds only zeros to them), summed and divided alike.
+func (l *CrossEntropyLoss) pickTargets(logp *autograd.Var, target *tensor.Tensor) *autograd.Var {
+	c := logp.Shape()[1]
+	ts := target.Int64s()
+	kept := 0
+	for _, t := range ts {
+		if t == l.ignoreIndex {
+			continue
+		}
+		if t < 0 || t >= int64(c) {
+			panic(fmt.Sprintf("nn.CrossEntropyLoss: target %d is out of bounds for %d classes", t, c))
+		}
+		kept++
+	}
+	idx := target
+	var valid *tensor.Tensor
+	if kept < len(ts) {
+		valid = target.Ne(tensor.ScalarOf(float64(l.ignoreIndex), tensor.Int64))
+		idx = tensor.Where(valid, target, tensor.ZerosLike(target))
+	}
+	picked := logp.Gather(1, idx.Unsqueeze(1)).Squeeze(1)
+	dt := logp.DType()
+	if valid != nil {
+		// Masked before the negation, as the general path's sum of
+		// zeros is, so an ignored sample's loss is -0 there too.
+		picked = autograd.Where(valid, picked, autograd.New(tensor.ScalarOf(0, dt)))
+	}
+	return l.reduce(picked.Neg(), tensor.ScalarOf(float64(kept), dt))
 }
 
 // probTargets computes the loss for class-probability targets.
