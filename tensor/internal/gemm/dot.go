@@ -34,6 +34,9 @@ type dotKernel func(k int, a []float32, lda int, b []float32, ldb int, c []float
 // dotTile is the side of the tiles a dotKernel computes.
 const dotTile = 4
 
+// dotL1B is how many elements of B (32 KiB) dotBlock keeps in L1 at once.
+const dotL1B = 8 << 10
+
 // useDot reports whether sgemm computes the product with kern's dot path:
 // op(A) as stored and B transposed, alpha 1, at most kern.dotRows rows
 // and at most dotMaxA elements of A.
@@ -81,31 +84,36 @@ func dotBlock(dot dotKernel, m, n, k int, a []float32, lda int, b []float32, ldb
 		defer bufPool.Put(p)
 		bEdge = padRows(*p, b[nFull*ldb:], ldb, n-nFull, k)
 	}
-	for j := 0; j < n; j += dotTile {
-		bj, ldbj := b[j*ldb:], ldb
-		if j == nFull {
-			bj, ldbj = bEdge, k
-		}
+	// A run of tiles of B (as many as fit dotL1B) stays in L1 while each
+	// tile of A, loaded once from L2, meets all of them.
+	run := max(1, dotL1B/(dotTile*k)) * dotTile
+	for j0 := 0; j0 < n; j0 += run {
 		for i := 0; i < m; i += dotTile {
 			ai, ldai := a[i*lda:], lda
 			if i == mFull {
 				ai, ldai = aEdge, k
 			}
-			ci := c[i*ldc+j:]
-			if i < mFull && j < nFull {
-				dot(k, ai, ldai, bj, ldbj, ci, ldc, add)
-				continue
-			}
-			dot(k, ai, ldai, bj, ldbj, tile, dotTile, false)
-			for r := range min(dotTile, m-i) {
-				row := ci[r*ldc : r*ldc+min(dotTile, n-j)]
-				t := tile[r*dotTile:]
-				if !add {
-					copy(row, t)
+			for j := j0; j < min(j0+run, n); j += dotTile {
+				bj, ldbj := b[j*ldb:], ldb
+				if j == nFull {
+					bj, ldbj = bEdge, k
+				}
+				ci := c[i*ldc+j:]
+				if i < mFull && j < nFull {
+					dot(k, ai, ldai, bj, ldbj, ci, ldc, add)
 					continue
 				}
-				for q := range row {
-					row[q] += t[q]
+				dot(k, ai, ldai, bj, ldbj, tile, dotTile, false)
+				for r := range min(dotTile, m-i) {
+					row := ci[r*ldc : r*ldc+min(dotTile, n-j)]
+					t := tile[r*dotTile:]
+					if !add {
+						copy(row, t)
+						continue
+					}
+					for q := range row {
+						row[q] += t[q]
+					}
 				}
 			}
 		}
