@@ -78,7 +78,10 @@ func (t *Tensor) IndexSelect(axis int, idx *Tensor) *Tensor {
 	shape := slices.Clone(t.shape)
 	shape[a] = idx.Numel()
 	b := t.st.backend
-	out := empty(b, t.dtype, shape)
+	// Gather writes every element (or fails before writing any): no zero
+	// fill, which on a batch gathered from a large dataset cost as much as
+	// the copy.
+	out := emptyOut(b, t.dtype, shape)
 	err := b.Gather(out.st.buf, t.st.buf, t.Layout(), a, idx.st.buf, vectorIndexLayout(idx, shape, a))
 	indexFail(op, err, axis, t.shape)
 	return out
@@ -131,7 +134,7 @@ func (t *Tensor) Gather(axis int, idx *Tensor) *Tensor {
 		}
 	}
 	b := t.st.backend
-	out := empty(b, t.dtype, idx.shape)
+	out := emptyOut(b, t.dtype, idx.shape) // every element is written, as in IndexSelect
 	err := b.Gather(out.st.buf, t.st.buf, t.Layout(), a, idx.st.buf, idx.Layout())
 	indexFail(op, err, axis, t.shape)
 	return out
