@@ -7,25 +7,37 @@ import "github.com/emberml/ember/tensor/internal/parallel"
 // C is the inner product of a row of A and a row of B, and both rows run
 // along k in memory, so a tile kernel reads them as they are. The panel
 // path would first transpose all of B into NR-wide panels, n·k strided
-// reads and writes on every call; for a weight of 256×784 that pass costs
-// about as much as the multiply-adds of 16 rows, so at small m it is most
-// of the product, and it does not shrink with m. For many rows of A the
-// packed panels pay off again (the outer-product kernels do more
-// multiply-adds per load), which dotRows bounds.
+// reads and writes on every call that do not shrink with m; for a weight of
+// 256×784 that pass costs about as much as the multiply-adds of 16 rows.
+// The dot path pays instead for every 4×4 tile of C a call and the folding
+// of 16 lanes into each sum, which only a deep k hides, and for many rows
+// the packed panels pay off again (the outer-product kernels do more
+// multiply-adds per load). useDot weighs the two.
 //
-// BenchmarkSgemmDot on one core of the Sapphire Rapids test machine, dot
-// path against panels (µs): a 784-deep 256-row weight at m = 1, 16, 32,
-// 64, 128: 17/96, 64/115, 134/178, 238/290, 554/669; a 256-deep 10-row
-// one at m = 32, 64: 2.9/9.1, 6.4/15.2. The dot path keeps four rows of B
-// in L1 while all of A streams past from L2, so A must fit there
-// (dotMaxA). The pure-Go twin ran no faster than the pure-Go panel kernel
-// (0.7 against 1.0 GFLOP/s at m = 1, equal at 16 and 64), so builds
-// without the assembly keep the panels and the twin only checks the
-// assembly.
+// Measured with BenchmarkSgemmDot on one core of the Sapphire Rapids test
+// machine, dot path against panels (µs): a 784-deep 256-row weight at m =
+// 1, 16, 32, 64, 128: 17/96, 64/115, 134/178, 238/290, 554/669; a 256-deep
+// 10-row one at m = 32, 64: 2.9/9.1, 6.4/15.2; but a 1024-row weight 64
+// deep at m = 64: 229/112, and 128 deep at m = 16: 91/77. A tile's fixed
+// cost came to about that of packing 140 elements of B, and the
+// multiply-adds the panels waste on columns padded up to NR to about a
+// twelfth of that each. The dot path keeps a run of rows of B in L1 while
+// all of A streams past from L2, so A must fit there (dotMaxA). The pure-Go
+// twin ran no faster than the pure-Go panel kernel (0.7 against 1.0 GFLOP/s
+// at m = 1, equal at 16 and 64), so builds without the assembly keep the
+// panels and the twin only checks the assembly.
 
 // dotMaxA is the most elements of A (1 MiB, half a core's L2) for which
 // sgemm takes the dot path.
 const dotMaxA = 1 << 18
+
+// dotTileCost is the fixed cost of one 4×4 tile of the dot path in units
+// of packing one element of B, and dotPadFMAs how many multiply-adds cost
+// as much as packing one element: see above.
+const (
+	dotTileCost = 140
+	dotPadFMAs  = 12
+)
 
 // dotKernel computes the 4×4 tile C[i][j] = Σ_{p<k} a[i*lda+p]·b[j*ldb+p]
 // (i, j < 4) into c[i*ldc+j], adding it there when add is set.
@@ -38,10 +50,22 @@ const dotTile = 4
 const dotL1B = 8 << 10
 
 // useDot reports whether sgemm computes the product with kern's dot path:
-// op(A) as stored and B transposed, alpha 1, at most kern.dotRows rows
-// and at most dotMaxA elements of A.
-func useDot(kern *kernel, transA, transB bool, m, k int, alpha float32) bool {
-	return kern.dot != nil && !transA && transB && alpha == 1 && m <= kern.dotRows && m*k <= dotMaxA
+// op(A) as stored and B transposed, alpha 1, at most kern.dotRows rows and
+// dotMaxA elements of A, and a packing pass (plus the multiply-adds on
+// padded columns) dearer than the tiles' fixed cost. A kernel's
+// dotTileCost replaces dotTileCost when set (tests set it below zero to
+// take the dot path whatever the shape).
+func useDot(kern *kernel, transA, transB bool, m, n, k int, alpha float32) bool {
+	if kern.dot == nil || transA || !transB || alpha != 1 || m > kern.dotRows || m*k > dotMaxA {
+		return false
+	}
+	tileCost := dotTileCost
+	if kern.dotTileCost != 0 {
+		tileCost = kern.dotTileCost
+	}
+	tiles := (m + dotTile - 1) / dotTile * ((n + dotTile - 1) / dotTile)
+	saved := n*k + m*k*(roundUp(n, kern.nr)-n)/dotPadFMAs
+	return saved > tileCost*tiles
 }
 
 // sgemmDot computes C = A·Bᵀ (C += A·Bᵀ when add is set) for the m×k A and

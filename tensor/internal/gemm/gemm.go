@@ -38,9 +38,11 @@ type kernel struct {
 	// is false it stores the product there instead, without reading C.
 	fn func(k int, a, b, c []float32, ldc int, add bool)
 	// dot, when set, computes products A·Bᵀ of at most dotRows rows
-	// without packing (see sgemmDot).
-	dot     dotKernel
-	dotRows int
+	// without packing (see sgemmDot); dotTileCost, when not zero, replaces
+	// the cost model's dotTileCost (see useDot).
+	dot         dotKernel
+	dotRows     int
+	dotTileCost int
 }
 
 // minParallelWork is the m·n·k product below which Sgemm stays on the calling
@@ -128,7 +130,7 @@ func sgemm(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha fl
 	if float64(m)*float64(n)*float64(k) < minParallelWork {
 		threads = 1
 	}
-	if useDot(kern, transA, transB, m, k, alpha) {
+	if useDot(kern, transA, transB, m, n, k, alpha) {
 		sgemmDot(kern.dot, threads, m, n, k, a, lda, b, ldb, c, ldc, !overwrite)
 		return
 	}

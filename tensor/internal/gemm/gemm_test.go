@@ -491,11 +491,13 @@ func TestSgemmDot(t *testing.T) {
 	kerns := []*kernel{}
 	for _, kern := range availableKernels() {
 		if kern.dot != nil {
-			kerns = append(kerns, kern)
+			k := *kern
+			k.dotTileCost = -1 // the dot path whatever the shape
+			kerns = append(kerns, &k)
 		}
 	}
 	twin := *genericKernel
-	twin.name, twin.dot, twin.dotRows = "go", dot4x4Go, 64
+	twin.name, twin.dot, twin.dotRows, twin.dotTileCost = "go", dot4x4Go, 64, -1
 	kerns = append(kerns, &twin)
 	for _, kern := range kerns {
 		for _, p := range []problem{
@@ -509,7 +511,7 @@ func TestSgemmDot(t *testing.T) {
 			{false, true, kern.dotRows, 31, 48, 1, 0, 1},
 		} {
 			t.Run(fmt.Sprintf("%s/%dx%dx%d_b%g", kern.name, p.m, p.n, p.k, p.beta), func(t *testing.T) {
-				require.True(t, useDot(kern, p.transA, p.transB, p.m, p.k, p.alpha))
+				require.True(t, useDot(kern, p.transA, p.transB, p.m, p.n, p.k, p.alpha))
 				got, want, ldc := p.run(t, r, kern, 1)
 				checkClose(t, p, got, want, ldc)
 				for _, threads := range []int{2, 3} {
@@ -522,11 +524,14 @@ func TestSgemmDot(t *testing.T) {
 	}
 }
 
-// BenchmarkSgemmDot times products A·Bᵀ of a Linear layer's shapes (batch
-// m, a 256×784 and a 10×256 weight) on one goroutine with the dot path and
-// with packed panels, to place dotRows.
+// BenchmarkSgemmDot times products A·Bᵀ on one goroutine with the dot path
+// and with packed panels, to set useDot's costs: a Linear layer's shapes
+// (batch m, a 256×784 and a 10×256 weight) and shallower, wider ones.
 func BenchmarkSgemmDot(b *testing.B) {
-	for _, s := range []struct{ m, n, k int }{{1, 256, 784}, {16, 256, 784}, {32, 256, 784}, {64, 256, 784}, {96, 256, 784}, {128, 256, 784}, {32, 10, 256}, {64, 10, 256}} {
+	for _, s := range []struct{ m, n, k int }{
+		{1, 256, 784}, {16, 256, 784}, {32, 256, 784}, {64, 256, 784}, {128, 256, 784}, {32, 10, 256}, {64, 10, 256},
+		{64, 1024, 64}, {64, 1024, 256}, {16, 1024, 128}, {4, 1024, 64}, {1, 1024, 32}, {1, 1024, 64}, {32, 256, 128},
+	} {
 		for _, path := range []string{"dot", "panels"} {
 			b.Run(fmt.Sprintf("%dx%dx%d/%s", s.m, s.n, s.k, path), func(b *testing.B) {
 				kern := packKernel(s.m)
@@ -534,7 +539,7 @@ func BenchmarkSgemmDot(b *testing.B) {
 					kern = panelsOnly(kern)
 				} else {
 					k := *kern
-					k.dotRows = s.m
+					k.dotRows, k.dotTileCost = s.m, -1
 					if k.dot == nil {
 						k.dot = dot4x4Go
 					}
@@ -551,4 +556,36 @@ func BenchmarkSgemmDot(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestUseDot checks which products take the dot path with an AVX-512
+// kernel's settings: those BenchmarkSgemmDot found faster that way, and
+// none that are not A·Bᵀ with alpha 1 and few rows.
+func TestUseDot(t *testing.T) {
+	kern := &kernel{name: "model", mr: 12, nr: 32, dot: dot4x4Go, dotRows: 64}
+	for _, c := range []struct {
+		transA, transB bool
+		m, n, k        int
+		alpha          float32
+		want           bool
+	}{
+		{false, true, 32, 256, 784, 1, true},
+		{false, true, 64, 256, 784, 1, true},
+		{false, true, 1, 256, 784, 1, true},
+		{false, true, 32, 10, 256, 1, true},
+		{false, true, 4, 1024, 64, 1, true},
+		{false, true, 64, 1024, 64, 1, false},
+		{false, true, 64, 1024, 256, 1, false},
+		{false, true, 16, 1024, 128, 1, false},
+		{false, true, 32, 256, 128, 1, false},
+		{false, true, 1, 1, 1, 1, false},
+		{false, true, 65, 256, 784, 1, false},   // more rows than dotRows
+		{false, true, 64, 256, 8192, 1, false},  // A larger than dotMaxA
+		{false, true, 32, 256, 784, 0.5, false}, // alpha
+		{true, true, 32, 256, 784, 1, false},
+		{false, false, 32, 256, 784, 1, false},
+	} {
+		assert.Equal(t, c.want, useDot(kern, c.transA, c.transB, c.m, c.n, c.k, c.alpha), "%+v", c)
+	}
+	assert.False(t, useDot(panelsOnly(kern), false, true, 32, 256, 784, 1), "no dot kernel")
 }
