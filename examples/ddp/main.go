@@ -97,6 +97,32 @@
 // batch 32 cost 70% of those of 64), so free communication would give
 // about 1.6×; the collectives, all copies and sums of 0.4 MB pieces, add
 // 25%.
+//
+// The per-step costs that do not shrink with the batch were then cut in the
+// library (commit 4bc9cf1 against the same tree with those commits reverted,
+// shared-memory collectives in both): the forward product x·Wᵀ of a batch of
+// at most 64 rows skips packing W (an inner-product kernel reads both as
+// stored: Linear.Forward 375–385 against 525–580 µs per step at batch 64,
+// 225–300 against 280–360 at 32, BenchmarkMLPStep profiles), the
+// cross-entropy picks each target with one Gather instead of a dozen one-hot
+// ops, and a gathered batch is no longer zeroed first. One process, batch
+// 64, 1 epoch, old and new alternated 10 times (load 1.0–2.0): 35644 → 40615
+// samples/s, CPU in the loop 1.67 → 1.47 s.
+// Then 1 and 2 processes alternated 6 times (load 1.0–1.8):
+//
+//	1 process    41221 samples/s, CPU 1.45 s
+//	2 processes  31597 samples/s (14898–46929), CPU 2.50 s (both ranks)
+//	             wall 0.77×, CPU-time speed-up 1.16× (old tree 0.84×, 1.12×)
+//
+// Two ranks in lock-step on two cores lose whole steps whenever another job
+// takes a core, so the wall-clock ratio swings with the load; the best
+// rounds reach 1.14×. Still far from 1.7×: a rank's forward and backward at
+// batch 32 cost 0.81–0.91 ms per step against 0.94–1.17 ms for one process
+// at 64 (the weight gradient's 784 KiB output is fresh, uncached memory each
+// step, ≈ 130 µs that the batch does not shrink), and the sync and step
+// phases, which hold the collectives, Adam on half the parameters and the
+// waiting for the other rank, take 0.79–1.05 ms per step against 0.24 ms for
+// one process (-phases, 2 rounds each).
 package main
 
 import (
