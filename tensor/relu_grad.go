@@ -3,6 +3,8 @@ package tensor
 import (
 	"fmt"
 	"math"
+
+	"github.com/emberml/ember/tensor/internal/vec"
 )
 
 // ReluGrad returns the gradient of Relu given its output gradient g and its
@@ -51,7 +53,7 @@ func reluGradDense[T float32 | float64](g, out *Tensor) (*Tensor, bool) {
 	parallelFor(len(rd), 64, func(lo, hi int) {
 		switch d := any(rd[lo:hi]).(type) {
 		case []float32:
-			reluMask32(d, any(gd[lo:hi]).([]float32), any(od[lo:hi]).([]float32))
+			vec.ReluGrad(d, any(gd[lo:hi]).([]float32), any(od[lo:hi]).([]float32))
 		case []float64:
 			reluMask64(d, any(gd[lo:hi]).([]float64), any(od[lo:hi]).([]float64))
 		}
@@ -59,23 +61,11 @@ func reluGradDense[T float32 | float64](g, out *Tensor) (*Tensor, bool) {
 	return r, true
 }
 
-// reluMask32 sets d[i] = g[i] where out[i] > 0 and 0 elsewhere, without
-// branches on the (unpredictable) sign: out's bit pattern read as an integer
-// lies in [1, +Inf's pattern] exactly when 0 < out <= +Inf, and that test
-// becomes an all-ones or all-zeros mask on g's bits.
-func reluMask32(d, g, out []float32) {
-	g, out = g[:len(d)], out[:len(d)]
-	for i := range d {
-		ob := math.Float32bits(out[i])
-		var m uint32
-		if ob-1 < 0x7f800000 {
-			m = ^uint32(0)
-		}
-		d[i] = math.Float32frombits(math.Float32bits(g[i]) & m)
-	}
-}
-
-// reluMask64 is reluMask32 for float64.
+// reluMask64 sets d[i] = g[i] where out[i] > 0 and 0 elsewhere, without
+// branches on the (unpredictable) sign, as vec.ReluGrad's pure-Go twin does
+// for float32: out's bit pattern read as an integer lies in [1, +Inf's
+// pattern] exactly when 0 < out <= +Inf, and that test becomes an all-ones
+// or all-zeros mask on g's bits.
 func reluMask64(d, g, out []float64) {
 	g, out = g[:len(d)], out[:len(d)]
 	for i := range d {

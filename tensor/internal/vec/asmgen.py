@@ -62,6 +62,41 @@ def loops(isa, body, scalar, unroll=4, ftz=False):
     emit()
 
 
+def relu_grad(isa):
+    r, _, _ = ISAS[isa]
+    emit(f"// func reluGrad{isa}(dst, g, out []float32): dst[i] = g[i] where out[i] > 0")
+    emit("// (ordered: not where out[i] is NaN), else +0; g's bits pass unchanged.")
+    emit(f"TEXT ·reluGrad{isa}(SB), NOSPLIT, $0-72")
+    emit("\tMOVQ dst_base+0(FP), DI")
+    emit("\tMOVQ dst_len+8(FP), CX")
+    emit("\tMOVQ g_base+24(FP), SI")
+    emit("\tMOVQ out_base+48(FP), DX")
+    emit(f"\tVXORPS {r}14, {r}14, {r}14" if r == "Y" else "\tVPXORD Z14, Z14, Z14")
+
+    # The vector loops compare 0 < out (predicate 0x11, LT_OQ, false for
+    # NaN; out is the memory operand, so it comes second), the scalar tail
+    # out > 0 (0x1e, GT_OQ). AVX2 turns the comparison into an all-ones
+    # lane mask to AND with g; AVX-512 into a mask register for a zeroing
+    # load of g.
+    def body(j, d):
+        if r == "Y":
+            emit(f"\tVCMPPS $0x11, {d}(DX)(AX*4), Y14, Y{j}")
+            emit(f"\tVANDPS {d}(SI)(AX*4), Y{j}, Y{j}")
+        else:
+            emit(f"\tVCMPPS $0x11, {d}(DX)(AX*4), Z14, K{j + 1}")
+            emit(f"\tVMOVUPS.Z {d}(SI)(AX*4), K{j + 1}, Z{j}")
+        emit(f"\tVMOVUPS {r}{j}, {d}(DI)(AX*4)")
+
+    def scalar():
+        emit("\tVMOVSS (DX)(AX*4), X0")
+        emit("\tVCMPSS $0x1e, X14, X0, X0")
+        emit("\tVMOVSS (SI)(AX*4), X1")
+        emit("\tVANDPS X1, X0, X0")
+        emit("\tVMOVSS X0, (DI)(AX*4)")
+
+    loops(isa, body, scalar)
+
+
 def binary(isa, name, op):
     r, _, _ = ISAS[isa]
     emit(f"// func {name}{isa}(dst, a, b []float32): dst[i] = a[i] {op} b[i].")
@@ -499,6 +534,7 @@ for isa in ISAS:
                           ("constSub", "SUB", True), ("constDiv", "DIV", True)]:
         const(isa, name, op, rev)
     relu(isa)
+    relu_grad(isa)
     sum_(isa)
     exp(isa)
     tanh(isa)

@@ -60,6 +60,7 @@ type impl struct {
 	mulConst, divConst func(dst, a []float32, c float32)
 	constSub, constDiv func(dst, a []float32, c float32)
 	relu, neg, abs     func(dst, a []float32)
+	reluGrad           func(dst, g, out []float32)
 	sqrt               func(dst, a []float32)
 	exp, tanh          func(dst, a []float32)
 	expLanes           int
@@ -81,7 +82,7 @@ var goImpl = &impl{
 	add:  addGo, sub: subGo, mul: mulGo, div: divGo,
 	addConst: addConstGo, subConst: subConstGo, mulConst: mulConstGo, divConst: divConstGo,
 	constSub: constSubGo, constDiv: constDivGo,
-	relu: reluGo, neg: negGo, abs: absGo, sqrt: sqrtGo, exp: expGo, tanh: tanhGo, expLanes: 1, sum: sumGo,
+	relu: reluGo, reluGrad: reluGradGo, neg: negGo, abs: absGo, sqrt: sqrtGo, exp: expGo, tanh: tanhGo, expLanes: 1, sum: sumGo,
 	sgdMomentum: sgdMomentumGo, adam: adamGo,
 }
 
@@ -105,6 +106,14 @@ func check3(op string, dst, a, b []float32) {
 
 // Add sets dst[i] = a[i] + b[i].
 func Add(dst, a, b []float32) { check3("Add", dst, a, b); active.add(dst, a, b) }
+
+// ReluGrad sets dst[i] = g[i] where out[i] > 0 and +0 elsewhere (where
+// out[i] is zero, negative or NaN): the gradient of ReLU given its output.
+// g[i] passes bit for bit, NaN included.
+func ReluGrad(dst, g, out []float32) {
+	check3("ReluGrad", dst, g, out)
+	active.reluGrad(dst, g, out)
+}
 
 // Sub sets dst[i] = a[i] - b[i].
 func Sub(dst, a, b []float32) { check3("Sub", dst, a, b); active.sub(dst, a, b) }

@@ -937,6 +937,62 @@ done:
 	VZEROUPPER
 	RET
 
+// func reluGradAVX2(dst, g, out []float32): dst[i] = g[i] where out[i] > 0
+// (ordered: not where out[i] is NaN), else +0; g's bits pass unchanged.
+TEXT ·reluGradAVX2(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ g_base+24(FP), SI
+	MOVQ out_base+48(FP), DX
+	VXORPS Y14, Y14, Y14
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-32, BX
+	JZ   one
+big:
+	VCMPPS $0x11, 0(DX)(AX*4), Y14, Y0
+	VANDPS 0(SI)(AX*4), Y0, Y0
+	VMOVUPS Y0, 0(DI)(AX*4)
+	VCMPPS $0x11, 32(DX)(AX*4), Y14, Y1
+	VANDPS 32(SI)(AX*4), Y1, Y1
+	VMOVUPS Y1, 32(DI)(AX*4)
+	VCMPPS $0x11, 64(DX)(AX*4), Y14, Y2
+	VANDPS 64(SI)(AX*4), Y2, Y2
+	VMOVUPS Y2, 64(DI)(AX*4)
+	VCMPPS $0x11, 96(DX)(AX*4), Y14, Y3
+	VANDPS 96(SI)(AX*4), Y3, Y3
+	VMOVUPS Y3, 96(DI)(AX*4)
+	ADDQ $32, AX
+	CMPQ AX, BX
+	JLT  big
+one:
+	MOVQ CX, BX
+	ANDQ $-8, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VCMPPS $0x11, 0(DX)(AX*4), Y14, Y0
+	VANDPS 0(SI)(AX*4), Y0, Y0
+	VMOVUPS Y0, 0(DI)(AX*4)
+	ADDQ $8, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+	CMPQ AX, CX
+	JGE  done
+tailloop:
+	VMOVSS (DX)(AX*4), X0
+	VCMPSS $0x1e, X14, X0, X0
+	VMOVSS (SI)(AX*4), X1
+	VANDPS X1, X0, X0
+	VMOVSS X0, (DI)(AX*4)
+	INCQ AX
+	CMPQ AX, CX
+	JLT  tailloop
+done:
+	VZEROUPPER
+	RET
+
 // func sumAVX2(a []float32) float64: the sum of a, accumulated in float64.
 TEXT ·sumAVX2(SB), NOSPLIT, $0-32
 	MOVQ a_base+0(FP), SI
@@ -2005,6 +2061,62 @@ tailloop:
 	VMOVSS (SI)(AX*4), X0
 	VMAXSS X0, X14, X0
 	VADDSS X14, X0, X0
+	VMOVSS X0, (DI)(AX*4)
+	INCQ AX
+	CMPQ AX, CX
+	JLT  tailloop
+done:
+	VZEROUPPER
+	RET
+
+// func reluGradAVX512(dst, g, out []float32): dst[i] = g[i] where out[i] > 0
+// (ordered: not where out[i] is NaN), else +0; g's bits pass unchanged.
+TEXT ·reluGradAVX512(SB), NOSPLIT, $0-72
+	MOVQ dst_base+0(FP), DI
+	MOVQ dst_len+8(FP), CX
+	MOVQ g_base+24(FP), SI
+	MOVQ out_base+48(FP), DX
+	VPXORD Z14, Z14, Z14
+	XORQ AX, AX
+	MOVQ CX, BX
+	ANDQ $-64, BX
+	JZ   one
+big:
+	VCMPPS $0x11, 0(DX)(AX*4), Z14, K1
+	VMOVUPS.Z 0(SI)(AX*4), K1, Z0
+	VMOVUPS Z0, 0(DI)(AX*4)
+	VCMPPS $0x11, 64(DX)(AX*4), Z14, K2
+	VMOVUPS.Z 64(SI)(AX*4), K2, Z1
+	VMOVUPS Z1, 64(DI)(AX*4)
+	VCMPPS $0x11, 128(DX)(AX*4), Z14, K3
+	VMOVUPS.Z 128(SI)(AX*4), K3, Z2
+	VMOVUPS Z2, 128(DI)(AX*4)
+	VCMPPS $0x11, 192(DX)(AX*4), Z14, K4
+	VMOVUPS.Z 192(SI)(AX*4), K4, Z3
+	VMOVUPS Z3, 192(DI)(AX*4)
+	ADDQ $64, AX
+	CMPQ AX, BX
+	JLT  big
+one:
+	MOVQ CX, BX
+	ANDQ $-16, BX
+	CMPQ AX, BX
+	JGE  tail
+oneloop:
+	VCMPPS $0x11, 0(DX)(AX*4), Z14, K1
+	VMOVUPS.Z 0(SI)(AX*4), K1, Z0
+	VMOVUPS Z0, 0(DI)(AX*4)
+	ADDQ $16, AX
+	CMPQ AX, BX
+	JLT  oneloop
+tail:
+	CMPQ AX, CX
+	JGE  done
+tailloop:
+	VMOVSS (DX)(AX*4), X0
+	VCMPSS $0x1e, X14, X0, X0
+	VMOVSS (SI)(AX*4), X1
+	VANDPS X1, X0, X0
 	VMOVSS X0, (DI)(AX*4)
 	INCQ AX
 	CMPQ AX, CX

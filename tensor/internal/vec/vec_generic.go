@@ -83,6 +83,22 @@ func constDivGo(dst, a []float32, c float32) {
 	}
 }
 
+// reluGradGo sets d[i] = g[i] where out[i] > 0 and 0 elsewhere, without
+// branches on the (unpredictable) sign: out's bit pattern read as an
+// integer lies in [1, +Inf's pattern] exactly when 0 < out <= +Inf, and
+// that test becomes an all-ones or all-zeros mask on g's bits.
+func reluGradGo(d, g, out []float32) {
+	g, out = g[:len(d)], out[:len(d)]
+	for i := range d {
+		ob := math.Float32bits(out[i])
+		var m uint32
+		if ob-1 < 0x7f800000 {
+			m = ^uint32(0)
+		}
+		d[i] = math.Float32frombits(math.Float32bits(g[i]) & m)
+	}
+}
+
 func reluGo(dst, a []float32) {
 	dst = dst[:len(a)]
 	for i, v := range a {

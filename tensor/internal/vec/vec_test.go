@@ -80,6 +80,7 @@ func TestAsmMatchesGoExactKernels(t *testing.T) {
 		{"sub", func(im *impl) func(dst, a, b []float32) { return im.sub }, 3},
 		{"mul", func(im *impl) func(dst, a, b []float32) { return im.mul }, 3},
 		{"div", func(im *impl) func(dst, a, b []float32) { return im.div }, 3},
+		{"reluGrad", func(im *impl) func(dst, a, b []float32) { return im.reluGrad }, 3},
 	}
 	type vc struct {
 		name string
@@ -170,6 +171,20 @@ func TestReluSpecialValues(t *testing.T) {
 		im.relu(got, in)
 		for i := range want {
 			assert.True(t, sameBits(want[i], got[i]), "%s relu(%v) = %v, want %v", im.name, in[i], got[i], want[i])
+		}
+	}
+}
+
+func TestReluGradSpecialValues(t *testing.T) {
+	nan, inf, nz := float32(math.NaN()), float32(math.Inf(1)), float32(math.Copysign(0, -1))
+	out := []float32{nan, nz, 0, -inf, inf, -1e-45, 1e-45, 3, 2, 5}
+	g := []float32{7, 7, 7, 7, -2, 7, 5, nan, nz, inf}
+	want := []float32{0, 0, 0, 0, -2, 0, 5, nan, nz, inf}
+	for _, im := range impls() {
+		got := make([]float32, len(out))
+		im.reluGrad(got, g, out)
+		for i := range want {
+			assert.True(t, sameBits(want[i], got[i]), "%s reluGrad(g=%v, out=%v) = %v, want %v", im.name, g[i], out[i], got[i], want[i])
 		}
 	}
 }
