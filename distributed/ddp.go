@@ -77,9 +77,9 @@ type DDP struct {
 	// spares are the buckets of the previous round when they are
 	// SharedZeros memory, which rounds alternate with flats instead of
 	// allocating fresh buffers; nil otherwise.
-	spares []*tensor.Tensor
-	works    []Work           // started all-reduces, in bucket order
-	roundErr error            // a gradient arrived for a started bucket
+	spares   []*tensor.Tensor
+	works    []Work // started all-reduces, in bucket order
+	roundErr error  // a gradient arrived for a started bucket
 
 	// zero, when set by NewZeroOptimizer, reduce-scatters the buckets
 	// instead; synced records that this round's reduce-scatters are done
