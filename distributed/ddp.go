@@ -175,6 +175,9 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 		}
 		d.left[k] = d.need[k]
 		first := d.params[bucket[0]].Value()
+		if pg.Size() == 1 {
+			continue // one rank averages nothing: SyncGradients leaves the gradients be
+		}
 		if a, ok := pg.(sharedAllocator); ok && first.Device() == tensor.CPU {
 			if d.spares == nil {
 				d.spares = make([]*tensor.Tensor, len(d.buckets))
@@ -190,7 +193,7 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 			d.flats[k] = tensor.ZerosOn(first.Device(), []int{n}, first.DType())
 		}
 	}
-	if !opts.SyncAfterBackward {
+	if !opts.SyncAfterBackward && pg.Size() > 1 {
 		for i, p := range d.params {
 			if p.RequiresGrad() {
 				// gradReady only reads g, before SyncGradients replaces
@@ -373,6 +376,12 @@ func (d *DDP) NoSync(fn func() error) error {
 func (d *DDP) SyncGradients() error {
 	d.mu.Lock()
 	if d.noSync || (d.zero != nil && d.synced && len(d.works) == 0) {
+		d.mu.Unlock()
+		return nil
+	}
+	if d.zero == nil && d.pg.Size() == 1 {
+		// The average over one rank is its gradient: nothing to flatten,
+		// move or copy back.
 		d.mu.Unlock()
 		return nil
 	}

@@ -310,3 +310,18 @@ func TestDataParallelSharedBucketsAlternate(t *testing.T) {
 		return nil
 	})
 }
+
+func TestDataParallelOneRankLeavesGradients(t *testing.T) {
+	g := localGroups(t, 1)[0]
+	m, err := DataParallel(ddpModel(3), g, DDPOptions{})
+	require.NoError(t, err)
+	ref := ddpModel(3)
+	x, y := ddpBatch(0, 6)
+	ddpStep(t, m, x, y)
+	ddpStep(t, ref, x, y)
+	before := m.Parameters()[0].Grad()
+	require.NoError(t, m.SyncGradients())
+	// The very gradient backward produced, not a copy through a bucket.
+	assert.Same(t, before, m.Parameters()[0].Grad())
+	assert.Equal(t, paramGrads(ref), paramGrads(m))
+}
