@@ -23,6 +23,9 @@ func TestConvFloat32MatchesFloat64(t *testing.T) {
 		{4, 5, 7, 6, 6, 1, tensor.Conv2dOptions{}},
 		{3, 6, 12, 7, 7, 3, tensor.Conv2dOptions{Padding: [2]int{1, 1}, Groups: 6}},
 		{1, 1, 3, 5, 6, 2, tensor.Conv2dOptions{}},
+		// One input channel: float32 lowers it into the matrix product,
+		// float64 keeps the depthwise loop.
+		{3, 1, 16, 28, 28, 3, tensor.Conv2dOptions{Padding: [2]int{1, 1}}},
 	}
 	gen := tensor.NewGenerator(7)
 	for _, c := range cases {
