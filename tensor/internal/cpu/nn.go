@@ -186,15 +186,6 @@ func MaxPool2d[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 // MaxPool2d's scan order (row by row), so the maxima and positions are the
 // same (the first of equal maxima, the last NaN).
 func maxPool2x2[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
-	if d, ok := any(dst).([]float32); ok {
-		maxPool2x2F32(d, idx, any(src).([]float32), g)
-		return
-	}
-	maxPool2x2Generic(dst, idx, src, g)
-}
-
-// maxPool2x2Generic is maxPool2x2 for either float type, with branches.
-func maxPool2x2Generic[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 	hw, ohw, w, ow := g.H*g.W, g.OH*g.OW, g.W, g.OW
 	parallelFor(g.Planes, ohw*4, func(p0, p1 int) {
 		for p := p0; p < p1; p++ {
@@ -223,54 +214,6 @@ func maxPool2x2Generic[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 			}
 		}
 	})
-}
-
-// maxPool2x2F32 is maxPool2x2 for float32 without branches on the data: on
-// real activations each of a window's three comparisons goes either way
-// about as often, and the mispredicted branches cost more than the
-// comparisons (about 50 cycles a window). The maximum is carried as bits
-// and picked, with its position, by masks from the comparisons.
-func maxPool2x2F32(dst []float32, idx []int64, src []float32, g PoolGeom) {
-	hw, ohw, w, ow := g.H*g.W, g.OH*g.OW, g.W, g.OW
-	parallelFor(g.Planes, ohw*4, func(p0, p1 int) {
-		for p := p0; p < p1; p++ {
-			plane := src[p*hw:][:hw]
-			out := dst[p*ohw:][:ohw]
-			oidx := idx[p*ohw:][:ohw]
-			for oh := range g.OH {
-				base := 2 * oh * w
-				r0, r1 := plane[base:][:2*ow], plane[base+w:][:2*ow]
-				o, oi := out[oh*ow:][:ow], oidx[oh*ow:][:ow]
-				for j := range o {
-					a, b := r0[2*j:][:2], r1[2*j:][:2]
-					best, bits, bi := a[0], math.Float32bits(a[0]), int64(base+2*j)
-					best, bits, bi = takeMax(best, bits, bi, a[1], bi+1)
-					best, bits, bi = takeMax(best, bits, bi, b[0], int64(base+w+2*j))
-					_, bits, bi = takeMax(best, bits, bi, b[1], int64(base+w+2*j+1))
-					o[j] = math.Float32frombits(bits)
-					oi[j] = bi
-				}
-			}
-		}
-	})
-}
-
-// takeMax returns v, its bits and its position vi when v > best or v is
-// NaN, else best, its bits and position bi, choosing by a mask instead of
-// a branch.
-func takeMax(best float32, bits uint32, bi int64, v float32, vi int64) (float32, uint32, int64) {
-	m := -(b2u(v > best) | b2u(v != v))
-	bits = math.Float32bits(v)&m | bits&^m
-	bi = vi&int64(int32(m)) | bi&^int64(int32(m))
-	return math.Float32frombits(bits), bits, bi
-}
-
-// b2u is 1 for true and 0 for false (a SETcc, not a branch).
-func b2u(c bool) uint32 {
-	if c {
-		return 1
-	}
-	return 0
 }
 
 // MaxPool2dValues writes each window's maximum into dst, like MaxPool2d
