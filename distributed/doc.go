@@ -49,7 +49,10 @@
 // peers' reduced pieces from their tensors into its own, so each tensor is
 // read once and written once. DataParallel allocates its gradient buckets
 // this way. Where the ranks cannot share memory SharedZeros returns an
-// ordinary tensor.
+// ordinary tensor. On the same 2-core machine, quiet, 64 MB across 4
+// ranks as processes (BenchmarkAllReduceProcesses): 0.76–0.90 of a TCP
+// stream's bandwidth between two of the processes for SharedZeros tensors,
+// 0.34–0.36 for ordinary ones; as goroutines 1.07–1.11 and 0.36–0.54.
 //
 // Built with the tag mpi (cgo, Debian's libopenmpi-dev), NewMPIGroup gives
 // the same ProcessGroup over MPI for jobs started by mpirun or Slurm's srun:
