@@ -182,38 +182,49 @@ func MaxPool2d[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
 }
 
 // maxPool2x2 is MaxPool2d for 2×2 windows at stride 2 without padding or
-// dilation, all inside the plane: each window's four values are compared in
-// MaxPool2d's scan order (row by row), so the maxima and positions are the
-// same (the first of equal maxima, the last NaN).
+// dilation, where each window is two pairs of adjacent inputs: float32
+// planes go through maxPool2x2Plane32 (vectorized where the CPU allows),
+// others through maxPool2x2Go.
 func maxPool2x2[T Float](dst []T, idx []int64, src []T, g PoolGeom) {
-	hw, ohw, w, ow := g.H*g.W, g.OH*g.OW, g.W, g.OW
+	hw, ohw := g.H*g.W, g.OH*g.OW
+	d32, _ := any(dst).([]float32)
+	s32, _ := any(src).([]float32)
 	parallelFor(g.Planes, ohw*4, func(p0, p1 int) {
 		for p := p0; p < p1; p++ {
-			plane := src[p*hw:][:hw]
-			out := dst[p*ohw:][:ohw]
 			oidx := idx[p*ohw:][:ohw]
-			for oh := range g.OH {
-				base := 2 * oh * w
-				r0, r1 := plane[base:][:2*ow], plane[base+w:][:2*ow]
-				o, oi := out[oh*ow:][:ow], oidx[oh*ow:][:ow]
-				for j := range o {
-					a, b := r0[2*j:][:2], r1[2*j:][:2]
-					best, bi := a[0], base+2*j
-					if v := a[1]; v > best || v != v {
-						best, bi = v, base+2*j+1
-					}
-					if v := b[0]; v > best || v != v {
-						best, bi = v, base+w+2*j
-					}
-					if v := b[1]; v > best || v != v {
-						best, bi = v, base+w+2*j+1
-					}
-					o[j] = best
-					oi[j] = int64(bi)
-				}
+			if d32 != nil {
+				maxPool2x2Plane32(d32[p*ohw:][:ohw], oidx, s32[p*hw:][:hw], g.OH, g.OW, g.W)
+				continue
 			}
+			maxPool2x2Go(dst[p*ohw:][:ohw], oidx, src[p*hw:][:hw], g.OH, g.OW, g.W)
 		}
 	})
+}
+
+// maxPool2x2Go pools one plane of width w into oh×ow outputs and their
+// positions in the plane, scanning each window in row-major order: a later
+// input wins only when strictly greater or NaN.
+func maxPool2x2Go[T Float](out []T, oidx []int64, plane []T, oh, ow, w int) {
+	for r := range oh {
+		base := 2 * r * w
+		r0, r1 := plane[base:][:2*ow], plane[base+w:][:2*ow]
+		o, oi := out[r*ow:][:ow], oidx[r*ow:][:ow]
+		for j := range o {
+			a, b := r0[2*j:][:2], r1[2*j:][:2]
+			best, bi := a[0], base+2*j
+			if v := a[1]; v > best || v != v {
+				best, bi = v, base+2*j+1
+			}
+			if v := b[0]; v > best || v != v {
+				best, bi = v, base+w+2*j
+			}
+			if v := b[1]; v > best || v != v {
+				best, bi = v, base+w+2*j+1
+			}
+			o[j] = best
+			oi[j] = int64(bi)
+		}
+	}
 }
 
 // MaxPool2dValues writes each window's maximum into dst, like MaxPool2d

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/emberml/ember/tensor/internal/parallel"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,38 +76,140 @@ func TestMaxPool2dValuesMatchesIndexed(t *testing.T) {
 }
 
 // TestMaxPool2x2MatchesGeneric checks MaxPool2d's 2×2 stride-2 path against
-// the generic loop on odd plane sizes (a last row and column outside every
-// window), with NaNs, ties and -Inf, and outputs and positions poisoned.
+// the generic loop, in float32 (the vector kernel where the CPU has one)
+// and float64, on plane sizes with odd rows and columns outside every
+// window and rows of one to past two vectors of outputs, with NaNs, ties,
+// infinities and signed zeros, and outputs and positions poisoned.
 func TestMaxPool2x2MatchesGeneric(t *testing.T) {
-	cases := []struct{ planes, h, w int }{{1, 2, 2}, {3, 5, 7}, {2, 8, 9}, {4, 11, 6}}
+	cases := []struct{ planes, h, w int }{
+		{1, 2, 2}, {3, 5, 7}, {2, 8, 9}, {4, 11, 6}, {2, 28, 28}, {3, 14, 14},
+		{2, 7, 64}, {2, 9, 70}, {3, 5, 33}, {1, 3, 67},
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, c := range cases {
 		g := PoolGeom{Planes: c.planes, H: c.h, W: c.w, KH: 2, KW: 2, StrideH: 2, StrideW: 2,
 			DilationH: 1, DilationW: 1, OH: c.h / 2, OW: c.w / 2}
-		src := make([]float32, c.planes*c.h*c.w)
-		for i := range src {
-			// Few distinct values, so windows hold ties.
-			src[i] = float32(rng.IntN(5) - 2)
-		}
-		src[1] = float32(math.NaN())
-		src[c.w] = float32(math.NaN())
-		src[len(src)-1] = float32(math.Inf(-1))
-		src[len(src)/2] = float32(math.Inf(-1))
+		src := pool2x2Input(rng, c.planes*c.h*c.w)
 		n := c.planes * g.OH * g.OW
-		want, wantIdx := make([]float32, n), make([]int64, n)
+		want, wantIdx := make([]float64, n), make([]int64, n)
 		maxPool2dGeneric(want, wantIdx, src, g)
-		got, gotIdx := make([]float32, n), make([]int64, n)
+		got, gotIdx := make([]float64, n), make([]int64, n)
 		for i := range got {
-			got[i], gotIdx[i] = 12345, -7
+			got[i], gotIdx[i] = math.NaN(), -7
 		}
 		MaxPool2d(got, gotIdx, src, g)
-		require.Equal(t, wantIdx, gotIdx, "positions %+v", c)
+		require.Equal(t, wantIdx, gotIdx, "float64 positions %+v", c)
 		for i := range want {
-			if math.IsNaN(float64(want[i])) {
-				require.True(t, math.IsNaN(float64(got[i])), "output %d of %+v: got %v, want NaN", i, c, got[i])
-				continue
+			require.Equal(t, math.Float64bits(want[i]), math.Float64bits(got[i]), "float64 output %d of %+v", i, c)
+		}
+
+		src32 := make([]float32, len(src))
+		for i, v := range src {
+			src32[i] = float32(v)
+		}
+		got32 := make([]float32, n)
+		for i := range got32 {
+			got32[i], gotIdx[i] = float32(math.NaN()), -7
+		}
+		MaxPool2d(got32, gotIdx, src32, g)
+		require.Equal(t, wantIdx, gotIdx, "float32 positions %+v", c)
+		for i := range want {
+			require.Equal(t, math.Float32bits(float32(want[i])), math.Float32bits(got32[i]), "float32 output %d of %+v", i, c)
+		}
+	}
+}
+
+// TestMaxPool2x2PlaneMatchesGo checks the float32 plane kernel (assembly
+// where the CPU has it) against maxPool2x2Go on every width 2…67 and
+// several heights, bits and positions, with the outputs poisoned with NaN
+// and guard elements after them that must stay untouched.
+func TestMaxPool2x2PlaneMatchesGo(t *testing.T) {
+	const guard = 19
+	rng := rand.New(rand.NewPCG(7, 8))
+	for w := 2; w <= 67; w++ {
+		for _, h := range []int{2, 3, 6, 9} {
+			oh, ow := h/2, w/2
+			src := pool2x2Input(rng, h*w)
+			plane := make([]float32, len(src))
+			for i, v := range src {
+				plane[i] = float32(v)
 			}
-			require.Equal(t, want[i], got[i], "output %d of %+v", i, c)
+			want, wantIdx := make([]float32, oh*ow), make([]int64, oh*ow)
+			maxPool2x2Go(want, wantIdx, plane, oh, ow, w)
+			got, gotIdx := make([]float32, oh*ow+guard), make([]int64, oh*ow+guard)
+			for i := range got {
+				got[i], gotIdx[i] = float32(math.NaN()), -7
+			}
+			maxPool2x2Plane32(got[:oh*ow], gotIdx[:oh*ow], plane, oh, ow, w)
+			require.Equal(t, wantIdx, gotIdx[:oh*ow], "positions, %d×%d", h, w)
+			for i := range want {
+				require.Equal(t, math.Float32bits(want[i]), math.Float32bits(got[i]), "output %d, %d×%d", i, h, w)
+			}
+			for i := oh * ow; i < len(got); i++ {
+				require.True(t, math.IsNaN(float64(got[i])), "guard %d written, %d×%d", i, h, w)
+				require.Equal(t, int64(-7), gotIdx[i], "guard position %d written, %d×%d", i, h, w)
+			}
+		}
+	}
+}
+
+// pool2x2Input returns n values drawn from a few, so that windows hold
+// ties, with NaNs (two payloads), infinities and both zeros among them.
+func pool2x2Input(rng *rand.Rand, n int) []float64 {
+	pool := []float64{-2, -1, 1, 2, 0, math.Copysign(0, -1), math.Inf(1), math.Inf(-1),
+		math.NaN(), math.Float64frombits(0x7ffc000000000000)}
+	src := make([]float64, n)
+	for i := range src {
+		if rng.IntN(3) == 0 {
+			src[i] = pool[rng.IntN(len(pool))]
+			continue
+		}
+		src[i] = float64(rng.IntN(5) - 2)
+	}
+	return src
+}
+
+// BenchmarkMaxPool2x2 times float32 2×2 stride-2 pooling with positions
+// on examples/ddp's CNN shapes (batch 32: 16 planes of 28×28, 32 of
+// 14×14) on one goroutine, MaxPool2d (the vector kernel where the CPU has
+// one) against the Go loop, on ReLU-like inputs (half zeros, whose
+// branches the Go loop predicts well) and on normal random ones.
+func BenchmarkMaxPool2x2(b *testing.B) {
+	parallel.SetThreads(1)
+	defer parallel.SetThreads(0)
+	shapes := []struct {
+		name         string
+		planes, h, w int
+	}{{"28x28", 32 * 16, 28, 28}, {"14x14", 32 * 32, 14, 14}}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, sh := range shapes {
+		g := PoolGeom{Planes: sh.planes, H: sh.h, W: sh.w, KH: 2, KW: 2, StrideH: 2, StrideW: 2,
+			DilationH: 1, DilationW: 1, OH: sh.h / 2, OW: sh.w / 2}
+		hw, ohw := sh.h*sh.w, g.OH*g.OW
+		dst, idx := make([]float32, sh.planes*ohw), make([]int64, sh.planes*ohw)
+		for _, data := range []string{"relu", "random"} {
+			src := make([]float32, sh.planes*hw)
+			for i := range src {
+				v := float32(rng.NormFloat64())
+				if data == "relu" {
+					v = max(v, 0)
+				}
+				src[i] = v
+			}
+			b.Run(sh.name+"/"+data+"/kernel", func(b *testing.B) {
+				defer reportCPU(b)()
+				for b.Loop() {
+					MaxPool2d(dst, idx, src, g)
+				}
+			})
+			b.Run(sh.name+"/"+data+"/go", func(b *testing.B) {
+				defer reportCPU(b)()
+				for b.Loop() {
+					for p := range sh.planes {
+						maxPool2x2Go(dst[p*ohw:][:ohw], idx[p*ohw:][:ohw], src[p*hw:][:hw], g.OH, g.OW, g.W)
+					}
+				}
+			})
 		}
 	}
 }
