@@ -1,8 +1,6 @@
 package distributed
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -123,17 +121,15 @@ func (s *shmGroup) allocShared(bytes int, deadline time.Time) ([]byte, func(), e
 			}
 		}
 	}
-	var nonce [16]byte
+	var nonce [2]int64
 	mem, pid, fd, err := createSegment(size)
 	ok := err == nil
 	if ok {
 		defer closeFD(fd) // once every rank has opened it
 		segs[g.rank] = mem
-		rand.Read(nonce[:])
-		copy(mem, nonce[:])
+		nonce = writeNonce(mem)
 	}
-	info := []int64{boolInt(ok), int64(pid), int64(fd), int64(size),
-		int64(binary.LittleEndian.Uint64(nonce[:8])), int64(binary.LittleEndian.Uint64(nonce[8:]))}
+	info := []int64{boolInt(ok), int64(pid), int64(fd), int64(size), nonce[0], nonce[1]}
 	got, err := g.exchange(opShmAlloc, g.nextSeq(), tensor.Int64, len(info), func(int) vec { return vec{tensor.Int64, info} }, deadline)
 	if err != nil {
 		unmapAll()
@@ -154,20 +150,12 @@ func (s *shmGroup) allocShared(bytes int, deadline time.Time) ([]byte, func(), e
 			break
 		}
 		segs[j] = m
-		binary.LittleEndian.PutUint64(nonce[:8], uint64(d[4]))
-		binary.LittleEndian.PutUint64(nonce[8:], uint64(d[5]))
-		ok = [16]byte(m[:16]) == nonce
+		ok = holdsNonce(m, [2]int64{d[4], d[5]})
 	}
-	vote := []int64{boolInt(ok)}
-	votes, err := g.exchange(opShmAlloc, g.nextSeq(), tensor.Int64, 1, func(int) vec { return vec{tensor.Int64, vote} }, deadline)
+	ok, err = g.agree(opShmAlloc, ok, deadline)
 	if err != nil {
 		unmapAll()
 		return nil, nil, err
-	}
-	for j, v := range votes {
-		if j != g.rank && v.data.([]int64)[0] != 1 {
-			ok = false
-		}
 	}
 	if !ok {
 		unmapAll()
@@ -268,8 +256,8 @@ func (g *TCPGroup) shmSharedAllReduce(seq uint64, v vec, reg *sharedRegion, off 
 	d := shmDesc{seq, uint64(n), opAllReduce, v.dt}
 	w := s.slot / es
 	windows := (n + w - 1) / w
-	window := func(r int) (int, int) { return r * w, min((r+1)*w, n) }
-	piece := func(lo, hi, i int) (int, int) { return lo + i*(hi-lo)/size, lo + (i+1)*(hi-lo)/size }
+	window := func(r int) (int, int) { return span(r, w, n) }
+	piece := func(lo, hi, i int) (int, int) { return rankPiece(lo, hi, i, size) }
 
 	t, k := s.round, int(s.round%2)
 	// Slot k's descriptor was last read by the peers in round t-2.

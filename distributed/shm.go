@@ -153,14 +153,13 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	want := shmSupported && nativeLittle && !cfg.DisableSharedMemory && g.size <= shmMaxRanks
 	var pid, fd int
 	wakerFD := -1
-	var nonce [16]byte
+	var nonce [2]int64
 	if want {
 		var err error
 		s.segs[g.rank], pid, fd, err = createSegment(size)
 		if err == nil {
 			defer closeFD(fd) // once every rank has opened it
-			rand.Read(nonce[:])
-			copy(s.segs[g.rank][shmNonceOff:], nonce[:])
+			nonce = writeNonce(s.segs[g.rank][shmNonceOff:])
 			s.waker, wakerFD, s.wakerW, err = createWaker()
 		}
 		if err == nil {
@@ -169,8 +168,7 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 		}
 		want = err == nil
 	}
-	info := []int64{boolInt(want), hostID(), int64(pid), int64(fd), int64(size),
-		int64(binary.LittleEndian.Uint64(nonce[:8])), int64(binary.LittleEndian.Uint64(nonce[8:])), int64(wakerFD)}
+	info := []int64{boolInt(want), hostID(), int64(pid), int64(fd), int64(size), nonce[0], nonce[1], int64(wakerFD)}
 	got, err := g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, len(info), func(int) vec { return vec{tensor.Int64, info} }, deadline)
 	if err != nil {
 		s.unmap()
@@ -182,16 +180,10 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 			ok = s.open(j, got[j].data.([]int64), info, size)
 		}
 	}
-	vote := []int64{boolInt(ok)}
-	votes, err := g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, 1, func(int) vec { return vec{tensor.Int64, vote} }, deadline)
+	ok, err = g.agree(opShmSetup, ok, deadline)
 	if err != nil {
 		s.unmap()
 		return err
-	}
-	for j, v := range votes {
-		if j != g.rank && v.data.([]int64)[0] != 1 {
-			ok = false
-		}
 	}
 	if !ok {
 		s.unmap()
@@ -213,14 +205,42 @@ func (s *shmGroup) open(j int, d, own []int64, size int) bool {
 		return false
 	}
 	s.segs[j] = m
-	var nonce [16]byte
-	binary.LittleEndian.PutUint64(nonce[:8], uint64(d[5]))
-	binary.LittleEndian.PutUint64(nonce[8:], uint64(d[6]))
-	if [16]byte(m[shmNonceOff:shmNonceOff+16]) != nonce {
+	if !holdsNonce(m[shmNonceOff:], [2]int64{d[5], d[6]}) {
 		return false
 	}
 	s.wakers[j], err = openWaker(int(d[2]), int(d[7]))
 	return err == nil
+}
+
+// agree tells every rank whether this one is ok and reports whether all
+// are: the last exchange of setupShm and allocShared, after which every
+// rank takes the same path.
+func (g *TCPGroup) agree(op byte, ok bool, deadline time.Time) (bool, error) {
+	vote := []int64{boolInt(ok)}
+	votes, err := g.exchange(op, g.nextSeq(), tensor.Int64, 1, func(int) vec { return vec{tensor.Int64, vote} }, deadline)
+	if err != nil {
+		return false, err
+	}
+	for j, v := range votes {
+		if j != g.rank && v.data.([]int64)[0] != 1 {
+			ok = false
+		}
+	}
+	return ok, nil
+}
+
+// writeNonce writes 16 random bytes at the start of mem, a fresh segment,
+// and returns them as the two words a setup record carries: a peer that
+// reads them back from its own mapping shares the memory.
+func writeNonce(mem []byte) [2]int64 {
+	rand.Read(mem[:16])
+	return [2]int64{int64(binary.LittleEndian.Uint64(mem[:8])), int64(binary.LittleEndian.Uint64(mem[8:16]))}
+}
+
+// holdsNonce reports whether mem starts with the nonce writeNonce returned
+// as words.
+func holdsNonce(mem []byte, words [2]int64) bool {
+	return int64(binary.LittleEndian.Uint64(mem[:8])) == words[0] && int64(binary.LittleEndian.Uint64(mem[8:16])) == words[1]
 }
 
 // boolInt is 1 for true, 0 for false.
@@ -437,8 +457,8 @@ func bytesVec(dt tensor.DType, b []byte) vec {
 func (g *TCPGroup) shmAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
 	s, es, n, size := g.shm, v.elemSize(), v.len(), g.size
 	w := s.slot / es
-	window := func(r int) (int, int) { return r * w, min((r+1)*w, n) }
-	piece := func(lo, hi, i int) (int, int) { return lo + i*(hi-lo)/size, lo + (i+1)*(hi-lo)/size }
+	window := func(r int) (int, int) { return span(r, w, n) }
+	piece := func(lo, hi, i int) (int, int) { return rankPiece(lo, hi, i, size) }
 	all, place := sliceBytes(v.data), s.placeFor(n*es)
 	return s.run(shmDesc{seq, uint64(n), opAllReduce, v.dt}, (n+w-1)/w, shmPhases{
 		fill: func(r int, stage []byte) {
@@ -471,6 +491,15 @@ func (g *TCPGroup) shmAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Ti
 	}, deadline)
 }
 
+// span returns window r of windows of w elements over n elements.
+func span(r, w, n int) (int, int) { return r * w, min((r+1)*w, n) }
+
+// rankPiece returns the i-th of size near-equal pieces of [lo, hi): the
+// piece rank i reduces in an all-reduce.
+func rankPiece(lo, hi, i, size int) (int, int) {
+	return lo + i*(hi-lo)/size, lo + (i+1)*(hi-lo)/size
+}
+
 // shmStreamBytes is the size from which a collective writes its results
 // into the caller's tensors with non-temporal stores: a tensor that large
 // does not stay in the caches until it is read anyway, and a cached store
@@ -494,7 +523,7 @@ func (s *shmGroup) placeFor(total int) func(dst, src []byte) int {
 func (g *TCPGroup) shmReduceScatter(seq uint64, dst vec, ins []vec, op ReduceOp, deadline time.Time) error {
 	s, es, n, size := g.shm, dst.elemSize(), dst.len(), g.size
 	c := s.slot / es / size
-	window := func(r int) (int, int) { return r * c, min((r+1)*c, n) }
+	window := func(r int) (int, int) { return span(r, c, n) }
 	return s.run(shmDesc{seq, uint64(n), opReduceScatter, dst.dt}, (n+c-1)/c, shmPhases{
 		fill: func(r int, stage []byte) {
 			lo, hi := window(r)
@@ -635,7 +664,7 @@ func sumPieces[T float32 | float64](dst []T, size int, runs []rankRun, sum func(
 func (g *TCPGroup) shmAllGather(seq uint64, in vec, outs []vec, deadline time.Time) error {
 	s, es, n := g.shm, in.elemSize(), in.len()
 	w := s.slot / es
-	window := func(r int) (int, int) { return r * w, min((r+1)*w, n) }
+	window := func(r int) (int, int) { return span(r, w, n) }
 	src := sliceBytes(in.data)
 	return s.run(shmDesc{seq, uint64(n), opAllGather, in.dt}, (n+w-1)/w, shmPhases{
 		fill: func(r int, stage []byte) {
@@ -657,7 +686,7 @@ func (g *TCPGroup) shmAllGather(seq uint64, in vec, outs []vec, deadline time.Ti
 func (g *TCPGroup) shmReduceScatterParts(dt tensor.DType, send func(j int) parts, own parts, dst vec, op ReduceOp, deadline time.Time) error {
 	s, es, n, size := g.shm, dt.Size(), dst.len(), g.size
 	c := s.slot / es / size
-	window := func(r int) (int, int) { return r * c, min((r+1)*c, n) }
+	window := func(r int) (int, int) { return span(r, c, n) }
 	srcs := make([]parts, size)
 	for j := range srcs {
 		if j != s.self {
