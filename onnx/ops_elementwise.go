@@ -229,32 +229,32 @@ func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		q = q.Abs().Floor().Mul(q.Sign())
 		return one(fa.Sub(q.Mul(fb)).To(a.DType()))
 	}
-	q, floored, err := signedQuotient(n, a, b)
+	q, rem, err := signedQuotient(n, a, b)
 	if err != nil {
 		return nil, err
 	}
 	if fmod {
 		return one(a.Sub(q.Mul(b)))
 	}
-	return one(a.Sub(floored.Mul(b)))
+	return one(rem)
 }
 
 // signedQuotient divides signed integers exactly in their own dtype (through
 // float64, INT64 values beyond 2^53 would round): q rounded toward zero, as
-// ONNX's Div and C's fmod take it, and floored, as Python's % takes it.
-// The floored quotient leaves a remainder with the divisor's sign; where
-// that remainder is not zero and the operands' signs differ, rounding
-// toward zero gives one more. A zero divisor, which ONNX leaves undefined,
-// is an error.
-func signedQuotient(n *node, a, b *tensor.Tensor) (q, floored *tensor.Tensor, err error) {
+// ONNX's Div and C's fmod take it, and the remainder of the floored
+// quotient, as Python's % takes it. That remainder has the divisor's sign;
+// where it is not zero and the operands' signs differ, rounding toward
+// zero gives one more. A zero divisor, which ONNX leaves undefined, is an
+// error.
+func signedQuotient(n *node, a, b *tensor.Tensor) (q, flooredRem *tensor.Tensor, err error) {
 	if b.Numel() > 0 && b.Eq(tensor.Zeros(nil, b.DType())).To(tensor.Int64).Max(nil, false).Item() != 0 {
 		return nil, nil, fmt.Errorf("onnx: %v: integer division by zero", n)
 	}
 	zero := tensor.Zeros(nil, a.DType())
-	floored = a.FloorDiv(b)
-	inexact := a.Sub(floored.Mul(b)).Ne(zero)
+	floored := a.FloorDiv(b)
+	flooredRem = a.Sub(floored.Mul(b))
 	differ := a.Lt(zero).LogicalXor(b.Lt(zero))
-	return floored.Add(inexact.LogicalAnd(differ).To(a.DType())), floored, nil
+	return floored.Add(flooredRem.Ne(zero).LogicalAnd(differ).To(a.DType())), flooredRem, nil
 }
 
 // isUnsigned reports whether dt is an unsigned integer type.

@@ -48,10 +48,7 @@ func FromSlice[T Element](data []T, shape ...int) *Tensor {
 	if shape == nil {
 		shape = []int{len(data)}
 	}
-	checkShape("FromSlice", shape)
-	if numel(shape) != len(data) {
-		panic(fmt.Sprintf("tensor.FromSlice: %d values do not fill shape %v (%d elements)", len(data), shape, numel(shape)))
-	}
+	checkFill("FromSlice", len(data), shape)
 	dt := dtypeOf[T]()
 	b := cpuBackend{}
 	host := any(slices.Clone(data))
@@ -59,6 +56,14 @@ func FromSlice[T Element](data []T, shape ...int) *Tensor {
 		host = u16s(v) // see u16
 	}
 	return newTensor(b, &cpuBuffer{dtype: dt, data: host}, shape)
+}
+
+// checkFill panics unless shape is valid and holds exactly n elements.
+func checkFill(op string, n int, shape []int) {
+	checkShape(op, shape)
+	if numel(shape) != n {
+		panic(fmt.Sprintf("tensor.%s: %d values do not fill shape %v (%d elements)", op, n, shape, numel(shape)))
+	}
 }
 
 // FromHalfBits returns a Float16 or BFloat16 CPU tensor from raw 16-bit

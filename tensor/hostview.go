@@ -1,9 +1,6 @@
 package tensor
 
-import (
-	"fmt"
-	"runtime"
-)
+import "runtime"
 
 // HostData returns the live backing memory of t's elements when t is a
 // contiguous CPU tensor of dtype Float32, Float64, Int32 or Int64: a
@@ -67,10 +64,7 @@ func FromHostMemory[T float32 | float64 | int32 | int64](data []T, release func(
 	if shape == nil {
 		shape = []int{len(data)}
 	}
-	checkShape("FromHostMemory", shape)
-	if numel(shape) != len(data) {
-		panic(fmt.Sprintf("tensor.FromHostMemory: %d values do not fill shape %v (%d elements)", len(data), shape, numel(shape)))
-	}
+	checkFill("FromHostMemory", len(data), shape)
 	buf := &cpuBuffer{dtype: dtypeOf[T](), data: data}
 	if release != nil {
 		runtime.AddCleanup(buf, func(f func()) { f() }, release)
