@@ -26,6 +26,7 @@ var convBenchCases = []convBenchCase{
 	{"resnet_1x1_64to256_56", 1, 64, 256, 56, 56, 1, 0, 1},
 	{"depthwise_64_56", 8, 64, 64, 56, 56, 3, 1, 64},
 	{"mnist1_1to16_28", 32, 1, 16, 28, 28, 3, 1, 1},
+	{"mnist2_16to32_14", 32, 16, 32, 14, 14, 3, 1, 1},
 }
 
 func convBenchOperands(c convBenchCase) (x, w, b, gy *tensor.Tensor, g tensor.ConvGeom) {

@@ -72,6 +72,11 @@ func im2colChannels[T Float](dst, src []T, g ConvGeom, c0, c1 int) {
 	l := g.OH * g.OW
 	nl := g.N * l
 	hw := g.H * g.W
+	// A stride-1 tap of a convolution that keeps the width reads the plane
+	// at one fixed offset, so its rows are one copy instead of OH short ones
+	// (the rows of a 3×3 layer on 14×14 images are 14 elements: the call
+	// overhead of the per-row copies cost more than the data).
+	shifted := g.StrideH == 1 && g.StrideW == 1 && g.OW == g.W
 	for c := c0; c < c1; c++ {
 		for kh := range g.KH {
 			offH := kh*g.DilationH - g.PadH
@@ -83,6 +88,10 @@ func im2colChannels[T Float](dst, src []T, g ConvGeom, c0, c1 int) {
 				for n := range g.N {
 					plane := src[(n*g.C+c)*hw:][:hw]
 					out := row[n*l:][:l]
+					if shifted {
+						shiftedPlane(out, plane, g.W, offH*g.W+offW, ohLo, ohHi, owLo, owHi)
+						continue
+					}
 					clear(out[:ohLo*g.OW])
 					clear(out[ohHi*g.OW:])
 					for oh := ohLo; oh < ohHi; oh++ {
@@ -104,6 +113,37 @@ func im2colChannels[T Float](dst, src []T, g ConvGeom, c0, c1 int) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// shiftedPlane writes one image's row of a stride-1 im2col whose output
+// width is the input width w: out[p] = plane[p+shift] for the output rows
+// [ohLo, ohHi) and columns [owLo, owHi) that read inside the plane, zero
+// elsewhere. Within those rows the input is contiguous at the one offset
+// shift, so a single copy moves them all; it also carries the neighbouring
+// input rows into the columns outside [owLo, owHi), which are zeroed after.
+func shiftedPlane[T Float](out, plane []T, w, shift, ohLo, ohHi, owLo, owHi int) {
+	if ohLo >= ohHi || owLo >= owHi {
+		clear(out)
+		return
+	}
+	first, last := ohLo*w+owLo, (ohHi-1)*w+owHi
+	clear(out[:first])
+	copy(out[first:last], plane[first+shift:last+shift])
+	clear(out[last:])
+	if owLo > 0 { // columns left of the plane, in every row after the first
+		for p := (ohLo + 1) * w; p < ohHi*w; p += w {
+			for i := range owLo {
+				out[p+i] = 0
+			}
+		}
+	}
+	if n := w - owHi; n > 0 { // columns right of it, in every row before the last
+		for p := ohLo*w + owHi; p < (ohHi-1)*w; p += w {
+			for i := range n {
+				out[p+i] = 0
 			}
 		}
 	}
