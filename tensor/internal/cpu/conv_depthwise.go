@@ -21,8 +21,19 @@ func parallelUnits(n, unitWork, threads int, f func(lo, hi int)) {
 
 // DepthwiseForward computes dst ([N, O, OH, OW]) = the depthwise
 // convolution of x ([N, C, H, W]) with w ([O, 1, KH, KW], O a multiple of
-// C) plus bias ([O], or nil), then max(·, 0) when relu is set.
+// C) plus bias ([O], or nil), then max(·, 0) when relu is set. float32 runs
+// in assembly where the CPU allows (fused multiply-adds, so the last bits
+// may differ from depthwiseForwardGo).
 func DepthwiseForward[T Float](dst, x, w, bias []T, g ConvGeom, o, threads int, relu bool) {
+	if d, ok := any(dst).([]float32); ok && depthwiseForward32(d, any(x).([]float32), any(w).([]float32), any(bias).([]float32), g, o, threads, relu) {
+		return
+	}
+	depthwiseForwardGo(dst, x, w, bias, g, o, threads, relu)
+}
+
+// depthwiseForwardGo is DepthwiseForward in Go: for every output plane, each
+// kernel tap adds its weight times the shifted input rows.
+func depthwiseForwardGo[T Float](dst, x, w, bias []T, g ConvGeom, o, threads int, relu bool) {
 	mult, taps, l, hw := o/g.C, g.KH*g.KW, g.OH*g.OW, g.H*g.W
 	parallelUnits(g.N*o, taps*l, threads, func(p0, p1 int) {
 		for p := p0; p < p1; p++ {
@@ -77,8 +88,17 @@ func DepthwiseForward[T Float](dst, x, w, bias []T, g ConvGeom, o, threads int, 
 }
 
 // DepthwiseBackwardInput computes dx ([N, C, H, W]), the gradient of
-// DepthwiseForward with respect to x, from grad ([N, O, OH, OW]) and w.
+// DepthwiseForward with respect to x, from grad ([N, O, OH, OW]) and w;
+// float32 in assembly where the CPU allows.
 func DepthwiseBackwardInput[T Float](dx, grad, w []T, g ConvGeom, o, threads int) {
+	if d, ok := any(dx).([]float32); ok && depthwiseBackwardInput32(d, any(grad).([]float32), any(w).([]float32), g, o, threads) {
+		return
+	}
+	depthwiseBackwardInputGo(dx, grad, w, g, o, threads)
+}
+
+// depthwiseBackwardInputGo is DepthwiseBackwardInput in Go.
+func depthwiseBackwardInputGo[T Float](dx, grad, w []T, g ConvGeom, o, threads int) {
 	mult, taps, l, hw := o/g.C, g.KH*g.KW, g.OH*g.OW, g.H*g.W
 	parallelUnits(g.N*g.C, mult*taps*l, threads, func(p0, p1 int) {
 		for p := p0; p < p1; p++ {
@@ -123,8 +143,17 @@ func DepthwiseBackwardInput[T Float](dx, grad, w []T, g ConvGeom, o, threads int
 
 // DepthwiseBackwardWeight computes dw ([O, 1, KH, KW]), the gradient of
 // DepthwiseForward with respect to w, from x and grad. Each tap's sum over
-// the batch and the output positions is accumulated in float64.
+// the batch and the output positions is accumulated in float64 (float32
+// runs in assembly where the CPU allows, with float32 partial sums).
 func DepthwiseBackwardWeight[T Float](dw, x, grad []T, g ConvGeom, o, threads int) {
+	if d, ok := any(dw).([]float32); ok && depthwiseBackwardWeight32(d, any(x).([]float32), any(grad).([]float32), g, o, threads) {
+		return
+	}
+	depthwiseBackwardWeightGo(dw, x, grad, g, o, threads)
+}
+
+// depthwiseBackwardWeightGo is DepthwiseBackwardWeight in Go.
+func depthwiseBackwardWeightGo[T Float](dw, x, grad []T, g ConvGeom, o, threads int) {
 	mult, taps, l, hw := o/g.C, g.KH*g.KW, g.OH*g.OW, g.H*g.W
 	parallelUnits(o, g.N*taps*l, threads, func(o0, o1 int) {
 		for oc := o0; oc < o1; oc++ {

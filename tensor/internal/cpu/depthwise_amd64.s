@@ -1,0 +1,213 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// DWTAILMASKS sets K1…K4 to the lanes of the four 16-column chunks that lie
+// below n, for the 0 < n-BX < 64 columns left from column BX. Clobbers AX
+// and CX.
+#define DWTAILMASKS \
+	MOVQ DX, CX; \
+	SUBQ BX, CX; \
+	MOVQ $1, AX; \
+	SHLQ CX, AX; \
+	DECQ AX; \
+	KMOVQ AX, K1; \
+	KSHIFTRQ $16, K1, K2; \
+	KSHIFTRQ $32, K1, K3; \
+	KSHIFTRQ $48, K1, K4
+
+// DWLOAD4 loads the four 16-column chunks from base(idx*4) into z0…z3,
+// each under its mask K1…K4 (zeros elsewhere).
+#define DWLOAD4(base, idx, z0, z1, z2, z3) \
+	VMOVUPS.Z (base)(idx*4), K1, z0; \
+	VMOVUPS.Z 64(base)(idx*4), K2, z1; \
+	VMOVUPS.Z 128(base)(idx*4), K3, z2; \
+	VMOVUPS.Z 192(base)(idx*4), K4, z3
+
+// DWBIAS4 starts the four accumulators Z0…Z3 from the broadcast bias Z30.
+#define DWBIAS4 \
+	VMOVAPS Z30, Z0; \
+	VMOVAPS Z30, Z1; \
+	VMOVAPS Z30, Z2; \
+	VMOVAPS Z30, Z3
+
+// DWRELU4 takes max(·, 0) of Z0…Z3 against the zeros in Z29; with the
+// accumulator as the second source VMAXPS returns it when it is NaN, as
+// the Go loop's max(v, 0) does.
+#define DWRELU4 \
+	VMAXPS Z0, Z29, Z0; \
+	VMAXPS Z1, Z29, Z1; \
+	VMAXPS Z2, Z29, Z2; \
+	VMAXPS Z3, Z29, Z3
+
+// func dwRowsAVX512(dst, src *float32, offs *int64, w *float32, taps, rows, n, dstStride, srcStride int, bias float32, flags int)
+// Row r of dst (n columns from dst+r·dstStride) gets bias plus the sum over
+// taps t of w[t]·src[r·srcStride + offs[t] + column], 64 columns per step
+// in four accumulators so that the FMA chains overlap; the last step
+// (fewer than 64 columns) runs the four chunks masked. Flags: 1 applies
+// max(·, 0) keeping NaN, 2 starts from dst instead of bias.
+TEXT ·dwRowsAVX512(SB), NOSPLIT, $0-88
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), R8
+	MOVQ w+24(FP), R9
+	MOVQ taps+32(FP), R10
+	MOVQ rows+40(FP), R11
+	MOVQ n+48(FP), DX
+	MOVQ dstStride+56(FP), R12
+	MOVQ srcStride+64(FP), R13
+	VBROADCASTSS bias+72(FP), Z30
+	VPXORD Z29, Z29, Z29
+
+row:
+	XORQ BX, BX // BX: first column of the step
+
+block:
+	MOVQ DX, CX
+	SUBQ BX, CX
+	CMPQ CX, $64
+	JLT tail
+	MOVQ flags+80(FP), AX
+	TESTQ $2, AX
+	JNZ blockload
+	DWBIAS4
+	JMP blocktaps
+
+blockload:
+	VMOVUPS (DI)(BX*4), Z0
+	VMOVUPS 64(DI)(BX*4), Z1
+	VMOVUPS 128(DI)(BX*4), Z2
+	VMOVUPS 192(DI)(BX*4), Z3
+
+blocktaps:
+	XORQ AX, AX
+
+blocktap:
+	VBROADCASTSS (R9)(AX*4), Z31
+	MOVQ (R8)(AX*8), CX
+	ADDQ BX, CX
+	VFMADD231PS (SI)(CX*4), Z31, Z0
+	VFMADD231PS 64(SI)(CX*4), Z31, Z1
+	VFMADD231PS 128(SI)(CX*4), Z31, Z2
+	VFMADD231PS 192(SI)(CX*4), Z31, Z3
+	INCQ AX
+	CMPQ AX, R10
+	JLT blocktap
+	MOVQ flags+80(FP), AX
+	TESTQ $1, AX
+	JZ blockstore
+	DWRELU4
+
+blockstore:
+	VMOVUPS Z0, (DI)(BX*4)
+	VMOVUPS Z1, 64(DI)(BX*4)
+	VMOVUPS Z2, 128(DI)(BX*4)
+	VMOVUPS Z3, 192(DI)(BX*4)
+	ADDQ $64, BX
+	JMP block
+
+tail:
+	CMPQ BX, DX
+	JGE nextrow
+	DWTAILMASKS
+	MOVQ flags+80(FP), AX
+	TESTQ $2, AX
+	JNZ tailload
+	DWBIAS4
+	JMP tailtaps
+
+tailload:
+	DWLOAD4(DI, BX, Z0, Z1, Z2, Z3)
+
+tailtaps:
+	XORQ AX, AX
+
+tailtap:
+	VBROADCASTSS (R9)(AX*4), Z31
+	MOVQ (R8)(AX*8), CX
+	ADDQ BX, CX
+	DWLOAD4(SI, CX, Z4, Z5, Z6, Z7)
+	VFMADD231PS Z4, Z31, Z0
+	VFMADD231PS Z5, Z31, Z1
+	VFMADD231PS Z6, Z31, Z2
+	VFMADD231PS Z7, Z31, Z3
+	INCQ AX
+	CMPQ AX, R10
+	JLT tailtap
+	MOVQ flags+80(FP), AX
+	TESTQ $1, AX
+	JZ tailstore
+	DWRELU4
+
+tailstore:
+	VMOVUPS Z0, K1, (DI)(BX*4)
+	VMOVUPS Z1, K2, 64(DI)(BX*4)
+	VMOVUPS Z2, K3, 128(DI)(BX*4)
+	VMOVUPS Z3, K4, 192(DI)(BX*4)
+
+nextrow:
+	LEAQ (DI)(R12*4), DI
+	LEAQ (SI)(R13*4), SI
+	DECQ R11
+	JNZ row
+	VZEROUPPER
+	RET
+
+// func dwDotAVX512(sum *[16]float32, a, b *float32, rows, n, aStride, bStride int)
+// sum gets 16 partial sums whose total is the sum over rows r and columns
+// i < n of a[r·aStride+i]·b[r·bStride+i]: four accumulators over 64
+// columns per step, the last step masked, added together at the end.
+TEXT ·dwDotAVX512(SB), NOSPLIT, $0-56
+	MOVQ sum+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), R8
+	MOVQ rows+24(FP), R11
+	MOVQ n+32(FP), DX
+	MOVQ aStride+40(FP), R12
+	MOVQ bStride+48(FP), R13
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+
+dotrow:
+	XORQ BX, BX
+
+dotblock:
+	MOVQ DX, CX
+	SUBQ BX, CX
+	CMPQ CX, $64
+	JLT dottail
+	VMOVUPS (SI)(BX*4), Z4
+	VMOVUPS 64(SI)(BX*4), Z5
+	VMOVUPS 128(SI)(BX*4), Z6
+	VMOVUPS 192(SI)(BX*4), Z7
+	VFMADD231PS (R8)(BX*4), Z4, Z0
+	VFMADD231PS 64(R8)(BX*4), Z5, Z1
+	VFMADD231PS 128(R8)(BX*4), Z6, Z2
+	VFMADD231PS 192(R8)(BX*4), Z7, Z3
+	ADDQ $64, BX
+	JMP dotblock
+
+dottail:
+	CMPQ BX, DX
+	JGE dotnext
+	DWTAILMASKS
+	DWLOAD4(SI, BX, Z4, Z5, Z6, Z7)
+	DWLOAD4(R8, BX, Z8, Z9, Z10, Z11)
+	VFMADD231PS Z4, Z8, Z0
+	VFMADD231PS Z5, Z9, Z1
+	VFMADD231PS Z6, Z10, Z2
+	VFMADD231PS Z7, Z11, Z3
+
+dotnext:
+	LEAQ (SI)(R12*4), SI
+	LEAQ (R8)(R13*4), R8
+	DECQ R11
+	JNZ dotrow
+	VADDPS Z1, Z0, Z0
+	VADDPS Z3, Z2, Z2
+	VADDPS Z2, Z0, Z0
+	VMOVUPS Z0, (DI)
+	VZEROUPPER
+	RET
