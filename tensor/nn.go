@@ -352,7 +352,8 @@ func convEmpty(g ConvGeom, o int) bool {
 // bias b with the CPU kernels (float32 through the packed GEMM, depthwise
 // ones of either float type by direct loops), or returns nil when they do
 // not apply. With relu the kernels clamp the fresh output in their own pass
-// (the depthwise loop, or each finished tile of the matrix product).
+// (the depthwise loop, or each finished tile of the matrix product). Every
+// kernel here writes each output element, so the output is not zero-filled.
 func cpuConvForward(x, w, b *Tensor, g ConvGeom, groups int, relu bool) *Tensor {
 	o := w.shape[0]
 	if convEmpty(g, o) {
@@ -365,7 +366,7 @@ func cpuConvForward(x, w, b *Tensor, g ConvGeom, groups int, relu bool) *Tensor 
 		if !ok {
 			return nil
 		}
-		y := empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
+		y := emptyOut(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
 		dst := y.st.buf.(*cpuBuffer).data.([]float32)
 		if depthwiseF32(g, groups) {
 			cpu.DepthwiseForward(dst, ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, relu)
@@ -381,7 +382,7 @@ func cpuConvForward(x, w, b *Tensor, g ConvGeom, groups int, relu bool) *Tensor 
 		if !ok {
 			return nil
 		}
-		y := empty(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
+		y := emptyOut(x.st.backend, x.dtype, []int{g.N, o, g.OH, g.OW})
 		cpu.DepthwiseForward(y.st.buf.(*cpuBuffer).data.([]float64), ops[0], ops[1], ops[2], cpu.ConvGeom(g), o, threads, relu)
 		return y
 	}

@@ -1,6 +1,7 @@
 package tensor_test
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/emberml/ember/tensor"
@@ -54,6 +55,31 @@ func BenchmarkMaxPool2d(b *testing.B) {
 	opt := tensor.Pool2dOptions{Kernel: [2]int{2, 2}}
 	for b.Loop() {
 		tensor.MaxPool2d(x, opt)
+	}
+}
+
+// BenchmarkMaxPool2dTraining times 2×2 max pooling with positions and its
+// gradient on examples/ddp's CNN shapes at batch 32, ReLU outputs as input.
+// Run with
+//
+//	go test ./tensor -run '^$' -bench MaxPool2dTraining -cpu 1
+func BenchmarkMaxPool2dTraining(b *testing.B) {
+	opt := tensor.Pool2dOptions{Kernel: [2]int{2, 2}}
+	for _, shape := range [][]int{{32, 16, 28, 28}, {32, 32, 14, 14}} {
+		x := tensor.NewGenerator(1).Randn(shape, tensor.Float32).Relu()
+		y, idx := tensor.MaxPool2d(x, opt)
+		grad := tensor.NewGenerator(2).Randn(y.Shape(), tensor.Float32)
+		name := fmt.Sprintf("%dx%dx%d", shape[1], shape[2], shape[3])
+		b.Run(name+"/forward", func(b *testing.B) {
+			for b.Loop() {
+				tensor.MaxPool2d(x, opt)
+			}
+		})
+		b.Run(name+"/backward", func(b *testing.B) {
+			for b.Loop() {
+				tensor.MaxPool2dBackward(grad, idx, shape[2], shape[3])
+			}
+		})
 	}
 }
 

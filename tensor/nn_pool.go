@@ -96,8 +96,8 @@ func MaxPool2d(x *Tensor, opt Pool2dOptions) (out, indices *Tensor) {
 	x = x.Contiguous()
 	be := x.st.backend
 	os := withSpatial(x.shape, g.OH, g.OW)
-	out = empty(be, x.dtype, os)
-	indices = empty(be, Int64, os)
+	out = emptyOut(be, x.dtype, os)
+	indices = emptyOut(be, Int64, os)
 	if g.Planes > 0 {
 		be.MaxPool2d(out.st.buf, indices.st.buf, x.st.buf, x.offset, g)
 	}
@@ -145,7 +145,7 @@ func MaxPool2dGather(x, indices *Tensor) *Tensor {
 	m := indices.shape[d-2] * indices.shape[d-1]
 	x = x.Contiguous()
 	be := x.st.backend
-	out := empty(be, x.dtype, indices.shape)
+	out := emptyOut(be, x.dtype, indices.shape)
 	if planes*m > 0 {
 		be.PlaneGather(out.st.buf, x.st.buf, x.offset, dense(indices).st.buf, planes, n, m)
 	}
@@ -161,7 +161,7 @@ func AvgPool2d(x *Tensor, opt Pool2dOptions) *Tensor {
 	g := poolGeom("AvgPool2d", x.shape, opt, true)
 	x = x.Contiguous()
 	be := x.st.backend
-	out := empty(be, x.dtype, withSpatial(x.shape, g.OH, g.OW))
+	out := emptyOut(be, x.dtype, withSpatial(x.shape, g.OH, g.OW))
 	if g.Planes > 0 {
 		be.AvgPool2d(out.st.buf, x.st.buf, x.offset, g)
 	}
