@@ -16,11 +16,11 @@ import (
 //go:noescape
 func dwRowsAVX512(dst, src *float32, offs *int64, w *float32, taps, rows, n, dstStride, srcStride int, bias float32, flags int)
 
-// dwDotAVX512 writes 16 partial sums of the sum over rows r and columns
-// i < n of a[r·aStride+i]·b[r·bStride+i].
+// dwDotTapsAVX512 sets sums[t], t < taps, to the sum over rows r and
+// columns i < n of a[offs[t]+r·aStride+i]·b[r·bStride+i].
 //
 //go:noescape
-func dwDotAVX512(sum *[16]float32, a, b *float32, rows, n, aStride, bStride int)
+func dwDotTapsAVX512(sums, a *float32, offs *int64, taps int, b *float32, rows, n, aStride, bStride int)
 
 // Flags of dwRowsAVX512.
 const (
@@ -33,30 +33,59 @@ const (
 func dwRows(dst, src []float32, offs []int64, w []float32, rows, n, dstStride, srcStride int, bias float32, flags int) {
 	_ = dst[(rows-1)*dstStride+n-1]
 	_ = w[len(offs)-1]
-	lo, hi := offs[0], offs[0]
-	for _, v := range offs {
-		lo, hi = min(lo, v), max(hi, v)
-	}
+	lo, hi := offsetRange(offs)
 	_ = src[lo]
 	_ = src[int(hi)+(rows-1)*srcStride+n-1]
 	dwRowsAVX512(unsafe.SliceData(dst), unsafe.SliceData(src), unsafe.SliceData(offs), unsafe.SliceData(w),
 		len(offs), rows, n, dstStride, srcStride, bias, flags)
 }
 
-// dwDot returns the sum over rows r and columns i < n of
-// a[r·aStride+i]·b[r·bStride+i], its 16 float32 partial sums added in
-// float64.
-func dwDot(a, b []float32, rows, n, aStride, bStride int) float64 {
-	_ = a[(rows-1)*aStride+n-1]
+// dwDotTaps runs dwDotTapsAVX512 on slices, checking once the nearest and
+// furthest element it reads.
+func dwDotTaps(sums, a []float32, offs []int64, b []float32, rows, n, aStride, bStride int) {
+	_ = sums[len(offs)-1]
 	_ = b[(rows-1)*bStride+n-1]
-	var lanes [16]float32
-	dwDotAVX512(&lanes, unsafe.SliceData(a), unsafe.SliceData(b), rows, n, aStride, bStride)
-	var s float64
-	for _, v := range lanes {
-		s += float64(v)
-	}
-	return s
+	lo, hi := offsetRange(offs)
+	_ = a[lo]
+	_ = a[int(hi)+(rows-1)*aStride+n-1]
+	dwDotTapsAVX512(unsafe.SliceData(sums), unsafe.SliceData(a), unsafe.SliceData(offs), len(offs),
+		unsafe.SliceData(b), rows, n, aStride, bStride)
 }
+
+// offsetRange returns the least and greatest of the non-empty offs.
+func offsetRange(offs []int64) (lo, hi int64) {
+	lo, hi = offs[0], offs[0]
+	for _, v := range offs {
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return lo, hi
+}
+
+// dwSplit2AVX512 writes even[i] = src[2i] and odd[i] = src[2i+1], i < n.
+//
+//go:noescape
+func dwSplit2AVX512(even, odd, src *float32, n int)
+
+// dwSplit2 runs dwSplit2AVX512 on slices: src holds 2·len(even) elements.
+func dwSplit2(even, odd, src []float32) {
+	n := len(even)
+	_ = odd[n-1]
+	_ = src[2*n-1]
+	dwSplit2AVX512(unsafe.SliceData(even), unsafe.SliceData(odd), unsafe.SliceData(src), n)
+}
+
+// compactRows copies rows of n elements, wq apart in flat, into dst.
+func compactRows(dst, flat []float32, rows, n, wq int) {
+	for r := range rows {
+		copy(dst[r*n:][:n], flat[r*wq:][:n])
+	}
+}
+
+// dwFlat reports whether a stride-1 plane of outputs n wide runs as one
+// long row over the padded width (outputs between rows computed and
+// dropped) rather than row by row: the masked last step of each narrow row
+// would otherwise cost as much as a full one.
+func dwFlat(n int) bool { return n < 64 }
 
 // dwAsm reports whether the depthwise kernels can run in assembly for g.
 func dwAsm(g ConvGeom) bool {
@@ -74,35 +103,34 @@ type dwLayout struct {
 	top, left int // padding before the plane (negative crops it)
 }
 
-// size is the number of elements of the padded copy.
-func (l dwLayout) size() int { return l.rows * l.sw * l.wq }
+// scratch returns room, zeroed, for the padded copy and for one padded
+// row that fill splits into its phases.
+func (l dwLayout) scratch() (s, row []float32) {
+	n := l.rows * l.sw * l.wq
+	s = make([]float32, n+l.sw*l.wq)
+	return s[:n], s[n:]
+}
 
-// fill writes the padded copy of plane into s.
-func (l dwLayout) fill(s, plane []float32) {
+// fill writes the padded copy of plane into s, using tmp (one padded row)
+// when there are several phases. It writes only where the plane lands:
+// the padding stays as scratch made it, zero.
+func (l dwLayout) fill(s, plane, tmp []float32) {
 	rowLen := l.sw * l.wq
-	for r := range l.rows {
+	lo, hi := min(max(l.left, 0), rowLen), min(max(l.left+l.w, 0), rowLen)
+	for r := max(l.top, 0); r < min(l.rows, l.top+l.h); r++ {
 		row := s[r*rowLen:][:rowLen]
-		ir := r - l.top
-		if ir < 0 || ir >= l.h {
-			clear(row)
-			continue
-		}
-		src := plane[ir*l.w:][:l.w]
-		if l.sw == 1 {
-			lo, hi := min(max(l.left, 0), rowLen), min(max(l.left+l.w, 0), rowLen)
-			clear(row[:lo])
-			copy(row[lo:hi], src[lo-l.left:])
-			clear(row[hi:])
-			continue
-		}
-		for ph := range l.sw {
-			pr := row[ph*l.wq:][:l.wq]
-			for i := range pr {
-				ic := i*l.sw + ph - l.left
-				if uint(ic) < uint(l.w) {
-					pr[i] = src[ic]
-				} else {
-					pr[i] = 0
+		src := plane[(r-l.top)*l.w+lo-l.left:][:hi-lo]
+		switch l.sw {
+		case 1:
+			copy(row[lo:hi], src)
+		case 2:
+			copy(tmp[lo:hi], src)
+			dwSplit2(row[:l.wq], row[l.wq:], tmp)
+		default:
+			copy(tmp[lo:hi], src)
+			for ph := range l.sw {
+				for i := range l.wq {
+					row[ph*l.wq+i] = tmp[i*l.sw+ph]
 				}
 			}
 		}
@@ -138,20 +166,31 @@ func depthwiseForward32(dst, x, w, bias []float32, g ConvGeom, o, threads int, r
 	if relu {
 		flags = dwRelu
 	}
+	flat := g.StrideH == 1 && g.StrideW == 1 && dwFlat(g.OW)
 	parallelUnits(g.N*o, taps*l, threads, func(p0, p1 int) {
-		s := make([]float32, lay.size())
+		s, tmp := lay.scratch()
+		var out []float32
+		if flat {
+			out = make([]float32, (g.OH-1)*lay.wq+g.OW)
+		}
 		filled := -1
 		for p := p0; p < p1; p++ {
 			n, oc := p/o, p%o
 			if in := n*g.C + oc/mult; in != filled {
-				lay.fill(s, x[in*hw:][:hw])
+				lay.fill(s, x[in*hw:][:hw], tmp)
 				filled = in
 			}
 			var b float32
 			if bias != nil {
 				b = bias[oc]
 			}
-			dwRows(dst[p*l:][:l], s, offs, w[oc*taps:][:taps], g.OH, g.OW, g.OW, rowStride, b, flags)
+			wt, y := w[oc*taps:][:taps], dst[p*l:][:l]
+			if !flat {
+				dwRows(y, s, offs, wt, g.OH, g.OW, g.OW, rowStride, b, flags)
+				continue
+			}
+			dwRows(out, s, offs, wt, 1, len(out), 0, 0, b, flags)
+			compactRows(y, out, g.OH, g.OW, lay.wq)
 		}
 	})
 	return true
@@ -168,27 +207,32 @@ func depthwiseBackwardInput32(dx, grad, w []float32, g ConvGeom, o, threads int)
 	}
 	mult, taps, l, hw := o/g.C, g.KH*g.KW, g.OH*g.OW, g.H*g.W
 	top, left := (g.KH-1)*g.DilationH-g.PadH, (g.KW-1)*g.DilationW-g.PadW
-	wq := g.W + (g.KW-1)*g.DilationW
-	rows := g.H + (g.KH-1)*g.DilationH
+	dense := dwLayout{h: g.OH, w: g.OW, rows: g.H + (g.KH-1)*g.DilationH, wq: g.W + (g.KW-1)*g.DilationW,
+		sw: 1, top: top, left: left}
 	offs := make([]int64, 0, taps)
 	for kh := range g.KH {
 		for kw := range g.KW {
-			offs = append(offs, int64(kh*g.DilationH*wq+kw*g.DilationW))
+			offs = append(offs, int64(kh*g.DilationH*dense.wq+kw*g.DilationW))
 		}
 	}
-	dense := dwLayout{h: g.OH, w: g.OW, rows: rows, wq: wq, sw: 1, top: top, left: left}
+	flat := dwFlat(g.W)
 	parallelUnits(g.N*g.C, mult*taps*l, threads, func(p0, p1 int) {
-		s := make([]float32, rows*wq)
+		s, _ := dense.scratch()
 		flipped := make([]float32, taps)
+		var out []float32
+		if flat {
+			out = make([]float32, (g.H-1)*dense.wq+g.W)
+		}
 		for p := p0; p < p1; p++ {
 			n, c := p/g.C, p%g.C
+			plane := dx[p*hw:][:hw]
 			for j := range mult {
 				oc := c*mult + j
 				gy := grad[(n*o+oc)*l:][:l]
 				if g.StrideH == 1 && g.StrideW == 1 {
-					dense.fill(s, gy)
+					dense.fill(s, gy, nil)
 				} else {
-					spread(s, gy, g, wq, top, left)
+					spread(s, gy, g, dense.wq, top, left)
 				}
 				for t, v := range w[oc*taps:][:taps] {
 					flipped[taps-1-t] = v
@@ -197,7 +241,14 @@ func depthwiseBackwardInput32(dx, grad, w []float32, g ConvGeom, o, threads int)
 				if j > 0 {
 					flags = dwAccumulate
 				}
-				dwRows(dx[p*hw:][:hw], s, offs, flipped, g.H, g.W, g.W, wq, 0, flags)
+				if flat {
+					dwRows(out, s, offs, flipped, 1, len(out), 0, 0, 0, flags)
+				} else {
+					dwRows(plane, s, offs, flipped, g.H, g.W, g.W, dense.wq, 0, flags)
+				}
+			}
+			if flat {
+				compactRows(plane, out, g.H, g.W, dense.wq)
 			}
 		}
 	})
@@ -225,23 +276,42 @@ func spread(s, gy []float32, g ConvGeom, wq, top, left int) {
 
 // depthwiseBackwardWeight32 runs DepthwiseBackwardWeight for float32 in
 // assembly and reports whether it could: each tap's gradient is the dot
-// product of the output gradient with the padded input seen from that tap.
+// product of the output gradient with the padded input seen from that tap,
+// summed per plane in float32 and over the batch in float64. Narrow
+// stride-1 planes run as one long row against the gradient laid out at the
+// padded width with zeros between rows; should a plane's sums come out
+// infinite or NaN they are taken again row by row, as 0·Inf between rows
+// would leak NaN into taps that never see the Inf.
 func depthwiseBackwardWeight32(dw, x, grad []float32, g ConvGeom, o, threads int) bool {
 	if !dwAsm(g) {
 		return false
 	}
 	mult, taps, l, hw := o/g.C, g.KH*g.KW, g.OH*g.OW, g.H*g.W
 	lay, offs, rowStride := dwInputLayout(g)
+	flat := g.StrideH == 1 && g.StrideW == 1 && dwFlat(g.OW)
 	parallelUnits(o, g.N*taps*l, threads, func(o0, o1 int) {
-		s := make([]float32, lay.size())
-		sums := make([]float64, taps)
+		s, tmp := lay.scratch()
+		sums, part := make([]float64, taps), make([]float32, taps)
+		var gq []float32
+		if flat {
+			gq = make([]float32, (g.OH-1)*lay.wq+g.OW)
+		}
 		for oc := o0; oc < o1; oc++ {
 			clear(sums)
 			for n := range g.N {
-				lay.fill(s, x[(n*g.C+oc/mult)*hw:][:hw])
+				lay.fill(s, x[(n*g.C+oc/mult)*hw:][:hw], tmp)
 				gy := grad[(n*o+oc)*l:][:l]
-				for t, off := range offs {
-					sums[t] += dwDot(s[off:], gy, g.OH, g.OW, rowStride, g.OW)
+				if flat {
+					for oh := range g.OH {
+						copy(gq[oh*lay.wq:][:g.OW], gy[oh*g.OW:])
+					}
+					dwDotTaps(part, s, offs, gq, 1, len(gq), 0, 0)
+				}
+				if !flat || !allFinite(part) {
+					dwDotTaps(part, s, offs, gy, g.OH, g.OW, rowStride, g.OW)
+				}
+				for t, v := range part {
+					sums[t] += float64(v)
 				}
 			}
 			for t, v := range sums {
@@ -249,5 +319,15 @@ func depthwiseBackwardWeight32(dw, x, grad []float32, g ConvGeom, o, threads int
 			}
 		}
 	})
+	return true
+}
+
+// allFinite reports whether s holds neither infinities nor NaNs.
+func allFinite(s []float32) bool {
+	for _, v := range s {
+		if v-v != 0 {
+			return false
+		}
+	}
 	return true
 }

@@ -153,18 +153,25 @@ nextrow:
 	VZEROUPPER
 	RET
 
-// func dwDotAVX512(sum *[16]float32, a, b *float32, rows, n, aStride, bStride int)
-// sum gets 16 partial sums whose total is the sum over rows r and columns
-// i < n of a[r·aStride+i]·b[r·bStride+i]: four accumulators over 64
-// columns per step, the last step masked, added together at the end.
-TEXT ·dwDotAVX512(SB), NOSPLIT, $0-56
-	MOVQ sum+0(FP), DI
+// func dwDotTapsAVX512(sums *float32, a *float32, offs *int64, taps int, b *float32, rows, n, aStride, bStride int)
+// sums[t] gets the sum over rows r and columns i < n of
+// a[offs[t] + r·aStride + i]·b[r·bStride + i]: four accumulators over 64
+// columns per step, the last step masked, added together and across
+// lanes at the end of each tap.
+TEXT ·dwDotTapsAVX512(SB), NOSPLIT, $0-72
+	MOVQ sums+0(FP), DI
+	MOVQ offs+16(FP), R9
+	MOVQ taps+24(FP), R10
+	MOVQ n+48(FP), DX
+	MOVQ aStride+56(FP), R12
+	MOVQ bStride+64(FP), R13
+
+dottap:
+	MOVQ (R9), AX
 	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), R8
-	MOVQ rows+24(FP), R11
-	MOVQ n+32(FP), DX
-	MOVQ aStride+40(FP), R12
-	MOVQ bStride+48(FP), R13
+	LEAQ (SI)(AX*4), SI
+	MOVQ b+32(FP), R8
+	MOVQ rows+40(FP), R11
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -208,6 +215,72 @@ dotnext:
 	VADDPS Z1, Z0, Z0
 	VADDPS Z3, Z2, Z2
 	VADDPS Z2, Z0, Z0
-	VMOVUPS Z0, (DI)
+	VEXTRACTF64X4 $1, Z0, Y1
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VPERMILPS $0x4e, X0, X1
+	VADDPS X1, X0, X0
+	VPERMILPS $0xb1, X0, X1
+	VADDPS X1, X0, X0
+	VMOVSS X0, (DI)
+	ADDQ $4, DI
+	ADDQ $8, R9
+	DECQ R10
+	JNZ dottap
+	VZEROUPPER
+	RET
+
+// func dwSplit2AVX512(even, odd, src *float32, n int)
+// even[i] = src[2i] and odd[i] = src[2i+1] for i < n, 16 of each per step,
+// the last step masked.
+TEXT ·dwSplit2AVX512(SB), NOSPLIT, $0-32
+	MOVQ even+0(FP), DI
+	MOVQ odd+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), DX
+	// Z28: lane i is 2i, the VPERMT2PS indices of the even elements of
+	// two vectors; Z29, one more, of the odd ones.
+	MOVQ $0x0e0c0a0806040200, AX
+	VMOVQ AX, X28
+	MOVQ $0x1e1c1a1816141210, AX
+	VPINSRQ $1, AX, X28, X28
+	VPMOVZXBD X28, Z28
+	MOVL $1, AX
+	VPBROADCASTD AX, Z29
+	VPADDD Z29, Z28, Z29
+	XORQ BX, BX
+
+split:
+	MOVQ DX, CX
+	SUBQ BX, CX
+	JLE splitdone
+	CMPQ CX, $16
+	JLE splitmasks
+	MOVQ $16, CX
+
+splitmasks:
+	// K1: the step's CX outputs; K2, K3: its 2·CX inputs.
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVQ AX, K1
+	SHLQ $1, CX
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVQ AX, K2
+	KSHIFTRQ $16, K2, K3
+	VMOVUPS.Z (SI)(BX*8), K2, Z0
+	VMOVUPS.Z 64(SI)(BX*8), K3, Z1
+	VMOVAPS Z0, Z2
+	VPERMT2PS Z1, Z29, Z2
+	VPERMT2PS Z1, Z28, Z0
+	VMOVUPS Z0, K1, (DI)(BX*4)
+	VMOVUPS Z2, K1, (R8)(BX*4)
+	ADDQ $16, BX
+	JMP split
+
+splitdone:
 	VZEROUPPER
 	RET

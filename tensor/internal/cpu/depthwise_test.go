@@ -20,7 +20,7 @@ func dwGeom(n, c, h, w, k, stride, pad, dil int) (ConvGeom, bool) {
 }
 
 // requireDWClose checks got against the Go kernels' want: NaN where want is
-// NaN, else within tol·(1+|want|) (the assembly fuses multiply-adds and
+// NaN, the same infinity where it is infinite, else within tol·(1+|want|) (the assembly fuses multiply-adds and
 // orders sums differently).
 func requireDWClose(t *testing.T, want, got []float32, tol float64, what string) {
 	t.Helper()
@@ -28,6 +28,10 @@ func requireDWClose(t *testing.T, want, got []float32, tol float64, what string)
 	for i, v := range want {
 		if math.IsNaN(float64(v)) {
 			require.True(t, math.IsNaN(float64(got[i])), "%s[%d]: got %v, want NaN", what, i, got[i])
+			continue
+		}
+		if math.IsInf(float64(v), 0) {
+			require.Equal(t, v, got[i], "%s[%d]", what, i)
 			continue
 		}
 		require.InDelta(t, float64(v), float64(got[i]), tol*(1+math.Abs(float64(v))), "%s[%d]", what, i)
@@ -97,6 +101,14 @@ func checkDepthwise(t *testing.T, r *rand.Rand, g ConvGeom, o int) {
 	gotDw := poisoned[float32](len(w))
 	DepthwiseBackwardWeight(gotDw, x, gy, g, o, 2)
 	requireDWClose(t, wantDw, gotDw, 1e-5*math.Sqrt(float64(g.N*l)), "dw")
+
+	// An infinity must reach only the taps that see it.
+	inf := append([]float32(nil), x...)
+	inf[r.IntN(len(inf))] = float32(math.Inf(1))
+	depthwiseBackwardWeightGo(wantDw, inf, gy, g, o, 1)
+	gotDw = poisoned[float32](len(w))
+	DepthwiseBackwardWeight(gotDw, inf, gy, g, o, 2)
+	requireDWClose(t, wantDw, gotDw, 1e-5*math.Sqrt(float64(g.N*l)), "dw with Inf")
 }
 
 // BenchmarkDepthwise times the float32 depthwise kernels on the 3×3,
