@@ -97,6 +97,11 @@ def conv2d_cases(cases):
         ("mixed", (2, 2, 9, 8), (4, 2, 2, 3), True, (2, 3), (1, 2), (2, 1), 1, D),
         ("groups_dilation", (1, 6, 7, 7), (4, 3, 2, 2), True, (1, 2), (1, 0), (2, 3), 2, D),
         ("float32", (2, 3, 8, 8), (4, 3, 3, 3), True, (1, 1), (1, 1), (1, 1), 1, S),
+        # float32 depthwise runs its own kernels: rows past 64 columns,
+        # stride 2 with two outputs per channel, a dilated 5x5.
+        ("depthwise_f32", (2, 3, 5, 67), (3, 1, 3, 3), True, (1, 1), (1, 1), (1, 1), 3, S),
+        ("depthwise_f32_s2_mult", (1, 4, 9, 13), (8, 1, 3, 3), True, (2, 2), (1, 1), (1, 1), 4, S),
+        ("depthwise_f32_k5_dilation", (1, 3, 11, 9), (3, 1, 5, 5), False, (1, 1), (2, 2), (2, 1), 3, S),
     ]
     for name, xs, ws, bias, st, pad, dil, gr, dt in specs:
         x = torch.randn(xs, dtype=dt)
