@@ -116,6 +116,10 @@ func TestConvKernelsMatchDefinition(t *testing.T) {
 		{n: 1, c: 5, o: 7, h: 30, w: 150, kh: 3, kw: 3, sh: 1, sw: 2, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: false},
 		{n: 1, c: 3, o: 13, h: 40, w: 70, kh: 7, kw: 7, sh: 2, sw: 2, ph: 3, pw: 3, dh: 1, dw: 1, groups: 1, bias: true},
 		{n: 1, c: 2, o: 4, h: 9, w: 11, kh: 3, kw: 3, sh: 1, sw: 3, ph: 2, pw: 2, dh: 2, dw: 2, groups: 1, bias: true},
+		// Weight gradients lowered a chunk of images at a time (C·KH·KW ≥
+		// 64): several chunks, the last one short, spread over threads.
+		{n: 11, c: 8, o: 5, h: 20, w: 22, kh: 3, kw: 3, sh: 1, sw: 1, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
+		{n: 30, c: 9, o: 4, h: 31, w: 29, kh: 3, kw: 3, sh: 2, sw: 2, ph: 1, pw: 2, dh: 1, dw: 2, groups: 1, bias: false},
 		// One image large enough to split its phase planes over threads.
 		{n: 1, c: 12, o: 6, h: 60, w: 61, kh: 3, kw: 3, sh: 2, sw: 2, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
 	}
