@@ -19,7 +19,9 @@ import (
 // that all see the same machine load. Each iteration times, at rank 0,
 // from a barrier to the end of: memmoving every rank's tensor once at the
 // same time (the bound), the stream, an AllReduce of ordinary tensors
-// (staged through the slots) and one of SharedZeros tensors. The metrics
+// (read and written in place with cross-memory attach: busMB/s,
+// bus/stream), one of SharedZeros tensors (shared-) and one of ordinary
+// tensors staged through the slots, as with DisableCrossMemory (staged-). The metrics
 // are those of BenchmarkAllReduceVsStream: bus bandwidth (NCCL's, 2(n-1)/n
 // of the tensor per rank) over the stream's bandwidth.
 func BenchmarkAllReduceProcesses(b *testing.B) {
@@ -68,9 +70,10 @@ func BenchmarkAllReduceProcesses(b *testing.B) {
 func benchRank(g *TCPGroup, iters int) error {
 	const n = 16 << 20
 	r := g.Rank()
-	if g.shm == nil {
-		return fmt.Errorf("rank %d has no shared memory", r)
+	if g.shm == nil || !g.shm.cma {
+		return fmt.Errorf("rank %d has no shared memory or no cross-memory attach", r)
 	}
+	cma := g.shm.cma
 	plain := tensor.Ones([]int{n})
 	shared, err := g.SharedZeros([]int{n}, tensor.Float32)
 	if err != nil {
@@ -100,7 +103,7 @@ func benchRank(g *TCPGroup, iters int) error {
 		*sec += time.Since(t0).Seconds()
 		return nil
 	}
-	var moveSec, streamSec, plainSec, sharedSec float64
+	var moveSec, streamSec, plainSec, sharedSec, stagedSec float64
 	for range iters {
 		err := timed(&moveSec, func() error {
 			d := hostVec(plain).data.([]float32)
@@ -135,6 +138,13 @@ func benchRank(g *TCPGroup, iters int) error {
 		if err == nil {
 			err = timed(&sharedSec, func() error { return g.AllReduce(shared, Sum) })
 		}
+		if err == nil {
+			// Every rank stages the same iterations, as DisableCrossMemory
+			// on every rank would.
+			g.shm.cma = false
+			err = timed(&stagedSec, func() error { return g.AllReduce(plain, Sum) })
+			g.shm.cma = cma
+		}
 		if err != nil {
 			return err
 		}
@@ -143,8 +153,8 @@ func benchRank(g *TCPGroup, iters int) error {
 		perIter := float64(4*n) * float64(iters)
 		bus := perIter * 2 * float64(g.Size()-1) / float64(g.Size())
 		streamMB := perIter / streamSec / 1e6
-		fmt.Printf("bench: streamMB/s=%.0f bound/stream=%.3f busMB/s=%.0f bus/stream=%.3f shared-busMB/s=%.0f shared-bus/stream=%.3f\n",
-			streamMB, bus/moveSec/1e6/streamMB, bus/plainSec/1e6, bus/plainSec/1e6/streamMB, bus/sharedSec/1e6, bus/sharedSec/1e6/streamMB)
+		fmt.Printf("bench: streamMB/s=%.0f bound/stream=%.3f busMB/s=%.0f bus/stream=%.3f shared-busMB/s=%.0f shared-bus/stream=%.3f staged-busMB/s=%.0f staged-bus/stream=%.3f\n",
+			streamMB, bus/moveSec/1e6/streamMB, bus/plainSec/1e6, bus/plainSec/1e6/streamMB, bus/sharedSec/1e6, bus/sharedSec/1e6/streamMB, bus/stagedSec/1e6, bus/stagedSec/1e6/streamMB)
 	}
 	return nil
 }

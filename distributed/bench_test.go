@@ -110,10 +110,13 @@ func BenchmarkTCPStream(b *testing.B) {
 // BenchmarkAllReduceVsStream measures, in one run, the bus bandwidth of a
 // 4-rank all-reduce of 64 MB of float32 against a plain loopback TCP stream
 // of the same 64 MB between two goroutines, alternating them in every
-// iteration so that all see the same machine load. The ranks run twice:
-// with the shared-memory transport local ranks get by default (busMB/s,
-// bus/stream: the target is at least 0.7) and with it disabled, over
-// loopback TCP only (tcp-busMB/s, tcp-bus/stream). bound/stream is the bus
+// iteration so that all see the same machine load. The ranks run four
+// times: on ordinary tensors with the shared-memory transport local ranks
+// get by default, which reads the peers' tensors in place (busMB/s,
+// bus/stream: the target is at least 0.7), the same staged through the
+// slots as with DisableCrossMemory (staged-busMB/s, staged-bus/stream), on
+// SharedZeros tensors (shared-busMB/s, shared-bus/stream), and with shared
+// memory disabled, over loopback TCP only (tcp-busMB/s, tcp-bus/stream). bound/stream is the bus
 // bandwidth of an all-reduce that took only the time memory needs to read
 // and write every rank's tensor once (memmoving the four tensors on two
 // goroutines, also alternated): no all-reduce of tensors that do not fit
@@ -126,8 +129,8 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 	shm, xs := benchGroups(b, ranks, n, Config{})
 	// The TCP ranks all-reduce the same tensors; their own stay unused.
 	tcp, _ := benchGroups(b, ranks, 1, Config{DisableSharedMemory: true})
-	if shm[0].shm == nil {
-		b.Fatal("the local ranks did not get shared memory")
+	if shm[0].shm == nil || !shm[0].shm.cma {
+		b.Fatal("the local ranks did not get shared memory and in-place all-reduces")
 	}
 	shared := sharedTensors(b, shm, n)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -190,7 +193,7 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 		}
 		wg.Wait()
 	}
-	var streamSec, shmSec, sharedSec, tcpSec, moveSec, streamCPU, shmCPU, sharedCPU, tcpCPU, moveCPU float64
+	var streamSec, shmSec, sharedSec, stagedSec, tcpSec, moveSec, streamCPU, shmCPU, sharedCPU, stagedCPU, tcpCPU, moveCPU float64
 	b.ResetTimer()
 	for range b.N {
 		timed(&moveSec, &moveCPU, memmove)
@@ -203,6 +206,9 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 		})
 		timed(&shmSec, &shmCPU, allReduce(shm, xs))
 		timed(&sharedSec, &sharedCPU, allReduce(shm, shared))
+		setCMA(shm, false)
+		timed(&stagedSec, &stagedCPU, allReduce(shm, xs))
+		setCMA(shm, true)
 		timed(&tcpSec, &tcpCPU, allReduce(tcp, xs))
 	}
 	perIter := float64(4*n) * float64(b.N)
@@ -212,13 +218,24 @@ func BenchmarkAllReduceVsStream(b *testing.B) {
 	b.ReportMetric(busBytes/moveSec/1e6/stream, "bound/stream")
 	b.ReportMetric(busBytes/shmSec/1e6, "busMB/s")
 	b.ReportMetric(busBytes/shmSec/1e6/stream, "bus/stream")
+	b.ReportMetric(busBytes/stagedSec/1e6, "staged-busMB/s")
+	b.ReportMetric(busBytes/stagedSec/1e6/stream, "staged-bus/stream")
 	b.ReportMetric(busBytes/sharedSec/1e6, "shared-busMB/s")
 	b.ReportMetric(busBytes/sharedSec/1e6/stream, "shared-bus/stream")
 	b.ReportMetric(busBytes/tcpSec/1e6, "tcp-busMB/s")
 	b.ReportMetric(busBytes/tcpSec/1e6/stream, "tcp-bus/stream")
 	b.ReportMetric((streamCPU/perIter)/(shmCPU/(busBytes*ranks)), "cpu-efficiency")
+	b.ReportMetric((streamCPU/perIter)/(stagedCPU/(busBytes*ranks)), "staged-cpu-efficiency")
 	b.ReportMetric((streamCPU/perIter)/(sharedCPU/(busBytes*ranks)), "shared-cpu-efficiency")
 	b.ReportMetric((streamCPU/perIter)/(tcpCPU/(busBytes*ranks)), "tcp-cpu-efficiency")
+}
+
+// setCMA switches every rank of gs between the in-place all-reduce of
+// ordinary tensors and the staged one, as DisableCrossMemory would.
+func setCMA(gs []*TCPGroup, on bool) {
+	for _, g := range gs {
+		g.shm.cma = on
+	}
 }
 
 // sharedTensors allocates on every rank of gs a SharedZeros tensor of n
@@ -263,12 +280,12 @@ func drain(c net.Conn) (int64, error) {
 }
 
 // BenchmarkShmAllReduceStores compares, alternating in every iteration,
-// the 4-rank shared-memory all-reduce of 64 MB of float32 writing its
+// the 4-rank staged shared-memory all-reduce of 64 MB of float32 writing its
 // results into the tensors with non-temporal stores (stream-ms) and with
 // cached stores (cached-ms), in milliseconds per all-reduce.
 func BenchmarkShmAllReduceStores(b *testing.B) {
 	const ranks, n = 4, 16 << 20
-	gs, xs := benchGroups(b, ranks, n, Config{})
+	gs, xs := benchGroups(b, ranks, n, Config{DisableCrossMemory: true})
 	allReduce := func(from int) float64 {
 		t0 := time.Now()
 		var wg sync.WaitGroup

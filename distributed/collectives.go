@@ -193,6 +193,8 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 			} else if g.shm != nil {
 				if reg, off := g.shm.heap.find(sliceBytes(v.data)); reg != nil {
 					err = g.shmSharedAllReduce(seq, v, reg, off, op, deadline)
+				} else if g.shm.cma {
+					err = g.cmaAllReduce(seq, v, op, deadline)
 				} else {
 					err = g.shmAllReduce(seq, v, op, deadline)
 				}

@@ -216,6 +216,7 @@ func TestHelperRank(t *testing.T) {
 	defer g.Close()
 	n, r := g.Size(), g.Rank()
 	fmt.Println("shared memory:", g.shm != nil)
+	fmt.Println("cross memory:", g.shm != nil && g.shm.cma)
 	switch mode {
 	case "collectives":
 		for _, dt := range allDTypes {

@@ -30,7 +30,8 @@ import (
 //	                          (and whose result slot it has written)
 //	192   uint32    gathered: rounds whose peers' results this rank has read
 //	256   64×uint32 sleepers: bit i set while rank i sleeps on a counter
-//	512   2×64      slot descriptors: seq, element count, op and dtype
+//	512   2×64      slot descriptors: seq, element count, op and dtype,
+//	                and where the tensor is in an in-place all-reduce
 //	4096  4×slot    staging 0, staging 1, result 0, result 1
 //
 // A collective is cut into rounds of at most a slot each, numbered across
@@ -54,13 +55,9 @@ import (
 // reduction 20%, waiting 3%. Memory traffic is at its floor (each tensor
 // read once from memory and written once, without the read a cached store
 // needs), so what is left is the two cache-to-cache copies through the
-// slots. Cross Memory Attach (process_vm_readv/writev straight between the
-// ranks' tensors) would replace those copies by the kernel's, not remove
-// them; a prototype (4 ranks, 256 KiB pieces read from and written to
-// the peers' tensors, a scalar Go reduction) took 2.6 times a memmove of
-// the four tensors, where the same reduction straight on the tensors
-// (possible only for ranks in one process) took 1.5 and this path takes
-// 1.3–1.7 (AllReduceVsStream's bound/stream over bus/stream).
+// slots. All-reduces of ordinary tensors skip the slots where the kernel
+// lets the ranks read and write each other's memory (cma.go); the other
+// collectives, and all-reduces where it does not, are staged.
 //
 // A rank waiting on a peer's counter spins briefly, then marks itself in
 // the peer's sleepers and sleeps on its own waker pipe, which the peer
@@ -110,6 +107,16 @@ type shmGroup struct {
 	wbuf   [64]byte // drains wake-ups
 
 	heap sharedHeap // SharedZeros regions (shared.go)
+
+	// cma reports whether all-reduces of ordinary tensors read the peers'
+	// tensors in place (cma.go): pids holds the ranks' processes, local
+	// marks the ranks of this process.
+	cma   bool
+	pids  []int
+	local []bool
+	// pause, set by tests only, runs in a zero-copy all-reduce once every
+	// rank has published where its tensor is.
+	pause func()
 }
 
 // shmDesc identifies the collective a round belongs to, so that ranks
@@ -153,13 +160,17 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	want := shmSupported && nativeLittle && !cfg.DisableSharedMemory && g.size <= shmMaxRanks
 	var pid, fd int
 	wakerFD := -1
-	var nonce [2]int64
+	var nonce, probeNonce [2]int64
+	// probe is the heap memory the peers read to find out whether they
+	// can read this process's memory (probeCrossMemory).
+	probe := make([]byte, 16)
 	if want {
 		var err error
 		s.segs[g.rank], pid, fd, err = createSegment(size)
 		if err == nil {
 			defer closeFD(fd) // once every rank has opened it
 			nonce = writeNonce(s.segs[g.rank][shmNonceOff:])
+			probeNonce = writeNonce(probe)
 			s.waker, wakerFD, s.wakerW, err = createWaker()
 		}
 		if err == nil {
@@ -168,7 +179,8 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 		}
 		want = err == nil
 	}
-	info := []int64{boolInt(want), hostID(), int64(pid), int64(fd), int64(size), nonce[0], nonce[1], int64(wakerFD)}
+	info := []int64{boolInt(want), hostID(), int64(pid), int64(fd), int64(size), nonce[0], nonce[1], int64(wakerFD),
+		int64(addrOf(probe)), probeNonce[0], probeNonce[1]}
 	got, err := g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, len(info), func(int) vec { return vec{tensor.Int64, info} }, deadline)
 	if err != nil {
 		s.unmap()
@@ -189,6 +201,13 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 		s.unmap()
 		return nil
 	}
+	cma := !cfg.DisableCrossMemory && !cfg.failCrossMemoryProbe && s.probeCrossMemory(got, info)
+	if s.cma, err = g.agree(opShmSetup, cma, deadline); err != nil {
+		s.unmap()
+		return err
+	}
+	// The peers have read the probe by now (they voted after).
+	runtime.KeepAlive(probe)
 	g.shm = s
 	return nil
 }

@@ -117,3 +117,35 @@ func wake(fd int) { unix.Write(fd, []byte{1}) }
 
 // closeFD closes a file descriptor.
 func closeFD(fd int) { unix.Close(fd) }
+
+// readRemote fills dst with the bytes at addr in process pid's memory
+// (cross-memory attach, process_vm_readv(2)).
+func readRemote(pid int, addr uintptr, dst []byte) error {
+	return remoteCopy("process_vm_readv", unix.ProcessVMReadv, pid, addr, dst)
+}
+
+// writeRemote writes src at addr in process pid's memory
+// (process_vm_writev(2)).
+func writeRemote(pid int, addr uintptr, src []byte) error {
+	return remoteCopy("process_vm_writev", unix.ProcessVMWritev, pid, addr, src)
+}
+
+// remoteCopy moves b between this process and addr in process pid with
+// call, the system call named name. The kernel may stop short, at a page
+// it cannot reach, so it goes on from there until b is done or nothing
+// more moves.
+func remoteCopy(name string, call func(int, []unix.Iovec, []unix.RemoteIovec, uint) (int, error), pid int, addr uintptr, b []byte) error {
+	for len(b) > 0 {
+		local := []unix.Iovec{{Base: &b[0]}}
+		local[0].SetLen(len(b))
+		k, err := call(pid, local, []unix.RemoteIovec{{Base: addr, Len: len(b)}}, 0)
+		if err != nil {
+			return fmt.Errorf("%s of %d bytes at %#x in process %d: %w", name, len(b), addr, pid, err)
+		}
+		if k == 0 {
+			return fmt.Errorf("%s of %d bytes at %#x in process %d moved nothing", name, len(b), addr, pid)
+		}
+		b, addr = b[k:], addr+uintptr(k)
+	}
+	return nil
+}

@@ -37,3 +37,9 @@ func wake(int) {}
 
 // closeFD has nothing to close outside Linux.
 func closeFD(int) {}
+
+// readRemote is unavailable outside Linux.
+func readRemote(int, uintptr, []byte) error { return errNoShm }
+
+// writeRemote is unavailable outside Linux.
+func writeRemote(int, uintptr, []byte) error { return errNoShm }

@@ -52,6 +52,15 @@ type Config struct {
 	// of one machine (see the package doc). The shared-memory path is used
 	// only when every rank allows it.
 	DisableSharedMemory bool
+	// DisableCrossMemory keeps all-reduces of ordinary tensors between
+	// ranks of one machine on the staged shared-memory path instead of
+	// reading the peers' tensors in place (see the package doc). The
+	// in-place path is used only when every rank allows it.
+	DisableCrossMemory bool
+
+	// failCrossMemoryProbe makes this rank's cross-memory probe fail, as
+	// a kernel that refuses process_vm_readv would (tests only).
+	failCrossMemoryProbe bool
 }
 
 // Environment variables read by ConfigFromEnv (torchrun's names, plus
@@ -66,14 +75,15 @@ const (
 	EnvListenAddr = "EMBER_DIST_LISTEN"
 	EnvTimeout    = "EMBER_DIST_TIMEOUT"
 	EnvShm        = "EMBER_DIST_SHM"
+	EnvCMA        = "EMBER_DIST_CMA"
 )
 
 // ConfigFromEnv reads a Config from the torchrun-compatible environment:
 // MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE are required, LOCAL_RANK
 // defaults to RANK, EMBER_DIST_TOKEN is the shared secret,
 // EMBER_DIST_LISTEN the optional listen address, EMBER_DIST_TIMEOUT an
-// optional time.Duration string and EMBER_DIST_SHM=0 sets
-// DisableSharedMemory.
+// optional time.Duration string, EMBER_DIST_SHM=0 sets
+// DisableSharedMemory and EMBER_DIST_CMA=0 DisableCrossMemory.
 func ConfigFromEnv() (Config, error) {
 	get := func(k string) (string, error) {
 		v, ok := os.LookupEnv(k)
@@ -117,6 +127,7 @@ func ConfigFromEnv() (Config, error) {
 	}
 	c.Token = os.Getenv(EnvToken)
 	c.DisableSharedMemory = os.Getenv(EnvShm) == "0"
+	c.DisableCrossMemory = os.Getenv(EnvCMA) == "0"
 	c.ListenAddr = os.Getenv(EnvListenAddr)
 	if v := os.Getenv(EnvTimeout); v != "" {
 		d, err := time.ParseDuration(v)
