@@ -101,14 +101,21 @@ var allDTypes = []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int32, ten
 func TestCollectivesMatchSerialReference(t *testing.T) {
 	sizes := []int{1, 0, 7, 61, 333} // 333 float64 = 2664 bytes: the ring, with 256-byte chunks
 	for n := 1; n <= 8; n++ {
-		// stream: shared-memory results go into the tensors with
-		// non-temporal stores, as they do from shmStreamBytes on.
-		for _, stream := range []bool{false, true} {
-			t.Run(fmt.Sprintf("ranks=%d/stream=%v", n, stream), func(t *testing.T) {
+		// in-place: all-reduces read and write the peers' tensors (the
+		// default); staged: through the slots, as with
+		// DisableCrossMemory; stream: staged, with the results going into
+		// the tensors with non-temporal stores, as they do from
+		// shmStreamBytes on.
+		for _, path := range []string{"in-place", "staged", "stream"} {
+			t.Run(fmt.Sprintf("ranks=%d/%s", n, path), func(t *testing.T) {
 				gs := localGroups(t, n)
 				for _, g := range gs {
-					if g.shm != nil && stream {
-						g.shm.streamFrom = 0
+					if g.shm != nil {
+						require.True(t, g.shm.cma)
+						g.shm.cma = path == "in-place"
+						if path == "stream" {
+							g.shm.streamFrom = 0
+						}
 					}
 				}
 				requireAll(t, gs, func(g *TCPGroup) error { return collectiveSuite(t, g, sizes) })

@@ -60,8 +60,21 @@ func TestCollectivesAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	for r, out := range runAll(t, startRanks(t, 3, "collectives")) {
-		assert.Contains(t, out, "shared memory: true", "rank %d", r)
+	// in-place: all-reduces of ordinary tensors read and write the peers'
+	// memory with cross-memory attach; staged: EMBER_DIST_CMA=0.
+	for _, cma := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cma=%v", cma), func(t *testing.T) {
+			cmds := startRanks(t, 3, "collectives")
+			for _, c := range cmds {
+				if !cma {
+					c.Env = append(c.Env, EnvCMA+"=0")
+				}
+			}
+			for r, out := range runAll(t, cmds) {
+				assert.Contains(t, out, "shared memory: true", "rank %d", r)
+				assert.Contains(t, out, fmt.Sprintf("cross memory: %v", cma), "rank %d", r)
+			}
+		})
 	}
 }
 
@@ -148,9 +161,11 @@ func TestProcessKilledMidAllReduce(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	// victim all-reduces 256 KiB (TCP's direct exchange), victim-shm
-	// 1 MiB (shared memory).
-	// victim-shared all-reduces a 1 MiB tensor of SharedZeros.
-	for _, mode := range []string{"victim", "victim-shm", "victim-shared"} {
+	// 1 MiB staged through shared memory (EMBER_DIST_CMA=0), victim-cma
+	// 1 MiB in place with cross-memory attach, the victim dying once
+	// every rank has published its tensor, and victim-shared a 1 MiB
+	// tensor of SharedZeros.
+	for _, mode := range []string{"victim", "victim-shm", "victim-cma", "victim-shared"} {
 		t.Run(mode, func(t *testing.T) { processKilledMidAllReduce(t, mode) })
 	}
 }
@@ -160,6 +175,11 @@ func TestProcessKilledMidAllReduce(t *testing.T) {
 func processKilledMidAllReduce(t *testing.T, mode string) {
 	const victim = 1
 	cmds := startRanks(t, 3, mode)
+	for _, c := range cmds {
+		if mode == "victim-shm" {
+			c.Env = append(c.Env, EnvCMA+"=0")
+		}
+	}
 	outs := make([]strings.Builder, len(cmds))
 	errs := make([]error, len(cmds))
 	ready := make(chan struct{})
@@ -247,16 +267,33 @@ func TestHelperRank(t *testing.T) {
 				}
 			}
 		}
+		// Ordinary tensors: views at an offset, every op at small sizes
+		// (7 elements only once every size takes the shared-memory path),
+		// one op per dtype for a million elements.
+		direct := g.direct
+		g.direct = 0
+		for _, dt := range allDTypes {
+			for _, op := range []ReduceOp{Sum, Max, Min, Prod} {
+				for _, size := range []int{1, 7, 4099} {
+					require.NoError(t, allReduceView(t, g, int(op), size, dt, op))
+				}
+			}
+		}
+		g.direct = direct
+		for _, c := range largeCases {
+			require.NoError(t, allReduceView(t, g, int(c.op), 1_000_003, c.dt, c.op))
+		}
 		require.NoError(t, g.Barrier())
 	case "bench":
 		iters, err := strconv.Atoi(os.Getenv("EMBER_DIST_BENCH_ITERS"))
 		require.NoError(t, err)
 		require.NoError(t, benchRank(g, iters))
-	case "victim", "victim-shm", "victim-shared":
+	case "victim", "victim-shm", "victim-cma", "victim-shared":
 		x := tensor.Ones([]int{1 << 16})
 		switch mode {
-		case "victim-shm":
+		case "victim-shm", "victim-cma":
 			require.NotNil(t, g.shm)
+			require.Equal(t, mode == "victim-cma", g.shm.cma)
 			x = tensor.Ones([]int{1 << 18})
 		case "victim-shared":
 			x, err = g.SharedZeros([]int{1 << 18}, tensor.Float32)
@@ -265,8 +302,17 @@ func TestHelperRank(t *testing.T) {
 		}
 		require.NoError(t, g.AllReduce(x, Sum))
 		if r == 1 {
-			fmt.Println("victim ready")
-			time.Sleep(time.Minute) // killed by the parent
+			ready := func() {
+				fmt.Println("victim ready")
+				time.Sleep(time.Minute) // killed by the parent
+			}
+			if mode != "victim-cma" {
+				ready()
+				return
+			}
+			// Inside the all-reduce, its tensor published.
+			g.shm.pause = ready
+			g.AllReduce(x, Sum)
 			return
 		}
 		err := g.AllReduce(x, Sum)

@@ -79,23 +79,28 @@ func TestSharedAllReduceMatchesSerialReference(t *testing.T) {
 }
 
 func TestSharedAllReduceBitIdentical(t *testing.T) {
-	// Values whose sums round differently in different orders.
-	const ranks, n = 3, 5000
-	gs := localGroups(t, ranks)
-	got := make([][]float32, ranks)
+	requireAvgBitIdentical(t, localGroups(t, 3), func(g *TCPGroup) (*tensor.Tensor, error) { return g.SharedZeros([]int{5000}, tensor.Float32) })
+}
+
+// requireAvgBitIdentical averages, on every rank of gs, random floats
+// whose sums round differently in different orders, in the float32
+// tensor alloc returns, and requires the same bits on every rank.
+func requireAvgBitIdentical(t *testing.T, gs []*TCPGroup, alloc func(g *TCPGroup) (*tensor.Tensor, error)) {
+	t.Helper()
+	got := make([][]float32, len(gs))
 	requireAll(t, gs, func(g *TCPGroup) error {
-		x, err := g.SharedZeros([]int{n}, tensor.Float32)
+		x, err := alloc(g)
 		if err != nil {
 			return err
 		}
-		x.CopyFrom(tensor.NewGenerator(uint64(g.Rank())).Normal([]int{n}, 0, 1e3))
+		x.CopyFrom(tensor.NewGenerator(uint64(g.Rank())).Normal(x.Shape(), 0, 1e3))
 		if err := g.AllReduce(x, Avg); err != nil {
 			return err
 		}
 		got[g.Rank()] = x.Float32s()
 		return nil
 	})
-	for r := 1; r < ranks; r++ {
+	for r := 1; r < len(gs); r++ {
 		require.Equal(t, got[0], got[r], "rank %d", r)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,25 +46,9 @@ func TestLocalRanksShareMemory(t *testing.T) {
 func TestSharedMemoryNeedsEveryRank(t *testing.T) {
 	// Rank 1 refuses shared memory: the others must keep to TCP too, and
 	// a large all-reduce (the ring) still gives the serial result.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	const n = 3
-	gs := make([]*TCPGroup, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
+	gs := configuredGroups(t, n, func(r int) Config { return Config{DisableSharedMemory: r == 1} })
 	for r := range n {
-		cfg := Config{Rank: r, WorldSize: n, MasterAddr: ln.Addr().String(), ListenAddr: "127.0.0.1",
-			Token: "t", Timeout: 10 * time.Second, DisableSharedMemory: r == 1}
-		var store net.Listener
-		if r == 0 {
-			store = ln
-		}
-		wg.Go(func() { gs[r], errs[r] = newTCPGroup(context.Background(), cfg, store) })
-	}
-	wg.Wait()
-	for r := range n {
-		require.NoError(t, errs[r])
-		t.Cleanup(func() { gs[r].Close() })
 		assert.Nil(t, gs[r].shm, "rank %d", r)
 	}
 	const size = 100_003
