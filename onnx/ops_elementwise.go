@@ -168,56 +168,28 @@ func variadic(f func(a, b *tensor.Tensor) *tensor.Tensor, mean bool) opImpl {
 	}
 }
 
-// opDiv divides; integer division truncates toward zero as in C.
+// opDiv divides; integer division truncates toward zero as in C
+// (tensor.TruncDiv, exact in the operands' own type). A zero integer
+// divisor, which ONNX leaves undefined, is an error.
 func opDiv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	a, err := n.need(in, 0)
+	a, b, err := n.binaryOperands(in)
 	if err != nil {
-		return nil, err
-	}
-	b, err := n.need(in, 1)
-	if err != nil {
-		return nil, err
-	}
-	if err := n.sameType(a, b); err != nil {
 		return nil, err
 	}
 	if a.DType().IsFloat() {
 		return one(a.Div(b))
 	}
-	if isUnsigned(a.DType()) {
-		q, err := unsignedQuotient(n, a, b)
-		if err != nil {
-			return nil, err
-		}
-		return one(q)
-	}
-	q, _, err := signedQuotient(n, a, b)
-	if err != nil {
-		return nil, err
-	}
-	return one(q)
+	return intResult(n, tensor.TruncDiv, a, b)
 }
 
 // opMod is the remainder: with fmod=1 it takes the dividend's sign (C
-// fmod), else the divisor's (Python %).
+// fmod, tensor.TruncRem for integers), else the divisor's (Python %,
+// tensor.FloorRem); the two agree on unsigned values. A zero integer
+// divisor is an error.
 func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	a, err := n.need(in, 0)
+	a, b, err := n.binaryOperands(in)
 	if err != nil {
 		return nil, err
-	}
-	b, err := n.need(in, 1)
-	if err != nil {
-		return nil, err
-	}
-	if err := n.sameType(a, b); err != nil {
-		return nil, err
-	}
-	if isUnsigned(a.DType()) { // both rules agree on non-negative values
-		q, err := unsignedQuotient(n, a, b)
-		if err != nil {
-			return nil, err
-		}
-		return one(a.Sub(q.Mul(b)))
 	}
 	fmod := n.attrInt("fmod", 0) == 1
 	if a.DType().IsFloat() {
@@ -229,47 +201,40 @@ func opMod(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		q = q.Abs().Floor().Mul(q.Sign())
 		return one(fa.Sub(q.Mul(fb)).To(a.DType()))
 	}
-	q, rem, err := signedQuotient(n, a, b)
-	if err != nil {
-		return nil, err
-	}
 	if fmod {
-		return one(a.Sub(q.Mul(b)))
+		return intResult(n, tensor.TruncRem, a, b)
 	}
-	return one(rem)
+	return intResult(n, tensor.FloorRem, a, b)
 }
 
-// signedQuotient divides signed integers exactly in their own dtype (through
-// float64, INT64 values beyond 2^53 would round): q rounded toward zero, as
-// ONNX's Div and C's fmod take it, and the remainder of the floored
-// quotient, as Python's % takes it. That remainder has the divisor's sign;
-// where it is not zero and the operands' signs differ, rounding toward
-// zero gives one more. A zero divisor, which ONNX leaves undefined, is an
-// error.
-func signedQuotient(n *node, a, b *tensor.Tensor) (q, flooredRem *tensor.Tensor, err error) {
-	if b.Numel() > 0 && b.Eq(tensor.Zeros(nil, b.DType())).To(tensor.Int64).Max(nil, false).Item() != 0 {
-		return nil, nil, fmt.Errorf("onnx: %v: integer division by zero", n)
+// binaryOperands returns the two inputs of a binary node, which must share
+// a type.
+func (n *node) binaryOperands(in []*tensor.Tensor) (a, b *tensor.Tensor, err error) {
+	if a, err = n.need(in, 0); err != nil {
+		return nil, nil, err
 	}
-	zero := tensor.Zeros(nil, a.DType())
-	floored := a.FloorDiv(b)
-	flooredRem = a.Sub(floored.Mul(b))
-	differ := a.Lt(zero).LogicalXor(b.Lt(zero))
-	return floored.Add(flooredRem.Ne(zero).LogicalAnd(differ).To(a.DType())), flooredRem, nil
+	if b, err = n.need(in, 1); err != nil {
+		return nil, nil, err
+	}
+	if err := n.sameType(a, b); err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+// intResult runs an integer division op of package tensor, naming the node
+// in its error.
+func intResult(n *node, f func(a, b *tensor.Tensor) (*tensor.Tensor, error), a, b *tensor.Tensor) ([]*tensor.Tensor, error) {
+	out, err := f(a, b)
+	if err != nil {
+		return nil, fmt.Errorf("onnx: %v: %w", n, err)
+	}
+	return one(out)
 }
 
 // isUnsigned reports whether dt is an unsigned integer type.
 func isUnsigned(dt tensor.DType) bool {
 	return dt == tensor.Uint8 || dt == tensor.Uint16 || dt == tensor.Uint32 || dt == tensor.Uint64
-}
-
-// unsignedQuotient divides unsigned integers exactly (through float64,
-// UINT64 values beyond 2^53 would round). A zero divisor, which ONNX leaves
-// undefined, is an error.
-func unsignedQuotient(n *node, a, b *tensor.Tensor) (*tensor.Tensor, error) {
-	if b.Numel() > 0 && b.Min(nil, false).Item() == 0 {
-		return nil, fmt.Errorf("onnx: %v: integer division by zero", n)
-	}
-	return a.FloorDiv(b), nil
 }
 
 // opBitShift shifts the bits of unsigned integers left or right by the
