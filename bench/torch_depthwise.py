@@ -6,9 +6,10 @@ batch 1, one thread; forward, input gradient and weight gradient apart
 usage (from the repository root):
     /usr/bin/python3 bench/torch_depthwise.py [-repeats 7] [-seconds 0.2]
 
-Each line reads like the Go benchmark's sub-benchmark name and its median
-over the repeats, so the two can be set side by side:
-    fwd/c32_112_s1 <GMAC/s>
+Each line reads like the Go benchmark's sub-benchmark name and its medians
+over the repeats of GMAC per wall second and per process CPU second (the
+steadier one on a busy machine), so the two can be set side by side:
+    fwd/c32_112_s1 <GMAC/s> <GMAC/cpu-s>
 """
 import argparse
 import statistics
@@ -21,15 +22,16 @@ SHAPES = [(32, 112, 1), (96, 112, 2), (144, 56, 1), (192, 28, 1), (576, 14, 1), 
 
 
 def rate(fn, macs, seconds):
-    """GMAC/s of fn over at least `seconds` of calls after one warm-up."""
+    """GMAC per wall and per CPU second of fn over at least `seconds` of
+    calls after one warm-up."""
     fn()
-    n, t0 = 0, time.perf_counter()
+    n, t0, c0 = 0, time.perf_counter(), time.process_time()
     while True:
         fn()
         n += 1
         dt = time.perf_counter() - t0
         if dt >= seconds:
-            return macs * n / dt / 1e9
+            return macs * n / dt / 1e9, macs * n / (time.process_time() - c0) / 1e9
 
 
 def main():
@@ -58,7 +60,9 @@ def main():
         with torch.no_grad():
             for name, fn in passes:
                 rates = [rate(fn, macs, args.seconds) for _ in range(args.repeats)]
-                print(f"{name}/c{c}_{hw}_s{stride} {statistics.median(rates):.3f}", flush=True)
+                wall = statistics.median(r[0] for r in rates)
+                cpu = statistics.median(r[1] for r in rates)
+                print(f"{name}/c{c}_{hw}_s{stride} {wall:.3f} {cpu:.3f}", flush=True)
 
 
 if __name__ == "__main__":
