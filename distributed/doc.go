@@ -31,7 +31,7 @@
 // connections stay the control channel, so timeouts, dead peers and
 // mismatched collectives are reported as on TCP. The group uses shared memory only if every rank
 // can; Config.DisableSharedMemory (EMBER_DIST_SHM=0) turns it off, and
-// subgroups, other systems and big-endian machines use TCP. All-reducing
+// subgroups, other systems and big-endian machines use TCP. Staged, all-reducing
 // 64 MB of float32 across 4 local ranks on a 2-core machine (load 9)
 // reaches a bus bandwidth of 0.42 of a loopback TCP stream's (TCP: 0.18),
 // where an all-reduce that only read and wrote each tensor once would
@@ -45,14 +45,37 @@
 // Tensors from TCPGroup.SharedZeros (a collective allocation, like NCCL's
 // registered buffers) live in segments that every local rank maps, so an
 // AllReduce of them stages nothing: each rank reduces its 1/N of every
-// window straight from the peers' tensors into its own, and copies the
-// peers' reduced pieces from their tensors into its own, so each tensor is
-// read once and written once. DataParallel allocates its gradient buckets
-// this way. Where the ranks cannot share memory SharedZeros returns an
-// ordinary tensor. On the same 2-core machine, quiet, 64 MB across 4
-// ranks as processes (BenchmarkAllReduceProcesses): 0.76–0.90 of a TCP
-// stream's bandwidth between two of the processes for SharedZeros tensors,
-// 0.34–0.36 for ordinary ones; as goroutines 1.07–1.11 and 0.36–0.54.
+// window straight from the peers' tensors into its own and writes the
+// result straight into the peers' tensors, so each tensor is read once
+// and written once, and the ranks meet only at the start and the end.
+// DataParallel allocates its gradient buckets this way. Where the ranks
+// cannot share memory SharedZeros returns an ordinary tensor.
+//
+// Local ranks thus move an AllReduce's data in one of three ways. Tensors
+// of SharedZeros on every rank are read and written in place through the
+// mapped segments. Ordinary tensors (any CPU tensor; a non-contiguous one
+// is reduced in a contiguous copy) are read and written in place too, the
+// same way, where the kernel lets the ranks reach each other's memory:
+// between processes with Linux's cross-memory attach
+// (process_vm_readv/process_vm_writev, the kernel copying straight between
+// the processes' pages), between ranks of one process (NewLocalGroups)
+// with plain loads and stores. Every rank checks at setup that it can
+// read a random nonce on every peer's heap (ptrace policies such as Yama,
+// seccomp profiles and containers may refuse it) and the group uses the
+// in-place path only if every rank can and none sets
+// Config.DisableCrossMemory (EMBER_DIST_CMA=0). Everything else (the
+// other collectives, all-reduces where that check failed, and a mix of
+// SharedZeros and ordinary tensors, which fails with an error naming the
+// peer) is staged through the slots as above.
+//
+// On the same 2-core machine (load 3–4.5), 64 MB across 4 ranks as
+// processes (BenchmarkAllReduceProcesses), the bus bandwidth against a TCP
+// stream between two of the processes was 0.30, 0.30 and 0.47 for
+// ordinary tensors in place against 0.25–0.34 staged in the same runs
+// (the kernel's copies take about 40% of the time: it copies slower than
+// Go's memmove here), and 0.79–1.18 for SharedZeros tensors; as
+// goroutines (BenchmarkAllReduceVsStream) 0.95–1.49 for ordinary tensors,
+// 0.91–1.28 for SharedZeros ones and 0.33–0.50 staged.
 //
 // Built with the tag mpi (cgo, Debian's libopenmpi-dev), NewMPIGroup gives
 // the same ProcessGroup over MPI for jobs started by mpirun or Slurm's srun:
