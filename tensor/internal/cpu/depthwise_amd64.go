@@ -22,6 +22,20 @@ func dwRowsAVX512(dst, src *float32, offs *int64, w *float32, taps, rows, n, dst
 //go:noescape
 func dwDotTapsAVX512(sums, a *float32, offs *int64, taps int, b *float32, rows, n, aStride, bStride int)
 
+// dwShiftAVX512 sets dst[q], q < n, to bias (or its old value when
+// flags&2 is set) plus the sum over taps t of w[t]·src[q+offs[t]] over
+// the lanes masks[t·chunks + q/16] enables, then max(·, 0) when flags&1
+// is set.
+//
+//go:noescape
+func dwShiftAVX512(dst, src *float32, offs *int64, w *float32, masks *uint16, taps, n, chunks int, bias float32, flags int)
+
+// dwShiftDotAVX512 sets sums[t], t < taps, to the sum over q < n of
+// a[q+offs[t]]·b[q] over the lanes masks[t·chunks + q/16] enables.
+//
+//go:noescape
+func dwShiftDotAVX512(sums, a *float32, offs *int64, masks *uint16, taps int, b *float32, n, chunks int)
+
 // Flags of dwRowsAVX512.
 const (
 	dwRelu       = 1
@@ -86,6 +100,88 @@ func compactRows(dst, flat []float32, rows, n, wq int) {
 // dropped) rather than row by row: the masked last step of each narrow row
 // would otherwise cost as much as a full one.
 func dwFlat(n int) bool { return n < 64 }
+
+// dwShifts is a depthwise pass of stride 1 whose output rows are as wide
+// as its input rows (w): output q = row·w + column reads input q+offs[t]
+// for tap t, where that lies inside the input plane, so planes are read
+// and written in place, with no padded copies. The tap's masks say where:
+// bit i of masks[t·chunks + c] enables output 16c+i.
+type dwShifts struct {
+	offs         []int64
+	masks        []uint16
+	chunks       int // masks per tap: 4 per 64 outputs, covering n
+	n, w, inRows int // outputs, row width, input rows
+}
+
+// newDWShifts describes rows output rows of width w reading inRows input
+// rows, tap t shifted by dy[t] rows and dx[t] columns.
+func newDWShifts(rows, inRows, w int, dy, dx []int) dwShifts {
+	n := rows * w
+	sh := dwShifts{offs: make([]int64, len(dy)), chunks: (n + 63) / 64 * 4, n: n, w: w, inRows: inRows}
+	sh.masks = make([]uint16, len(dy)*sh.chunks)
+	for t := range dy {
+		sh.offs[t] = int64(dy[t]*w + dx[t])
+		m := sh.masks[t*sh.chunks:][:sh.chunks]
+		lo, hi := max(0, -dx[t]), min(w, w-dx[t])
+		for r := max(0, -dy[t]); r < min(rows, inRows-dy[t]) && lo < hi; r++ {
+			setLanes(m, r*w+lo, r*w+hi)
+		}
+	}
+	return sh
+}
+
+// setLanes sets bits [lo, hi) of the bit string m (16 bits a word).
+func setLanes(m []uint16, lo, hi int) {
+	for q := lo; q < hi; {
+		b := q % 16
+		k := min(16-b, hi-q)
+		m[q/16] |= uint16((uint32(1)<<k - 1) << b)
+		q += k
+	}
+}
+
+// shift runs dwShiftAVX512 on a plane: the masks enable only inputs inside
+// src, so checking its extent once covers every read.
+func (sh dwShifts) shift(dst, src, w []float32, bias float32, flags int) {
+	_ = dst[sh.n-1]
+	_ = src[sh.inRows*sh.w-1]
+	_ = w[len(sh.offs)-1]
+	dwShiftAVX512(unsafe.SliceData(dst), unsafe.SliceData(src), unsafe.SliceData(sh.offs), unsafe.SliceData(w),
+		unsafe.SliceData(sh.masks), len(sh.offs), sh.n, sh.chunks, bias, flags)
+}
+
+// dot runs dwShiftDotAVX512 on a plane a and output-shaped b.
+func (sh dwShifts) dot(sums, a, b []float32) {
+	_ = sums[len(sh.offs)-1]
+	_ = a[sh.inRows*sh.w-1]
+	_ = b[sh.n-1]
+	dwShiftDotAVX512(unsafe.SliceData(sums), unsafe.SliceData(a), unsafe.SliceData(sh.offs), unsafe.SliceData(sh.masks),
+		len(sh.offs), unsafe.SliceData(b), sh.n, sh.chunks)
+}
+
+// dwForwardShifts returns g's forward pass as dwShifts, or false when it
+// has another stride than 1 or output rows narrower than its input rows.
+// With flip, the shifts are those of the input gradient: the output
+// gradient read at the opposite shifts.
+func dwForwardShifts(g ConvGeom, flip bool) (dwShifts, bool) {
+	if g.StrideH != 1 || g.StrideW != 1 || g.OW != g.W {
+		return dwShifts{}, false
+	}
+	var dy, dx []int
+	for kh := range g.KH {
+		for kw := range g.KW {
+			y, x := kh*g.DilationH-g.PadH, kw*g.DilationW-g.PadW
+			if flip {
+				y, x = -y, -x
+			}
+			dy, dx = append(dy, y), append(dx, x)
+		}
+	}
+	if flip {
+		return newDWShifts(g.H, g.OH, g.W, dy, dx), true
+	}
+	return newDWShifts(g.OH, g.H, g.W, dy, dx), true
+}
 
 // dwAsm reports whether the depthwise kernels can run in assembly for g.
 func dwAsm(g ConvGeom) bool {
@@ -161,11 +257,24 @@ func depthwiseForward32(dst, x, w, bias []float32, g ConvGeom, o, threads int, r
 		return false
 	}
 	mult, taps, l, hw := o/g.C, g.KH*g.KW, g.OH*g.OW, g.H*g.W
-	lay, offs, rowStride := dwInputLayout(g)
 	flags := 0
 	if relu {
 		flags = dwRelu
 	}
+	if sh, ok := dwForwardShifts(g, false); ok {
+		parallelUnits(g.N*o, taps*l, threads, func(p0, p1 int) {
+			for p := p0; p < p1; p++ {
+				n, oc := p/o, p%o
+				var b float32
+				if bias != nil {
+					b = bias[oc]
+				}
+				sh.shift(dst[p*l:][:l], x[(n*g.C+oc/mult)*hw:][:hw], w[oc*taps:][:taps], b, flags)
+			}
+		})
+		return true
+	}
+	lay, offs, rowStride := dwInputLayout(g)
 	flat := g.StrideH == 1 && g.StrideW == 1 && dwFlat(g.OW)
 	parallelUnits(g.N*o, taps*l, threads, func(p0, p1 int) {
 		s, tmp := lay.scratch()
@@ -206,6 +315,22 @@ func depthwiseBackwardInput32(dx, grad, w []float32, g ConvGeom, o, threads int)
 		return false
 	}
 	mult, taps, l, hw := o/g.C, g.KH*g.KW, g.OH*g.OW, g.H*g.W
+	if sh, ok := dwForwardShifts(g, true); ok {
+		parallelUnits(g.N*g.C, mult*taps*l, threads, func(p0, p1 int) {
+			for p := p0; p < p1; p++ {
+				n, c := p/g.C, p%g.C
+				for j := range mult {
+					oc := c*mult + j
+					flags := 0
+					if j > 0 {
+						flags = dwAccumulate
+					}
+					sh.shift(dx[p*hw:][:hw], grad[(n*o+oc)*l:][:l], w[oc*taps:][:taps], 0, flags)
+				}
+			}
+		})
+		return true
+	}
 	top, left := (g.KH-1)*g.DilationH-g.PadH, (g.KW-1)*g.DilationW-g.PadW
 	dense := dwLayout{h: g.OH, w: g.OW, rows: g.H + (g.KH-1)*g.DilationH, wq: g.W + (g.KW-1)*g.DilationW,
 		sw: 1, top: top, left: left}
@@ -288,26 +413,35 @@ func depthwiseBackwardWeight32(dw, x, grad []float32, g ConvGeom, o, threads int
 	}
 	mult, taps, l, hw := o/g.C, g.KH*g.KW, g.OH*g.OW, g.H*g.W
 	lay, offs, rowStride := dwInputLayout(g)
+	sh, shifted := dwForwardShifts(g, false)
 	flat := g.StrideH == 1 && g.StrideW == 1 && dwFlat(g.OW)
 	parallelUnits(o, g.N*taps*l, threads, func(o0, o1 int) {
-		s, tmp := lay.scratch()
-		sums, part := make([]float64, taps), make([]float32, taps)
-		var gq []float32
-		if flat {
+		var s, tmp, gq []float32
+		if !shifted {
+			s, tmp = lay.scratch()
+		}
+		if flat && !shifted {
 			gq = make([]float32, (g.OH-1)*lay.wq+g.OW)
 		}
+		sums, part := make([]float64, taps), make([]float32, taps)
 		for oc := o0; oc < o1; oc++ {
 			clear(sums)
 			for n := range g.N {
-				lay.fill(s, x[(n*g.C+oc/mult)*hw:][:hw], tmp)
-				gy := grad[(n*o+oc)*l:][:l]
-				if flat {
+				plane, gy := x[(n*g.C+oc/mult)*hw:][:hw], grad[(n*o+oc)*l:][:l]
+				switch {
+				case shifted:
+					sh.dot(part, plane, gy)
+				case flat:
+					lay.fill(s, plane, tmp)
 					for oh := range g.OH {
 						copy(gq[oh*lay.wq:][:g.OW], gy[oh*g.OW:])
 					}
 					dwDotTaps(part, s, offs, gq, 1, len(gq), 0, 0)
-				}
-				if !flat || !allFinite(part) {
+					if !allFinite(part) {
+						dwDotTaps(part, s, offs, gy, g.OH, g.OW, rowStride, g.OW)
+					}
+				default:
+					lay.fill(s, plane, tmp)
 					dwDotTaps(part, s, offs, gy, g.OH, g.OW, rowStride, g.OW)
 				}
 				for t, v := range part {

@@ -40,6 +40,65 @@
 	VMAXPS Z2, Z29, Z2; \
 	VMAXPS Z3, Z29, Z3
 
+// DWHSUM stores at (DI) the sum of the 64 lanes of Z0…Z3. Clobbers Z0,
+// Z2, Y1.
+#define DWHSUM \
+	VADDPS Z1, Z0, Z0; \
+	VADDPS Z3, Z2, Z2; \
+	VADDPS Z2, Z0, Z0; \
+	VEXTRACTF64X4 $1, Z0, Y1; \
+	VADDPS Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VPERMILPS $0x4e, X0, X1; \
+	VADDPS X1, X0, X0; \
+	VPERMILPS $0xb1, X0, X1; \
+	VADDPS X1, X0, X0; \
+	VMOVSS X0, (DI)
+
+// DWTAPMASKS loads K1…K4 from the four 16-bit lane masks at (p).
+#define DWTAPMASKS(p) \
+	KMOVW (p), K1; \
+	KMOVW 2(p), K2; \
+	KMOVW 4(p), K3; \
+	KMOVW 6(p), K4
+
+// DWTAPFMA4 adds to Z0…Z3 tap AX's weight (R9) times the four chunks
+// under K1…K4 from the tap's offset (R8) past column BX of SI. Clobbers
+// CX, Z4…Z7, Z31.
+#define DWTAPFMA4 \
+	VBROADCASTSS (R9)(AX*4), Z31; \
+	MOVQ (R8)(AX*8), CX; \
+	ADDQ BX, CX; \
+	DWLOAD4(SI, CX, Z4, Z5, Z6, Z7); \
+	VFMADD231PS Z4, Z31, Z0; \
+	VFMADD231PS Z5, Z31, Z1; \
+	VFMADD231PS Z6, Z31, Z2; \
+	VFMADD231PS Z7, Z31, Z3
+
+// DWSTORE4 stores Z0…Z3 at column BX of DI; DWSTORE4MASKED under K1…K4.
+#define DWSTORE4 \
+	VMOVUPS Z0, (DI)(BX*4); \
+	VMOVUPS Z1, 64(DI)(BX*4); \
+	VMOVUPS Z2, 128(DI)(BX*4); \
+	VMOVUPS Z3, 192(DI)(BX*4)
+
+#define DWSTORE4MASKED \
+	VMOVUPS Z0, K1, (DI)(BX*4); \
+	VMOVUPS Z1, K2, 64(DI)(BX*4); \
+	VMOVUPS Z2, K3, 128(DI)(BX*4); \
+	VMOVUPS Z3, K4, 192(DI)(BX*4)
+
+// DWDOT4 adds to Z0…Z3 the products of the four chunks under K1…K4 at
+// column BX of a and of b. Clobbers Z4…Z11.
+#define DWDOT4(a, b) \
+	DWLOAD4(a, BX, Z4, Z5, Z6, Z7); \
+	DWLOAD4(b, BX, Z8, Z9, Z10, Z11); \
+	VFMADD231PS Z4, Z8, Z0; \
+	VFMADD231PS Z5, Z9, Z1; \
+	VFMADD231PS Z6, Z10, Z2; \
+	VFMADD231PS Z7, Z11, Z3
+
 // func dwRowsAVX512(dst, src *float32, offs *int64, w *float32, taps, rows, n, dstStride, srcStride int, bias float32, flags int)
 // Row r of dst (n columns from dst+r·dstStride) gets bias plus the sum over
 // taps t of w[t]·src[r·srcStride + offs[t] + column], 64 columns per step
@@ -99,10 +158,7 @@ blocktap:
 	DWRELU4
 
 blockstore:
-	VMOVUPS Z0, (DI)(BX*4)
-	VMOVUPS Z1, 64(DI)(BX*4)
-	VMOVUPS Z2, 128(DI)(BX*4)
-	VMOVUPS Z3, 192(DI)(BX*4)
+	DWSTORE4
 	ADDQ $64, BX
 	JMP block
 
@@ -123,14 +179,7 @@ tailtaps:
 	XORQ AX, AX
 
 tailtap:
-	VBROADCASTSS (R9)(AX*4), Z31
-	MOVQ (R8)(AX*8), CX
-	ADDQ BX, CX
-	DWLOAD4(SI, CX, Z4, Z5, Z6, Z7)
-	VFMADD231PS Z4, Z31, Z0
-	VFMADD231PS Z5, Z31, Z1
-	VFMADD231PS Z6, Z31, Z2
-	VFMADD231PS Z7, Z31, Z3
+	DWTAPFMA4
 	INCQ AX
 	CMPQ AX, R10
 	JLT tailtap
@@ -140,10 +189,7 @@ tailtap:
 	DWRELU4
 
 tailstore:
-	VMOVUPS Z0, K1, (DI)(BX*4)
-	VMOVUPS Z1, K2, 64(DI)(BX*4)
-	VMOVUPS Z2, K3, 128(DI)(BX*4)
-	VMOVUPS Z3, K4, 192(DI)(BX*4)
+	DWSTORE4MASKED
 
 nextrow:
 	LEAQ (DI)(R12*4), DI
@@ -200,30 +246,14 @@ dottail:
 	CMPQ BX, DX
 	JGE dotnext
 	DWTAILMASKS
-	DWLOAD4(SI, BX, Z4, Z5, Z6, Z7)
-	DWLOAD4(R8, BX, Z8, Z9, Z10, Z11)
-	VFMADD231PS Z4, Z8, Z0
-	VFMADD231PS Z5, Z9, Z1
-	VFMADD231PS Z6, Z10, Z2
-	VFMADD231PS Z7, Z11, Z3
+	DWDOT4(SI, R8)
 
 dotnext:
 	LEAQ (SI)(R12*4), SI
 	LEAQ (R8)(R13*4), R8
 	DECQ R11
 	JNZ dotrow
-	VADDPS Z1, Z0, Z0
-	VADDPS Z3, Z2, Z2
-	VADDPS Z2, Z0, Z0
-	VEXTRACTF64X4 $1, Z0, Y1
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0x4e, X0, X1
-	VADDPS X1, X0, X0
-	VPERMILPS $0xb1, X0, X1
-	VADDPS X1, X0, X0
-	VMOVSS X0, (DI)
+	DWHSUM
 	ADDQ $4, DI
 	ADDQ $8, R9
 	DECQ R10
@@ -282,5 +312,126 @@ splitmasks:
 	JMP split
 
 splitdone:
+	VZEROUPPER
+	RET
+
+// func dwShiftAVX512(dst, src *float32, offs *int64, w *float32, masks *uint16, taps, n, chunks int, bias float32, flags int)
+// dst[q], q < n, gets bias (or its old value when flags&2 is set) plus the
+// sum over taps t of w[t]·src[q+offs[t]] for the lanes that
+// masks[t·chunks + q/16] enables (the others read nothing: masked loads
+// do not fault), then max(·, 0) when flags&1 is set; 64 outputs per step
+// in four accumulators, the stores of the last step masked.
+TEXT ·dwShiftAVX512(SB), NOSPLIT, $0-80
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ offs+16(FP), R8
+	MOVQ w+24(FP), R9
+	MOVQ masks+32(FP), R12
+	MOVQ taps+40(FP), R10
+	MOVQ n+48(FP), DX
+	MOVQ chunks+56(FP), R13
+	SHLQ $1, R13 // R13: bytes from one tap's masks to the next's
+	VBROADCASTSS bias+64(FP), Z30
+	VPXORD Z29, Z29, Z29
+	XORQ BX, BX // BX: first output of the step
+
+shiftstep:
+	CMPQ BX, DX
+	JGE shiftdone
+	MOVQ flags+72(FP), AX
+	TESTQ $2, AX
+	JNZ shiftload
+	DWBIAS4
+	JMP shifttaps
+
+shiftload:
+	MOVQ DX, CX
+	SUBQ BX, CX
+	CMPQ CX, $64
+	JGE shiftfull
+	DWTAILMASKS
+	JMP shiftloadz
+
+shiftfull:
+	KXNORQ K1, K1, K1
+	KXNORQ K2, K2, K2
+	KXNORQ K3, K3, K3
+	KXNORQ K4, K4, K4
+
+shiftloadz:
+	DWLOAD4(DI, BX, Z0, Z1, Z2, Z3)
+
+shifttaps:
+	MOVQ BX, CX
+	SHRQ $3, CX           // BX/16 chunks of 2 bytes
+	LEAQ (R12)(CX*1), R11 // R11: the step's masks of tap 0
+	XORQ AX, AX
+
+shifttap:
+	DWTAPMASKS(R11)
+	DWTAPFMA4
+	ADDQ R13, R11
+	INCQ AX
+	CMPQ AX, R10
+	JLT shifttap
+	MOVQ flags+72(FP), AX
+	TESTQ $1, AX
+	JZ shiftstore
+	DWRELU4
+
+shiftstore:
+	MOVQ DX, CX
+	SUBQ BX, CX
+	CMPQ CX, $64
+	JLT shiftpartial
+	DWSTORE4
+	ADDQ $64, BX
+	JMP shiftstep
+
+shiftpartial:
+	DWTAILMASKS
+	DWSTORE4MASKED
+
+shiftdone:
+	VZEROUPPER
+	RET
+
+// func dwShiftDotAVX512(sums *float32, a *float32, offs *int64, masks *uint16, taps int, b *float32, n, chunks int)
+// sums[t] gets the sum over q < n of a[q+offs[t]]·b[q] for the lanes that
+// masks[t·chunks + q/16] enables, both operands loaded under the mask.
+TEXT ·dwShiftDotAVX512(SB), NOSPLIT, $0-64
+	MOVQ sums+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ offs+16(FP), R8
+	MOVQ masks+24(FP), R11
+	MOVQ taps+32(FP), R10
+	MOVQ b+40(FP), R9
+	MOVQ n+48(FP), DX
+	MOVQ chunks+56(FP), R13
+	SHLQ $1, R13
+
+sdottap:
+	MOVQ (R8), AX
+	LEAQ (SI)(AX*4), R12 // R12: a seen from this tap
+	MOVQ R11, CX         // CX: this tap's masks
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	XORQ BX, BX
+
+sdotstep:
+	DWTAPMASKS(CX)
+	DWDOT4(R12, R9)
+	ADDQ $8, CX
+	ADDQ $64, BX
+	CMPQ BX, DX
+	JLT sdotstep
+	DWHSUM
+	ADDQ $4, DI
+	ADDQ $8, R8
+	ADDQ R13, R11
+	DECQ R10
+	JNZ sdottap
 	VZEROUPPER
 	RET

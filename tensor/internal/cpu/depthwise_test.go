@@ -40,13 +40,13 @@ func requireDWClose(t *testing.T, want, got []float32, tol float64, what string)
 
 // TestDepthwiseMatchesGo runs the float32 depthwise kernels (assembly where
 // the CPU has it) against their Go loops on random planes of widths 1…67,
-// strides 1 and 2, paddings 0…2, kernels 3 and 5, dilations 1 and 2, one
+// strides 1 to 3, paddings 0…2, kernels 3 and 5, dilations 1 and 2, one
 // and two outputs per channel, with every output buffer poisoned with NaN.
 func TestDepthwiseMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	widths := []int{1, 2, 3, 5, 7, 13, 15, 16, 17, 31, 33, 47, 63, 64, 65, 67}
 	for _, w := range widths {
-		for _, stride := range []int{1, 2} {
+		for _, stride := range []int{1, 2, 3} {
 			for _, k := range []int{3, 5} {
 				for _, pad := range []int{0, 1, 2} {
 					dil := 1 + r.IntN(2)
