@@ -101,29 +101,34 @@ func compactRows(dst, flat []float32, rows, n, wq int) {
 // would otherwise cost as much as a full one.
 func dwFlat(n int) bool { return n < 64 }
 
-// dwShifts is a depthwise pass of stride 1 whose output rows are as wide
-// as its input rows (w): output q = row·w + column reads input q+offs[t]
-// for tap t, where that lies inside the input plane, so planes are read
-// and written in place, with no padded copies. The tap's masks say where:
-// bit i of masks[t·chunks + c] enables output 16c+i.
+// dwShifts is a depthwise pass whose output rows are as wide as the rows
+// of the planes it reads (w): output q = row·w + column reads input
+// q+offs[t] for tap t, where that lies inside the plane the tap reads, so
+// planes are read and written in place, with no padded copies. The tap's
+// masks say where: bit i of masks[t·chunks + c] enables output 16c+i.
 type dwShifts struct {
-	offs         []int64
-	masks        []uint16
-	chunks       int // masks per tap: 4 per 64 outputs, covering n
-	n, w, inRows int // outputs, row width, input rows
+	offs      []int64
+	masks     []uint16
+	chunks    int // masks per tap: 4 per 64 outputs, covering n
+	n, extent int // outputs, elements of the input read
 }
 
-// newDWShifts describes rows output rows of width w reading inRows input
-// rows, tap t shifted by dy[t] rows and dx[t] columns.
-func newDWShifts(rows, inRows, w int, dy, dx []int) dwShifts {
+// dwTap is a tap of a dwShifts: it reads the plane of rows×cols elements
+// (rows w apart) that starts base elements into the input, dy rows and dx
+// columns off the output position.
+type dwTap struct{ base, dy, dx, rows, cols int }
+
+// newDWShifts describes rows output rows of width w reading extent input
+// elements through taps.
+func newDWShifts(rows, w, extent int, taps []dwTap) dwShifts {
 	n := rows * w
-	sh := dwShifts{offs: make([]int64, len(dy)), chunks: (n + 63) / 64 * 4, n: n, w: w, inRows: inRows}
-	sh.masks = make([]uint16, len(dy)*sh.chunks)
-	for t := range dy {
-		sh.offs[t] = int64(dy[t]*w + dx[t])
+	sh := dwShifts{offs: make([]int64, len(taps)), chunks: (n + 63) / 64 * 4, n: n, extent: extent}
+	sh.masks = make([]uint16, len(taps)*sh.chunks)
+	for t, tp := range taps {
+		sh.offs[t] = int64(tp.base + tp.dy*w + tp.dx)
 		m := sh.masks[t*sh.chunks:][:sh.chunks]
-		lo, hi := max(0, -dx[t]), min(w, w-dx[t])
-		for r := max(0, -dy[t]); r < min(rows, inRows-dy[t]) && lo < hi; r++ {
+		lo, hi := max(0, -tp.dx), min(w, tp.cols-tp.dx)
+		for r := max(0, -tp.dy); r < min(rows, tp.rows-tp.dy) && lo < hi; r++ {
 			setLanes(m, r*w+lo, r*w+hi)
 		}
 	}
@@ -144,7 +149,7 @@ func setLanes(m []uint16, lo, hi int) {
 // src, so checking its extent once covers every read.
 func (sh dwShifts) shift(dst, src, w []float32, bias float32, flags int) {
 	_ = dst[sh.n-1]
-	_ = src[sh.inRows*sh.w-1]
+	_ = src[sh.extent-1]
 	_ = w[len(sh.offs)-1]
 	dwShiftAVX512(unsafe.SliceData(dst), unsafe.SliceData(src), unsafe.SliceData(sh.offs), unsafe.SliceData(w),
 		unsafe.SliceData(sh.masks), len(sh.offs), sh.n, sh.chunks, bias, flags)
@@ -153,7 +158,7 @@ func (sh dwShifts) shift(dst, src, w []float32, bias float32, flags int) {
 // dot runs dwShiftDotAVX512 on a plane a and output-shaped b.
 func (sh dwShifts) dot(sums, a, b []float32) {
 	_ = sums[len(sh.offs)-1]
-	_ = a[sh.inRows*sh.w-1]
+	_ = a[sh.extent-1]
 	_ = b[sh.n-1]
 	dwShiftDotAVX512(unsafe.SliceData(sums), unsafe.SliceData(a), unsafe.SliceData(sh.offs), unsafe.SliceData(sh.masks),
 		len(sh.offs), unsafe.SliceData(b), sh.n, sh.chunks)
@@ -167,20 +172,94 @@ func dwForwardShifts(g ConvGeom, flip bool) (dwShifts, bool) {
 	if g.StrideH != 1 || g.StrideW != 1 || g.OW != g.W {
 		return dwShifts{}, false
 	}
-	var dy, dx []int
+	var taps []dwTap
 	for kh := range g.KH {
 		for kw := range g.KW {
-			y, x := kh*g.DilationH-g.PadH, kw*g.DilationW-g.PadW
+			tp := dwTap{dy: kh*g.DilationH - g.PadH, dx: kw*g.DilationW - g.PadW, rows: g.H, cols: g.W}
 			if flip {
-				y, x = -y, -x
+				tp.dy, tp.dx, tp.rows = -tp.dy, -tp.dx, g.OH
 			}
-			dy, dx = append(dy, y), append(dx, x)
+			taps = append(taps, tp)
 		}
 	}
 	if flip {
-		return newDWShifts(g.H, g.OH, g.W, dy, dx), true
+		return newDWShifts(g.H, g.W, g.OH*g.W, taps), true
 	}
-	return newDWShifts(g.OH, g.H, g.W, dy, dx), true
+	return newDWShifts(g.OH, g.W, g.H*g.W, taps), true
+}
+
+// dwPhases is an input plane of a stride-2 pass split into its four
+// phases, the rows and columns of each parity, each phase a plane of
+// ph×pw elements (pw = the output width): output (r, c) of a tap reading
+// input (2r+y, 2c+x) reads phase (y&1, x&1) at (r + y>>1, c + x>>1), a
+// fixed shift, so stride 2 runs as dwShifts too.
+type dwPhases struct{ h, w, ph, pw int }
+
+// dwStride2Phases returns g's forward pass over the phases of its input
+// planes, or false when g has other strides than 2 or output rows of
+// another width than half the input's (rounded up).
+func dwStride2Phases(g ConvGeom) (dwShifts, dwPhases, bool) {
+	ps := dwPhases{h: g.H, w: g.W, ph: (g.H + 1) / 2, pw: (g.W + 1) / 2}
+	if g.StrideH != 2 || g.StrideW != 2 || g.OW != ps.pw {
+		return dwShifts{}, ps, false
+	}
+	var taps []dwTap
+	for kh := range g.KH {
+		for kw := range g.KW {
+			y, x := kh*g.DilationH-g.PadH, kw*g.DilationW-g.PadW
+			py, px := y&1, x&1
+			taps = append(taps, dwTap{base: (py*2 + px) * ps.ph * ps.pw, dy: y >> 1, dx: x >> 1,
+				rows: (g.H - py + 1) / 2, cols: (g.W - px + 1) / 2})
+		}
+	}
+	return newDWShifts(g.OH, ps.pw, 4*ps.ph*ps.pw, taps), ps, true
+}
+
+// dwInPlace returns g's forward pass as dwShifts when it has one: stride 1
+// over the input planes themselves (ps nil), or stride 2 over their phases.
+func dwInPlace(g ConvGeom) (sh dwShifts, ps *dwPhases, ok bool) {
+	if sh, ok := dwForwardShifts(g, false); ok {
+		return sh, nil, true
+	}
+	sh, phases, ok := dwStride2Phases(g)
+	return sh, &phases, ok
+}
+
+// buffer returns room for the phases of one plane (nil when ps is nil:
+// planes are read as they are).
+func (ps *dwPhases) buffer() []float32 {
+	if ps == nil {
+		return nil
+	}
+	return make([]float32, 4*ps.ph*ps.pw)
+}
+
+// view returns what a dwShifts pass reads for plane: plane itself when ps
+// is nil, else its phases, split into buf.
+func (ps *dwPhases) view(buf, plane []float32) []float32 {
+	if ps == nil {
+		return plane
+	}
+	ps.split(buf, plane)
+	return buf
+}
+
+// split writes the four phases of plane into buf (4·ph·pw elements); the
+// odd columns of an odd-width plane leave their last element as it was,
+// never read.
+func (ps dwPhases) split(buf, plane []float32) {
+	pairs := ps.w / 2
+	for r := range ps.h {
+		row := plane[r*ps.w:][:ps.w]
+		even := buf[((r&1)*2*ps.ph+r>>1)*ps.pw:][:ps.pw]
+		odd := buf[(((r&1)*2+1)*ps.ph+r>>1)*ps.pw:][:ps.pw]
+		if pairs > 0 {
+			dwSplit2(even[:pairs], odd[:pairs], row)
+		}
+		if ps.w&1 == 1 {
+			even[pairs] = row[ps.w-1]
+		}
+	}
 }
 
 // dwAsm reports whether the depthwise kernels can run in assembly for g.
@@ -261,15 +340,20 @@ func depthwiseForward32(dst, x, w, bias []float32, g ConvGeom, o, threads int, r
 	if relu {
 		flags = dwRelu
 	}
-	if sh, ok := dwForwardShifts(g, false); ok {
+	if sh, ps, ok := dwInPlace(g); ok {
 		parallelUnits(g.N*o, taps*l, threads, func(p0, p1 int) {
+			buf, filled := ps.buffer(), -1
+			var src []float32
 			for p := p0; p < p1; p++ {
 				n, oc := p/o, p%o
+				if in := n*g.C + oc/mult; in != filled {
+					src, filled = ps.view(buf, x[in*hw:][:hw]), in
+				}
 				var b float32
 				if bias != nil {
 					b = bias[oc]
 				}
-				sh.shift(dst[p*l:][:l], x[(n*g.C+oc/mult)*hw:][:hw], w[oc*taps:][:taps], b, flags)
+				sh.shift(dst[p*l:][:l], src, w[oc*taps:][:taps], b, flags)
 			}
 		})
 		return true
@@ -413,11 +497,13 @@ func depthwiseBackwardWeight32(dw, x, grad []float32, g ConvGeom, o, threads int
 	}
 	mult, taps, l, hw := o/g.C, g.KH*g.KW, g.OH*g.OW, g.H*g.W
 	lay, offs, rowStride := dwInputLayout(g)
-	sh, shifted := dwForwardShifts(g, false)
+	sh, ps, shifted := dwInPlace(g)
 	flat := g.StrideH == 1 && g.StrideW == 1 && dwFlat(g.OW)
 	parallelUnits(o, g.N*taps*l, threads, func(o0, o1 int) {
-		var s, tmp, gq []float32
-		if !shifted {
+		var s, tmp, gq, buf []float32
+		if shifted {
+			buf = ps.buffer()
+		} else {
 			s, tmp = lay.scratch()
 		}
 		if flat && !shifted {
@@ -430,7 +516,7 @@ func depthwiseBackwardWeight32(dw, x, grad []float32, g ConvGeom, o, threads int
 				plane, gy := x[(n*g.C+oc/mult)*hw:][:hw], grad[(n*o+oc)*l:][:l]
 				switch {
 				case shifted:
-					sh.dot(part, plane, gy)
+					sh.dot(part, ps.view(buf, plane), gy)
 				case flat:
 					lay.fill(s, plane, tmp)
 					for oh := range g.OH {
