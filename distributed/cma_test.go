@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,4 +203,26 @@ func TestKilledPeerMidInPlaceAllReduce(t *testing.T) {
 		require.ErrorAs(t, err, &pe, "rank %d", r)
 		assert.Equal(t, victim, pe.Rank, "rank %d: %v", r, err)
 	}
+}
+
+func TestQuiesceWaitsForWritingPeers(t *testing.T) {
+	// Rank 0 failed in round t while rank 1 is still in its windows: it
+	// takes back its start, aborts the group and returns only once rank 1
+	// has left its windows.
+	gs := localGroups(t, 2)
+	s := gs[0].shm
+	const round = 7
+	s.publish(shmFilledOff, round+1)
+	left := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		at := time.Now()
+		gs[1].shm.publish(shmWroteOff, round+1)
+		left <- at
+	}()
+	s.quiesce(round, fmt.Errorf("peer 1 is slow"))
+	returned := time.Now()
+	assert.False(t, returned.Before(<-left), "quiesce returned before the peer left its windows")
+	assert.Equal(t, uint32(round), atomic.LoadUint32(s.word(0, shmFilledOff)))
+	assert.ErrorContains(t, gs[0].Barrier(), "peer 1 is slow")
 }

@@ -32,6 +32,8 @@ import (
 //	256   64×uint32 sleepers: bit i set while rank i sleeps on a counter
 //	512   2×64      slot descriptors: seq, element count, op and dtype,
 //	                and where the tensor is in an in-place all-reduce
+//	640   uint32    wrote:    in-place all-reduces (by first round) after
+//	                          which this rank writes into no peer's tensor
 //	4096  4×slot    staging 0, staging 1, result 0, result 1
 //
 // A collective is cut into rounds of at most a slot each, numbered across
@@ -78,6 +80,7 @@ const (
 	shmSleepersOff = 256
 	shmMaxRanks    = 64 * 32 // sleeper bits in the header
 	shmDescOff     = 512
+	shmWroteOff    = 640
 	shmHeaderBytes = 4096
 
 	// A waiter yields up to shmSpins times, for at most shmSpin, before
@@ -88,6 +91,9 @@ const (
 	shmSpin  = 50 * time.Microsecond
 	// shmNap bounds one sleep, and so how late a failure is noticed.
 	shmNap = 2 * time.Millisecond
+	// shmQuiesce bounds how long a rank whose in-place all-reduce failed
+	// waits for the peers to stop writing into its tensor (quiesce).
+	shmQuiesce = time.Second
 )
 
 // shmGroup is the world group's shared-memory state.
