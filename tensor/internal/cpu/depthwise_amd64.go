@@ -80,12 +80,22 @@ func offsetRange(offs []int64) (lo, hi int64) {
 //go:noescape
 func dwSplit2AVX512(even, odd, src *float32, n int)
 
-// dwSplit2 runs dwSplit2AVX512 on slices: src holds 2·len(even) elements.
-func dwSplit2(even, odd, src []float32) {
+// dwMerge2AVX512 writes dst[2i] = even[i] and dst[2i+1] = odd[i], i < n.
+//
+//go:noescape
+func dwMerge2AVX512(dst, even, odd *float32, n int)
+
+// dwInterleave splits interleaved (2·len(even) elements) into its even and
+// odd elements, or with merge puts them back.
+func dwInterleave(interleaved, even, odd []float32, merge bool) {
 	n := len(even)
 	_ = odd[n-1]
-	_ = src[2*n-1]
-	dwSplit2AVX512(unsafe.SliceData(even), unsafe.SliceData(odd), unsafe.SliceData(src), n)
+	_ = interleaved[2*n-1]
+	if merge {
+		dwMerge2AVX512(unsafe.SliceData(interleaved), unsafe.SliceData(even), unsafe.SliceData(odd), n)
+		return
+	}
+	dwSplit2AVX512(unsafe.SliceData(even), unsafe.SliceData(odd), unsafe.SliceData(interleaved), n)
 }
 
 // compactRows copies rows of n elements, wq apart in flat, into dst.
@@ -215,6 +225,40 @@ func dwStride2Phases(g ConvGeom) (dwShifts, dwPhases, bool) {
 	return newDWShifts(g.OH, ps.pw, 4*ps.ph*ps.pw, taps), ps, true
 }
 
+// dwPhaseGrad is the input gradient of a stride-2 pass, phase by phase:
+// phase k = 2·(row parity) + column parity takes the taps tap[k] whose
+// input offsets have those parities, reading the output gradient at the
+// opposite shifts (sh[k]).
+type dwPhaseGrad struct {
+	ps  dwPhases
+	sh  [4]dwShifts
+	tap [4][]int
+}
+
+// dwStride2Grad returns the input gradient of g by phases, or false when
+// g's forward pass does not run over phases (dwStride2Phases).
+func dwStride2Grad(g ConvGeom) (dwPhaseGrad, bool) {
+	_, ps, ok := dwStride2Phases(g)
+	if !ok {
+		return dwPhaseGrad{}, false
+	}
+	pg := dwPhaseGrad{ps: ps}
+	var taps [4][]dwTap
+	for kh := range g.KH {
+		for kw := range g.KW {
+			y, x := kh*g.DilationH-g.PadH, kw*g.DilationW-g.PadW
+			k := (y&1)*2 + x&1
+			pg.tap[k] = append(pg.tap[k], kh*g.KW+kw)
+			taps[k] = append(taps[k], dwTap{dy: -(y >> 1), dx: -(x >> 1), rows: g.OH, cols: g.OW})
+		}
+	}
+	for k := range 4 {
+		rows := (g.H - k>>1 + 1) / 2
+		pg.sh[k] = newDWShifts(rows, ps.pw, g.OH*g.OW, taps[k])
+	}
+	return pg, true
+}
+
 // dwInPlace returns g's forward pass as dwShifts when it has one: stride 1
 // over the input planes themselves (ps nil), or stride 2 over their phases.
 func dwInPlace(g ConvGeom) (sh dwShifts, ps *dwPhases, ok bool) {
@@ -240,23 +284,28 @@ func (ps *dwPhases) view(buf, plane []float32) []float32 {
 	if ps == nil {
 		return plane
 	}
-	ps.split(buf, plane)
+	ps.interleave(plane, buf, false)
 	return buf
 }
 
-// split writes the four phases of plane into buf (4·ph·pw elements); the
-// odd columns of an odd-width plane leave their last element as it was,
+// interleave writes the four phases of plane into buf (4·ph·pw elements),
+// or with merge writes them back into plane. The odd columns of an
+// odd-width plane have one element fewer: the last of their phase rows is
 // never read.
-func (ps dwPhases) split(buf, plane []float32) {
+func (ps dwPhases) interleave(plane, buf []float32, merge bool) {
 	pairs := ps.w / 2
 	for r := range ps.h {
 		row := plane[r*ps.w:][:ps.w]
 		even := buf[((r&1)*2*ps.ph+r>>1)*ps.pw:][:ps.pw]
 		odd := buf[(((r&1)*2+1)*ps.ph+r>>1)*ps.pw:][:ps.pw]
 		if pairs > 0 {
-			dwSplit2(even[:pairs], odd[:pairs], row)
+			dwInterleave(row, even[:pairs], odd[:pairs], merge)
 		}
-		if ps.w&1 == 1 {
+		switch {
+		case ps.w&1 == 0:
+		case merge:
+			row[ps.w-1] = even[pairs]
+		default:
 			even[pairs] = row[ps.w-1]
 		}
 	}
@@ -300,7 +349,7 @@ func (l dwLayout) fill(s, plane, tmp []float32) {
 			copy(row[lo:hi], src)
 		case 2:
 			copy(tmp[lo:hi], src)
-			dwSplit2(row[:l.wq], row[l.wq:], tmp)
+			dwInterleave(tmp, row[:l.wq], row[l.wq:2*l.wq], false)
 		default:
 			copy(tmp[lo:hi], src)
 			for ph := range l.sw {
@@ -411,6 +460,37 @@ func depthwiseBackwardInput32(dx, grad, w []float32, g ConvGeom, o, threads int)
 					}
 					sh.shift(dx[p*hw:][:hw], grad[(n*o+oc)*l:][:l], w[oc*taps:][:taps], 0, flags)
 				}
+			}
+		})
+		return true
+	}
+	if pg, ok := dwStride2Grad(g); ok {
+		parallelUnits(g.N*g.C, mult*taps*l, threads, func(p0, p1 int) {
+			buf, wk := pg.ps.buffer(), make([]float32, taps)
+			for p := p0; p < p1; p++ {
+				n, c := p/g.C, p%g.C
+				for j := range mult {
+					oc := c*mult + j
+					for k, tk := range pg.tap {
+						out := buf[k*pg.ps.ph*pg.ps.pw:][:pg.ps.ph*pg.ps.pw]
+						if pg.sh[k].n == 0 { // a one-row plane has no odd rows
+							continue
+						}
+						if len(tk) == 0 { // no tap reaches this phase
+							clear(out)
+							continue
+						}
+						for i, t := range tk {
+							wk[i] = w[oc*taps+t]
+						}
+						flags := 0
+						if j > 0 {
+							flags = dwAccumulate
+						}
+						pg.sh[k].shift(out, grad[(n*o+oc)*l:][:l], wk[:len(tk)], 0, flags)
+					}
+				}
+				pg.ps.interleave(dx[p*hw:][:hw], buf, true)
 			}
 		})
 		return true

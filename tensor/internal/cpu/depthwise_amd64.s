@@ -99,6 +99,24 @@
 	VFMADD231PS Z6, Z10, Z2; \
 	VFMADD231PS Z7, Z11, Z3
 
+// DWPAIRMASKS takes a step of min(CX, 16) elements and sets K1 to them
+// and K2, K3 to the twice as many elements of the other side. Clobbers AX
+// and CX.
+#define DWPAIRMASKS \
+	MOVL $16, AX; \
+	CMPQ CX, AX; \
+	CMOVQGT AX, CX; \
+	MOVQ $1, AX; \
+	SHLQ CX, AX; \
+	DECQ AX; \
+	KMOVQ AX, K1; \
+	SHLQ $1, CX; \
+	MOVQ $1, AX; \
+	SHLQ CX, AX; \
+	DECQ AX; \
+	KMOVQ AX, K2; \
+	KSHIFTRQ $16, K2, K3
+
 // func dwRowsAVX512(dst, src *float32, offs *int64, w *float32, taps, rows, n, dstStride, srcStride int, bias float32, flags int)
 // Row r of dst (n columns from dst+r·dstStride) gets bias plus the sum over
 // taps t of w[t]·src[r·srcStride + offs[t] + column], 64 columns per step
@@ -285,22 +303,7 @@ split:
 	MOVQ DX, CX
 	SUBQ BX, CX
 	JLE splitdone
-	CMPQ CX, $16
-	JLE splitmasks
-	MOVQ $16, CX
-
-splitmasks:
-	// K1: the step's CX outputs; K2, K3: its 2·CX inputs.
-	MOVQ $1, AX
-	SHLQ CX, AX
-	DECQ AX
-	KMOVQ AX, K1
-	SHLQ $1, CX
-	MOVQ $1, AX
-	SHLQ CX, AX
-	DECQ AX
-	KMOVQ AX, K2
-	KSHIFTRQ $16, K2, K3
+	DWPAIRMASKS
 	VMOVUPS.Z (SI)(BX*8), K2, Z0
 	VMOVUPS.Z 64(SI)(BX*8), K3, Z1
 	VMOVAPS Z0, Z2
@@ -312,6 +315,45 @@ splitmasks:
 	JMP split
 
 splitdone:
+	VZEROUPPER
+	RET
+
+// func dwMerge2AVX512(dst, even, odd *float32, n int)
+// dst[2i] = even[i] and dst[2i+1] = odd[i] for i < n, 16 of each per
+// step, the last step masked.
+TEXT ·dwMerge2AVX512(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ even+8(FP), R8
+	MOVQ odd+16(FP), SI
+	MOVQ n+24(FP), DX
+	// Z28: 0, 16, 1, 17, …, 7, 23, the VPERMT2PS indices interleaving the
+	// low halves of two vectors; Z29, eight more, the high halves.
+	MOVQ $0x1303120211011000, AX
+	VMOVQ AX, X28
+	MOVQ $0x1707160615051404, AX
+	VPINSRQ $1, AX, X28, X28
+	VPMOVZXBD X28, Z28
+	MOVL $8, AX
+	VPBROADCASTD AX, Z29
+	VPADDD Z29, Z28, Z29
+	XORQ BX, BX
+
+merge:
+	MOVQ DX, CX
+	SUBQ BX, CX
+	JLE mergedone
+	DWPAIRMASKS
+	VMOVUPS.Z (R8)(BX*4), K1, Z0
+	VMOVUPS.Z (SI)(BX*4), K1, Z1
+	VMOVAPS Z0, Z2
+	VPERMT2PS Z1, Z28, Z2
+	VPERMT2PS Z1, Z29, Z0
+	VMOVUPS Z2, K2, (DI)(BX*8)
+	VMOVUPS Z0, K3, 64(DI)(BX*8)
+	ADDQ $16, BX
+	JMP merge
+
+mergedone:
 	VZEROUPPER
 	RET
 

@@ -62,6 +62,18 @@ func TestDepthwiseMatchesGo(t *testing.T) {
 			}
 		}
 	}
+	// Planes of one or two rows or columns, where phases and shifted rows
+	// run out, and a dilation that leaves a stride-2 phase without taps.
+	edges := []struct{ h, w, k, stride, pad, dil int }{
+		{1, 1, 3, 2, 1, 1}, {1, 9, 3, 2, 1, 1}, {9, 1, 3, 2, 1, 1}, {2, 2, 3, 2, 1, 1},
+		{1, 17, 3, 1, 1, 1}, {17, 1, 3, 1, 1, 1}, {7, 9, 3, 2, 2, 2}, {1, 3, 5, 1, 2, 1},
+	}
+	for _, e := range edges {
+		g, ok := dwGeom(2, 3, e.h, e.w, e.k, e.stride, e.pad, e.dil)
+		require.True(t, ok)
+		name := fmt.Sprintf("edge_h%d_w%d_s%d_k%d_p%d_d%d", e.h, e.w, e.stride, e.k, e.pad, e.dil)
+		t.Run(name, func(t *testing.T) { checkDepthwise(t, r, g, 6) })
+	}
 }
 
 // checkDepthwise compares DepthwiseForward (with and without bias and
