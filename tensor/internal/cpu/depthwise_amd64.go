@@ -8,6 +8,20 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
+// The float32 depthwise kernels vectorise along the output rows, 16
+// outputs per register, and take the first route that fits:
+//   - stride 1 with outputs as wide as the input (MobileNet's 3×3,
+//     padding 1): every tap is a fixed shift of the flattened plane, read
+//     in place under per-tap lane masks that stand for the padding
+//     (dwShifts);
+//   - stride 2 with outputs half as wide: the same over the plane's four
+//     row/column parity phases (dwPhases), split and merged with
+//     VPERMT2PS;
+//   - anything else: zero-padded copies of the planes with their columns
+//     split by phase (dwLayout), read row by row, or as one long row when
+//     rows are narrow, and for the input gradient a copy of the output
+//     gradient spread out by the stride.
+
 // dwRowsAVX512 computes rows output rows of n columns: row r (from
 // dst+r·dstStride) is bias (or its old value when flags&2 is set) plus the
 // sum over taps t of w[t]·src[r·srcStride+offs[t]+column], then max(·, 0)
@@ -36,7 +50,7 @@ func dwShiftAVX512(dst, src *float32, offs *int64, w *float32, masks *uint16, ta
 //go:noescape
 func dwShiftDotAVX512(sums, a *float32, offs *int64, masks *uint16, taps int, b *float32, n, chunks int)
 
-// Flags of dwRowsAVX512.
+// Flags of dwRowsAVX512 and dwShiftAVX512.
 const (
 	dwRelu       = 1
 	dwAccumulate = 2
