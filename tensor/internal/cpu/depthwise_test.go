@@ -74,6 +74,12 @@ func TestDepthwiseMatchesGo(t *testing.T) {
 		name := fmt.Sprintf("edge_h%d_w%d_s%d_k%d_p%d_d%d", e.h, e.w, e.stride, e.k, e.pad, e.dil)
 		t.Run(name, func(t *testing.T) { checkDepthwise(t, r, g, 6) })
 	}
+	// Enough work for the planes to be shared among goroutines.
+	for _, stride := range []int{1, 2} {
+		g, ok := dwGeom(2, 8, 40, 45, 3, stride, 1, 1)
+		require.True(t, ok)
+		t.Run(fmt.Sprintf("parallel_s%d", stride), func(t *testing.T) { checkDepthwise(t, r, g, 8) })
+	}
 }
 
 // checkDepthwise compares DepthwiseForward (with and without bias and
