@@ -206,23 +206,26 @@ func TestKilledPeerMidInPlaceAllReduce(t *testing.T) {
 }
 
 func TestQuiesceWaitsForWritingPeers(t *testing.T) {
-	// Rank 0 failed in round t while rank 1 is still in its windows: it
-	// takes back its start, aborts the group and returns only once rank 1
-	// has left its windows.
-	gs := localGroups(t, 2)
+	// Rank 0 failed in round t while rank 1 is still in its windows and
+	// rank 2 has not started: rank 0 takes back its start, so that rank 2
+	// will wait for it, aborts the group and returns once rank 1 has left
+	// its windows.
+	gs := localGroups(t, 3)
 	s := gs[0].shm
 	const round = 7
 	s.publish(shmFilledOff, round+1)
-	left := make(chan time.Time, 1)
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		at := time.Now()
-		gs[1].shm.publish(shmWroteOff, round+1)
-		left <- at
-	}()
-	s.quiesce(round, fmt.Errorf("peer 1 is slow"))
-	returned := time.Now()
-	assert.False(t, returned.Before(<-left), "quiesce returned before the peer left its windows")
+	gs[1].shm.publish(shmFilledOff, round+1)
+	assert.Equal(t, []bool{false, true, false}, s.writers(round))
 	assert.Equal(t, uint32(round), atomic.LoadUint32(s.word(0, shmFilledOff)))
+
+	s.publish(shmFilledOff, round+1)
+	var wrote sync.WaitGroup
+	wrote.Go(func() {
+		time.Sleep(50 * time.Millisecond)
+		gs[1].shm.publish(shmWroteOff, round+1)
+	})
+	s.quiesce(round, fmt.Errorf("peer 1 is slow"))
+	assert.Equal(t, uint32(round+1), atomic.LoadUint32(s.word(1, shmWroteOff)), "quiesce returned before rank 1 left its windows")
+	wrote.Wait()
 	assert.ErrorContains(t, gs[0].Barrier(), "peer 1 is slow")
 }

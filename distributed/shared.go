@@ -354,23 +354,34 @@ func (s *shmGroup) pieceElems(es int) int { return s.slot / es / s.g.size }
 // quiesce is the way out of an in-place all-reduce of round t that failed
 // (err) once this rank had published its tensor, when peers in other
 // processes write into it: the caller may free the tensor once it
-// returns. It takes its start back (a peer yet to arrive waits for it
-// instead of writing), aborts the group so that the peers stop at their
-// next window, and waits, at most shmQuiesce, for every peer whose
-// connection is up to leave its windows.
+// returns. It finds the peers that may still write (writers), aborts the
+// group so that they stop at their next window, and waits, at most
+// shmQuiesce, for them to leave their windows.
 func (s *shmGroup) quiesce(t uint32, err error) {
-	up := make([]bool, len(s.segs))
-	for j := range up {
-		up[j] = j != s.self && !s.g.links[j].ended()
-	}
-	atomic.StoreUint32(s.word(s.self, shmFilledOff), t)
+	ws := s.writers(t)
 	s.g.abort(err)
 	until := time.Now().Add(shmQuiesce)
-	for j, ok := range up {
-		for ok && !reached(atomic.LoadUint32(s.word(j, shmWroteOff)), t+1) && time.Now().Before(until) {
+	for j, w := range ws {
+		for w && !reached(atomic.LoadUint32(s.word(j, shmWroteOff)), t+1) && time.Now().Before(until) {
 			time.Sleep(shmSpin)
 		}
 	}
+}
+
+// writers takes this rank's start of round t back, so that a peer yet to
+// start waits for it instead of writing, and reports which peers may
+// still write into its tensor: those whose connection is up and that had
+// started (a peer publishes its start before it looks at this rank's).
+func (s *shmGroup) writers(t uint32) []bool {
+	ws := make([]bool, len(s.segs))
+	for j := range ws {
+		ws[j] = j != s.self && !s.g.links[j].ended()
+	}
+	atomic.StoreUint32(s.word(s.self, shmFilledOff), t)
+	for j := range ws {
+		ws[j] = ws[j] && reached(atomic.LoadUint32(s.word(j, shmFilledOff)), t+1)
+	}
+	return ws
 }
 
 // zeroCopyWindows is zeroCopyAllReduce from its start barrier (round t =
