@@ -63,18 +63,20 @@
 	KMOVW 4(p), K3; \
 	KMOVW 6(p), K4
 
-// DWTAPFMA4 adds to Z0…Z3 tap AX's weight (R9) times the four chunks
-// under K1…K4 from the tap's offset (R8) past column BX of SI. Clobbers
-// CX, Z4…Z7, Z31.
+// DWTAPFMA4 adds to Z0…Z3, in the lanes of K1…K4 only, tap AX's weight
+// (R9) times the four chunks from the tap's offset (R8) past column BX of
+// SI: lanes off the masks (padding, for dwShiftAVX512) are left alone, so
+// an infinite weight meets no zero there, as the Go loops skip such taps.
+// Clobbers CX, Z4…Z7, Z31.
 #define DWTAPFMA4 \
 	VBROADCASTSS (R9)(AX*4), Z31; \
 	MOVQ (R8)(AX*8), CX; \
 	ADDQ BX, CX; \
 	DWLOAD4(SI, CX, Z4, Z5, Z6, Z7); \
-	VFMADD231PS Z4, Z31, Z0; \
-	VFMADD231PS Z5, Z31, Z1; \
-	VFMADD231PS Z6, Z31, Z2; \
-	VFMADD231PS Z7, Z31, Z3
+	VFMADD231PS Z4, Z31, K1, Z0; \
+	VFMADD231PS Z5, Z31, K2, Z1; \
+	VFMADD231PS Z6, Z31, K3, Z2; \
+	VFMADD231PS Z7, Z31, K4, Z3
 
 // DWSTORE4 stores Z0…Z3 at column BX of DI; DWSTORE4MASKED under K1…K4.
 #define DWSTORE4 \
