@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -202,6 +203,10 @@ func TestKilledPeerMidInPlaceAllReduce(t *testing.T) {
 		var pe *PeerError
 		require.ErrorAs(t, err, &pe, "rank %d", r)
 		assert.Equal(t, victim, pe.Rank, "rank %d: %v", r, err)
+		// Goroutine ranks hold each other's tensors by address: a failed
+		// one's memory stays with its group.
+		require.Len(t, gs[r].shm.held, 1, "rank %d", r)
+		assert.Equal(t, unsafe.SliceData(sliceBytes(hostVec(x[r]).data)), unsafe.SliceData(gs[r].shm.held[0]), "rank %d", r)
 	}
 }
 
@@ -224,8 +229,21 @@ func TestQuiesceWaitsForWritingPeers(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		gs[1].shm.publish(shmWroteOff, round+1)
 	})
-	s.quiesce(round, fmt.Errorf("peer 1 is slow"))
+	assert.True(t, s.quiesce(round, fmt.Errorf("peer 1 is slow")))
 	assert.Equal(t, uint32(round+1), atomic.LoadUint32(s.word(1, shmWroteOff)), "quiesce returned before rank 1 left its windows")
 	wrote.Wait()
 	assert.ErrorContains(t, gs[0].Barrier(), "peer 1 is slow")
+}
+
+func TestQuiesceGivesUpOnAStalledWriter(t *testing.T) {
+	// Rank 1 started round t and never leaves its windows: rank 0 waits
+	// shmQuiesce and reports that a writer may remain.
+	gs := localGroups(t, 2)
+	s := gs[0].shm
+	const round = 3
+	s.publish(shmFilledOff, round+1)
+	gs[1].shm.publish(shmFilledOff, round+1)
+	start := time.Now()
+	assert.False(t, s.quiesce(round, fmt.Errorf("peer 1 stalled")))
+	assert.GreaterOrEqual(t, time.Since(start), shmQuiesce)
 }

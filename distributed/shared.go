@@ -338,11 +338,29 @@ func (g *TCPGroup) zeroCopyAllReduce(seq uint64, v vec, op ReduceOp, flag uint64
 		raceAcquire(own)
 	}
 	// Peers in other processes write into this rank's tensor (its Go
-	// heap) by address, even those that went on after this rank failed.
-	if err != nil && flag == 0 && slices.Contains(s.local, false) {
-		s.quiesce(t, err)
+	// heap) by address, even those that went on after this rank failed;
+	// goroutine ranks may still hold its address. What may yet be touched
+	// stays referenced by the group instead of returning to the heap.
+	if err != nil && flag == 0 {
+		settled := true
+		if slices.Contains(s.local, false) {
+			settled = s.quiesce(t, err)
+		}
+		if !settled || !onlySelf(s.local, s.self) {
+			s.held = append(s.held, own)
+		}
 	}
 	return err
+}
+
+// onlySelf reports whether self is the only rank marked in local.
+func onlySelf(local []bool, self int) bool {
+	for j, l := range local {
+		if l && j != self {
+			return false
+		}
+	}
+	return true
 }
 
 // pieceElems is how many elements of es bytes a rank reduces in a full
@@ -356,16 +374,21 @@ func (s *shmGroup) pieceElems(es int) int { return s.slot / es / s.g.size }
 // processes write into it: the caller may free the tensor once it
 // returns. It finds the peers that may still write (writers), aborts the
 // group so that they stop at their next window, and waits, at most
-// shmQuiesce, for them to leave their windows.
-func (s *shmGroup) quiesce(t uint32, err error) {
+// shmQuiesce, for them to leave their windows; settled reports that they
+// all did.
+func (s *shmGroup) quiesce(t uint32, err error) (settled bool) {
 	ws := s.writers(t)
 	s.g.abort(err)
 	until := time.Now().Add(shmQuiesce)
 	for j, w := range ws {
-		for w && !reached(atomic.LoadUint32(s.word(j, shmWroteOff)), t+1) && time.Now().Before(until) {
+		for w && !reached(atomic.LoadUint32(s.word(j, shmWroteOff)), t+1) {
+			if !time.Now().Before(until) {
+				return false
+			}
 			time.Sleep(shmSpin)
 		}
 	}
+	return true
 }
 
 // writers takes this rank's start of round t back, so that a peer yet to

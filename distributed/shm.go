@@ -120,6 +120,10 @@ type shmGroup struct {
 	cma   bool
 	pids  []int
 	local []bool
+	// held keeps the tensors of failed in-place all-reduces that a peer
+	// may still touch by address (a process stalled past shmQuiesce, a
+	// goroutine rank): their memory must not go back to the allocator.
+	held [][]byte
 	// pause, set by tests only, runs in a zero-copy all-reduce once every
 	// rank has published where its tensor is.
 	pause func()
