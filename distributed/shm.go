@@ -124,6 +124,8 @@ type shmGroup struct {
 	// may still touch by address (a process stalled past shmQuiesce, a
 	// goroutine rank): their memory must not go back to the allocator.
 	held [][]byte
+	// probe holds the nonce the peers read while the group sets up.
+	probe [16]byte
 	// pause, set by tests only, runs in a zero-copy all-reduce once every
 	// rank has published where its tensor is.
 	pause func()
@@ -172,8 +174,10 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	wakerFD := -1
 	var nonce, probeNonce [2]int64
 	// probe is the heap memory the peers read to find out whether they
-	// can read this process's memory (probeCrossMemory).
-	probe := make([]byte, 16)
+	// can read this process's memory (probeCrossMemory). It lives in s,
+	// which is on the heap: a buffer local to this function would stay on
+	// the goroutine's stack, which moves when it grows.
+	probe := s.probe[:]
 	if want {
 		var err error
 		s.segs[g.rank], pid, fd, err = createSegment(size)
