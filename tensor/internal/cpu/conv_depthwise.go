@@ -24,9 +24,7 @@ func parallelUnits(n, unitWork, threads int, f func(lo, hi int)) {
 // C) plus bias ([O], or nil), then max(·, 0) when relu is set. Taps that
 // fall on the padding are skipped. float32 runs in assembly where the CPU
 // allows: fused multiply-adds, so the last bits may differ from
-// depthwiseForwardGo, and on geometries other than stride 1 keeping the
-// width or stride 2 halving it the padding is zeros multiplied, so an
-// infinite weight gives NaN where its tap falls on the padding.
+// depthwiseForwardGo.
 func DepthwiseForward[T Float](dst, x, w, bias []T, g ConvGeom, o, threads int, relu bool) {
 	if d, ok := any(dst).([]float32); ok && depthwiseForward32(d, any(x).([]float32), any(w).([]float32), any(bias).([]float32), g, o, threads, relu) {
 		return

@@ -20,7 +20,9 @@ import (
 //   - anything else: zero-padded copies of the planes with their columns
 //     split by phase (dwLayout), read row by row, or as one long row when
 //     rows are narrow, and for the input gradient a copy of the output
-//     gradient spread out by the stride.
+//     gradient spread out by the stride; a plane whose weights (or weight
+//     gradient sums) are not finite runs the Go loops instead, so that no
+//     infinity meets the padding's zeros.
 
 // dwRowsAVX512 computes rows output rows of n columns: row r (from
 // dst+r·dstStride) is bias (or its old value when flags&2 is set) plus the
@@ -441,6 +443,14 @@ func depthwiseForward32(dst, x, w, bias []float32, g ConvGeom, o, threads int, r
 				b = bias[oc]
 			}
 			wt, y := w[oc*taps:][:taps], dst[p*l:][:l]
+			if !allFinite(wt) { // an infinite weight must not meet the padding's zeros
+				var bs []float32
+				if bias != nil {
+					bs = bias[oc:][:1]
+				}
+				depthwiseForwardGo(y, x[filled*hw:][:hw], wt, bs, dwOnePlane(g), 1, 1, relu)
+				continue
+			}
 			if !flat {
 				dwRows(y, s, offs, wt, g.OH, g.OW, g.OW, rowStride, b, flags)
 				continue
@@ -528,7 +538,11 @@ func depthwiseBackwardInput32(dx, grad, w []float32, g ConvGeom, o, threads int)
 		}
 		for p := p0; p < p1; p++ {
 			n, c := p/g.C, p%g.C
-			plane := dx[p*hw:][:hw]
+			plane, wc := dx[p*hw:][:hw], w[c*mult*taps:][:mult*taps]
+			if !allFinite(wc) { // an infinite weight must not meet the padding's zeros
+				depthwiseBackwardInputGo(plane, grad[(n*o+c*mult)*l:][:mult*l], wc, dwOnePlane(g), mult, 1)
+				continue
+			}
 			for j := range mult {
 				oc := c*mult + j
 				gy := grad[(n*o+oc)*l:][:l]
@@ -582,9 +596,10 @@ func spread(s, gy []float32, g ConvGeom, wq, top, left int) {
 // product of the output gradient with the padded input seen from that tap,
 // summed per plane in float32 and over the batch in float64. Narrow
 // stride-1 planes run as one long row against the gradient laid out at the
-// padded width with zeros between rows; should a plane's sums come out
-// infinite or NaN they are taken again row by row, as 0·Inf between rows
-// would leak NaN into taps that never see the Inf.
+// padded width with zeros between rows. On the padded-copy routes, should
+// a plane's sums come out infinite or NaN they are taken again by the Go
+// loops, as a zero of the padding (or between rows) times an infinity
+// would leak NaN into taps that never see it.
 func depthwiseBackwardWeight32(dw, x, grad []float32, g ConvGeom, o, threads int) bool {
 	if !dwAsm(g) {
 		return false
@@ -617,12 +632,12 @@ func depthwiseBackwardWeight32(dw, x, grad []float32, g ConvGeom, o, threads int
 						copy(gq[oh*lay.wq:][:g.OW], gy[oh*g.OW:])
 					}
 					dwDotTaps(part, s, offs, gq, 1, len(gq), 0, 0)
-					if !allFinite(part) {
-						dwDotTaps(part, s, offs, gy, g.OH, g.OW, rowStride, g.OW)
-					}
 				default:
 					lay.fill(s, plane, tmp)
 					dwDotTaps(part, s, offs, gy, g.OH, g.OW, rowStride, g.OW)
+				}
+				if !shifted && !allFinite(part) {
+					depthwiseBackwardWeightGo(part, plane, gy, dwOnePlane(g), 1, 1)
 				}
 				for t, v := range part {
 					sums[t] += float64(v)
@@ -634,6 +649,13 @@ func depthwiseBackwardWeight32(dw, x, grad []float32, g ConvGeom, o, threads int
 		}
 	})
 	return true
+}
+
+// dwOnePlane returns g for one image of one channel: the Go loops run on
+// it for a single plane that the padded-copy routes cannot take exactly.
+func dwOnePlane(g ConvGeom) ConvGeom {
+	g.N, g.C = 1, 1
+	return g
 }
 
 // allFinite reports whether s holds neither infinities nor NaNs.

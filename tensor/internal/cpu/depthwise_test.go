@@ -108,28 +108,24 @@ func checkDepthwise(t *testing.T, r *rand.Rand, g ConvGeom, o int) {
 	DepthwiseForward(got, nan, w, bias, g, o, 1, true)
 	requireDWClose(t, want, got, 1e-5, "forward with NaN")
 
-	// Taps over the padding are skipped, so an infinite weight reaches only
-	// the outputs whose window it meets inside the plane — on the routes
-	// that read planes in place (stride 1 keeping the width, stride 2
-	// halving it); elsewhere the padding is zeros multiplied.
-	if inPlace := (g.StrideH == 1 && g.StrideW == 1 && g.OW == g.W) ||
-		(g.StrideH == 2 && g.StrideW == 2 && g.OW == (g.W+1)/2); inPlace {
-		wInf := append([]float32(nil), w...)
-		wInf[r.IntN(len(wInf))] = float32(math.Inf(-1))
-		depthwiseForwardGo(want, x, wInf, bias, g, o, 1, false)
-		got = poisoned[float32](len(want))
-		DepthwiseForward(got, x, wInf, bias, g, o, 2, false)
-		requireDWClose(t, want, got, 1e-5, "forward with an infinite weight")
-		wantDx := poisoned[float32](len(x))
-		depthwiseBackwardInputGo(wantDx, gy, wInf, g, o, 1)
-		gotDx := poisoned[float32](len(x))
-		DepthwiseBackwardInput(gotDx, gy, wInf, g, o, 2)
-		requireDWClose(t, wantDx, gotDx, 1e-5, "dx with an infinite weight")
-	}
-
+	// Taps over the padding are skipped, on every route, so an infinite
+	// weight reaches only the outputs whose window it meets inside the
+	// plane.
+	wInf := append([]float32(nil), w...)
+	wInf[r.IntN(len(wInf))] = float32(math.Inf(-1))
+	depthwiseForwardGo(want, x, wInf, bias, g, o, 1, false)
+	got = poisoned[float32](len(want))
+	DepthwiseForward(got, x, wInf, bias, g, o, 2, false)
+	requireDWClose(t, want, got, 1e-5, "forward with an infinite weight")
 	wantDx := poisoned[float32](len(x))
-	depthwiseBackwardInputGo(wantDx, gy, w, g, o, 1)
+	depthwiseBackwardInputGo(wantDx, gy, wInf, g, o, 1)
 	gotDx := poisoned[float32](len(x))
+	DepthwiseBackwardInput(gotDx, gy, wInf, g, o, 2)
+	requireDWClose(t, wantDx, gotDx, 1e-5, "dx with an infinite weight")
+
+	wantDx = poisoned[float32](len(x))
+	depthwiseBackwardInputGo(wantDx, gy, w, g, o, 1)
+	gotDx = poisoned[float32](len(x))
 	DepthwiseBackwardInput(gotDx, gy, w, g, o, 2)
 	requireDWClose(t, wantDx, gotDx, 1e-5, "dx")
 
@@ -146,6 +142,14 @@ func checkDepthwise(t *testing.T, r *rand.Rand, g ConvGeom, o int) {
 	gotDw = poisoned[float32](len(w))
 	DepthwiseBackwardWeight(gotDw, inf, gy, g, o, 2)
 	requireDWClose(t, wantDw, gotDw, 1e-5*math.Sqrt(float64(g.N*l)), "dw with Inf")
+
+	// Nor may an infinite output gradient meet the padding.
+	gyInf := append([]float32(nil), gy...)
+	gyInf[r.IntN(len(gyInf))] = float32(math.Inf(-1))
+	depthwiseBackwardWeightGo(wantDw, x, gyInf, g, o, 1)
+	gotDw = poisoned[float32](len(w))
+	DepthwiseBackwardWeight(gotDw, x, gyInf, g, o, 2)
+	requireDWClose(t, wantDw, gotDw, 1e-5*math.Sqrt(float64(g.N*l)), "dw with an infinite gradient")
 }
 
 // BenchmarkDepthwise times the float32 depthwise kernels on the 3×3,
