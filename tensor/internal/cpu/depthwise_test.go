@@ -63,10 +63,12 @@ func TestDepthwiseMatchesGo(t *testing.T) {
 		}
 	}
 	// Planes of one or two rows or columns, where phases and shifted rows
-	// run out, and a dilation that leaves a stride-2 phase without taps.
+	// run out, a dilation that leaves a stride-2 phase without taps, and
+	// padding wider than the kernel's reach.
 	edges := []struct{ h, w, k, stride, pad, dil int }{
 		{1, 1, 3, 2, 1, 1}, {1, 9, 3, 2, 1, 1}, {9, 1, 3, 2, 1, 1}, {2, 2, 3, 2, 1, 1},
 		{1, 17, 3, 1, 1, 1}, {17, 1, 3, 1, 1, 1}, {7, 9, 3, 2, 2, 2}, {1, 3, 5, 1, 2, 1},
+		{5, 6, 3, 1, 3, 1}, {6, 7, 3, 2, 3, 1}, {4, 70, 3, 1, 4, 1},
 	}
 	for _, e := range edges {
 		g, ok := dwGeom(2, 3, e.h, e.w, e.k, e.stride, e.pad, e.dil)
