@@ -19,12 +19,24 @@ func dwGeom(n, c, h, w, k, stride, pad, dil int) (ConvGeom, bool) {
 	return g, h+2*pad >= dil*(k-1)+1 && w+2*pad >= dil*(k-1)+1
 }
 
+// dwGuard is how many poisoned elements follow each output of the
+// kernels under test, within its capacity: a whole 64-lane step stored
+// where the last one should be masked overwrites them.
+const dwGuard = 64
+
+// guardedOut returns n NaN-poisoned elements followed by dwGuard more.
+func guardedOut(n int) []float32 { return poisoned[float32](n + dwGuard)[:n] }
+
 // requireDWClose checks got against the Go kernels' want: NaN where want is
-// NaN, the same infinity where it is infinite, else within tol·(1+|want|) (the assembly fuses multiply-adds and
-// orders sums differently).
+// NaN, the same infinity where it is infinite, else within tol·(1+|want|)
+// (the assembly fuses multiply-adds and orders sums differently); and that
+// nothing past got's end (up to its capacity) was written.
 func requireDWClose(t *testing.T, want, got []float32, tol float64, what string) {
 	t.Helper()
 	require.Len(t, got, len(want), what)
+	for i, v := range got[len(got):cap(got)] {
+		require.True(t, math.IsNaN(float64(v)), "%s: element %d past the end written (%v)", what, i, v)
+	}
 	for i, v := range want {
 		if math.IsNaN(float64(v)) {
 			require.True(t, math.IsNaN(float64(got[i])), "%s[%d]: got %v, want NaN", what, i, got[i])
@@ -39,12 +51,12 @@ func requireDWClose(t *testing.T, want, got []float32, tol float64, what string)
 }
 
 // TestDepthwiseMatchesGo runs the float32 depthwise kernels (assembly where
-// the CPU has it) against their Go loops on random planes of widths 1…67,
+// the CPU has it) against their Go loops on random planes of widths 1…127,
 // strides 1 to 3, paddings 0…2, kernels 3 and 5, dilations 1 and 2, one
 // and two outputs per channel, with every output buffer poisoned with NaN.
 func TestDepthwiseMatchesGo(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
-	widths := []int{1, 2, 3, 5, 7, 13, 15, 16, 17, 31, 33, 47, 63, 64, 65, 67}
+	widths := []int{1, 2, 3, 5, 7, 13, 15, 16, 17, 31, 33, 47, 63, 64, 65, 67, 127}
 	for _, w := range widths {
 		for _, stride := range []int{1, 2, 3} {
 			for _, k := range []int{3, 5} {
@@ -97,7 +109,7 @@ func checkDepthwise(t *testing.T, r *rand.Rand, g ConvGeom, o int) {
 		for _, b := range [][]float32{nil, bias} {
 			want := poisoned[float32](g.N * o * l)
 			depthwiseForwardGo(want, x, w, b, g, o, 1, relu)
-			got := poisoned[float32](len(want))
+			got := guardedOut(len(want))
 			DepthwiseForward(got, x, w, b, g, o, 2, relu)
 			requireDWClose(t, want, got, 1e-5, fmt.Sprintf("forward relu=%v bias=%v", relu, b != nil))
 		}
@@ -106,7 +118,7 @@ func checkDepthwise(t *testing.T, r *rand.Rand, g ConvGeom, o int) {
 	nan[r.IntN(len(nan))] = float32(math.NaN())
 	want := poisoned[float32](g.N * o * l)
 	depthwiseForwardGo(want, nan, w, bias, g, o, 1, true)
-	got := poisoned[float32](len(want))
+	got := guardedOut(len(want))
 	DepthwiseForward(got, nan, w, bias, g, o, 1, true)
 	requireDWClose(t, want, got, 1e-5, "forward with NaN")
 
@@ -116,24 +128,24 @@ func checkDepthwise(t *testing.T, r *rand.Rand, g ConvGeom, o int) {
 	wInf := append([]float32(nil), w...)
 	wInf[r.IntN(len(wInf))] = float32(math.Inf(-1))
 	depthwiseForwardGo(want, x, wInf, bias, g, o, 1, false)
-	got = poisoned[float32](len(want))
+	got = guardedOut(len(want))
 	DepthwiseForward(got, x, wInf, bias, g, o, 2, false)
 	requireDWClose(t, want, got, 1e-5, "forward with an infinite weight")
 	wantDx := poisoned[float32](len(x))
 	depthwiseBackwardInputGo(wantDx, gy, wInf, g, o, 1)
-	gotDx := poisoned[float32](len(x))
+	gotDx := guardedOut(len(x))
 	DepthwiseBackwardInput(gotDx, gy, wInf, g, o, 2)
 	requireDWClose(t, wantDx, gotDx, 1e-5, "dx with an infinite weight")
 
 	wantDx = poisoned[float32](len(x))
 	depthwiseBackwardInputGo(wantDx, gy, w, g, o, 1)
-	gotDx = poisoned[float32](len(x))
+	gotDx = guardedOut(len(x))
 	DepthwiseBackwardInput(gotDx, gy, w, g, o, 2)
 	requireDWClose(t, wantDx, gotDx, 1e-5, "dx")
 
 	wantDw := poisoned[float32](len(w))
 	depthwiseBackwardWeightGo(wantDw, x, gy, g, o, 1)
-	gotDw := poisoned[float32](len(w))
+	gotDw := guardedOut(len(w))
 	DepthwiseBackwardWeight(gotDw, x, gy, g, o, 2)
 	requireDWClose(t, wantDw, gotDw, 1e-5*math.Sqrt(float64(g.N*l)), "dw")
 
@@ -141,7 +153,7 @@ func checkDepthwise(t *testing.T, r *rand.Rand, g ConvGeom, o int) {
 	inf := append([]float32(nil), x...)
 	inf[r.IntN(len(inf))] = float32(math.Inf(1))
 	depthwiseBackwardWeightGo(wantDw, inf, gy, g, o, 1)
-	gotDw = poisoned[float32](len(w))
+	gotDw = guardedOut(len(w))
 	DepthwiseBackwardWeight(gotDw, inf, gy, g, o, 2)
 	requireDWClose(t, wantDw, gotDw, 1e-5*math.Sqrt(float64(g.N*l)), "dw with Inf")
 
@@ -149,7 +161,7 @@ func checkDepthwise(t *testing.T, r *rand.Rand, g ConvGeom, o int) {
 	gyInf := append([]float32(nil), gy...)
 	gyInf[r.IntN(len(gyInf))] = float32(math.Inf(-1))
 	depthwiseBackwardWeightGo(wantDw, x, gyInf, g, o, 1)
-	gotDw = poisoned[float32](len(w))
+	gotDw = guardedOut(len(w))
 	DepthwiseBackwardWeight(gotDw, x, gyInf, g, o, 2)
 	requireDWClose(t, wantDw, gotDw, 1e-5*math.Sqrt(float64(g.N*l)), "dw with an infinite gradient")
 }
