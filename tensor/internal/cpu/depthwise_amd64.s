@@ -31,6 +31,13 @@
 	VMOVAPS Z30, Z2; \
 	VMOVAPS Z30, Z3
 
+// DWZERO4 starts the four accumulators Z0…Z3 of a dot product at zero.
+#define DWZERO4 \
+	VPXORD Z0, Z0, Z0; \
+	VPXORD Z1, Z1, Z1; \
+	VPXORD Z2, Z2, Z2; \
+	VPXORD Z3, Z3, Z3
+
 // DWRELU4 takes max(·, 0) of Z0…Z3 against the zeros in Z29; with the
 // accumulator as the second source VMAXPS returns it when it is NaN, as
 // the Go loop's max(v, 0) does.
@@ -238,10 +245,7 @@ dottap:
 	LEAQ (SI)(AX*4), SI
 	MOVQ b+32(FP), R8
 	MOVQ rows+40(FP), R11
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
+	DWZERO4
 
 dotrow:
 	XORQ BX, BX
@@ -458,10 +462,7 @@ sdottap:
 	MOVQ (R8), AX
 	LEAQ (SI)(AX*4), R12 // R12: a seen from this tap
 	MOVQ R11, CX         // CX: this tap's masks
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
+	DWZERO4
 	XORQ BX, BX
 
 sdotstep:
