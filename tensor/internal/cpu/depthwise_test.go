@@ -88,6 +88,21 @@ func TestDepthwiseMatchesGo(t *testing.T) {
 		name := fmt.Sprintf("edge_h%d_w%d_s%d_k%d_p%d_d%d", e.h, e.w, e.stride, e.k, e.pad, e.dil)
 		t.Run(name, func(t *testing.T) { checkDepthwise(t, r, g, 6) })
 	}
+	// Kernels, strides, paddings and dilations that differ between rows
+	// and columns (even kernels among them), which only the padded-copy
+	// routes take.
+	rects := []ConvGeom{
+		{N: 2, C: 3, H: 9, W: 70, KH: 3, KW: 5, StrideH: 1, StrideW: 2, PadH: 1, PadW: 2, DilationH: 2, DilationW: 1},
+		{N: 1, C: 2, H: 11, W: 8, KH: 5, KW: 1, StrideH: 2, StrideW: 1, PadH: 2, PadW: 0, DilationH: 1, DilationW: 1},
+		{N: 2, C: 2, H: 7, W: 33, KH: 1, KW: 3, StrideH: 3, StrideW: 1, PadH: 0, PadW: 1, DilationH: 1, DilationW: 2},
+		{N: 1, C: 3, H: 6, W: 17, KH: 2, KW: 4, StrideH: 1, StrideW: 1, PadH: 1, PadW: 2, DilationH: 1, DilationW: 1},
+	}
+	for _, g := range rects {
+		g.OH = (g.H+2*g.PadH-g.DilationH*(g.KH-1)-1)/g.StrideH + 1
+		g.OW = (g.W+2*g.PadW-g.DilationW*(g.KW-1)-1)/g.StrideW + 1
+		name := fmt.Sprintf("rect_%dx%d_k%dx%d_s%dx%d", g.H, g.W, g.KH, g.KW, g.StrideH, g.StrideW)
+		t.Run(name, func(t *testing.T) { checkDepthwise(t, r, g, 2*g.C) })
+	}
 	// Enough work for the planes to be shared among goroutines.
 	for _, stride := range []int{1, 2} {
 		g, ok := dwGeom(2, 8, 40, 45, 3, stride, 1, 1)
