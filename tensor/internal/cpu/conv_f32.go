@@ -559,24 +559,34 @@ func weightGradChunks(dw, x, grad []float32, g ConvGeom, o, threads int) {
 			acc = *parts[wk]
 			clear(acc)
 		}
-		colBuf, gyBuf := convScratch.Get(ck*nb*l), convScratch.Get(o*nb*l)
+		colBuf := convScratch.Get(ck * nb * l)
+		// One image's gradient is already [O, L]; chunks of several are
+		// gathered from grad's [N, O, L] into [O, chunk·L].
+		var gyBuf *[]float32
+		if nb > 1 {
+			gyBuf = convScratch.Get(o * nb * l)
+		}
 		for c := wk; c < chunks; c += workers {
 			n0, n1 := c*nb, min((c+1)*nb, g.N)
 			k := (n1 - n0) * l
 			cg := g
 			cg.N = n1 - n0
-			col, gy := (*colBuf)[:ck*k], (*gyBuf)[:o*k]
+			col, gy := (*colBuf)[:ck*k], grad[n0*o*l:][:o*k]
 			im2colImage(col, x[n0*chw:n1*chw], cg, th)
-			// grad is [N, O, L]; the product wants [O, chunk·L].
-			for n := n0; n < n1; n++ {
-				for i := range o {
-					copy(gy[i*k+(n-n0)*l:][:l], grad[(n*o+i)*l:][:l])
+			if n1-n0 > 1 {
+				gy = (*gyBuf)[:o*k]
+				for n := n0; n < n1; n++ {
+					for i := range o {
+						copy(gy[i*k+(n-n0)*l:][:l], grad[(n*o+i)*l:][:l])
+					}
 				}
 			}
 			gemm.SgemmThreads(th, false, true, o, ck, k, 1, gy, k, col, k, 1, acc, ck)
 		}
 		convScratch.Put(colBuf)
-		convScratch.Put(gyBuf)
+		if gyBuf != nil {
+			convScratch.Put(gyBuf)
+		}
 	}
 	if workers == 1 {
 		run(0)

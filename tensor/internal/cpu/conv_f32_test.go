@@ -120,6 +120,8 @@ func TestConvKernelsMatchDefinition(t *testing.T) {
 		// 64): several chunks, the last one short, spread over threads.
 		{n: 11, c: 8, o: 5, h: 20, w: 22, kh: 3, kw: 3, sh: 1, sw: 1, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
 		{n: 30, c: 9, o: 4, h: 31, w: 29, kh: 3, kw: 3, sh: 2, sw: 2, ph: 1, pw: 2, dh: 1, dw: 2, groups: 1, bias: false},
+		// Images too large to share a chunk: one image per product.
+		{n: 3, c: 30, o: 4, h: 40, w: 40, kh: 3, kw: 3, sh: 1, sw: 1, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
 		// One image large enough to split its phase planes over threads.
 		{n: 1, c: 12, o: 6, h: 60, w: 61, kh: 3, kw: 3, sh: 2, sw: 2, ph: 1, pw: 1, dh: 1, dw: 1, groups: 1, bias: true},
 	}
