@@ -31,9 +31,12 @@
 // gathering batches, in forward, in backward, in SyncGradients (waiting for
 // the gradients' reduction and for the slower ranks) and in the optimizer
 // step (with -zero, the all-gather of the parameters too), and the CPU
-// time the process used in the training loop; -cpuprofile FILE writes
-// each rank's CPU profile of the training loop to FILE.rank0, FILE.rank1,
-// ... for go tool pprof.
+// time the process used in the training loop; -steplog FILE writes the
+// same phases step by step, in microseconds, one line per step, to
+// FILE.rank0, FILE.rank1, ... (the sync column of one rank against the
+// others' compute shows which rank waited for which, and when); -cpuprofile
+// FILE writes each rank's CPU profile of the training loop to FILE.rank0,
+// FILE.rank1, ... for go tool pprof.
 //
 // Measured on a 2-core machine with no other job running (commit
 // 52030c6), MNIST, one thread per process, 2 processes against 1 (MLP:
@@ -164,6 +167,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -185,6 +189,7 @@ func main() {
 	digits := flag.String("digits", "examples/quickstart/digits.csv.gz", "gzipped digits CSV (64 pixels 0..16, then the label)")
 	mnist := flag.String("mnist", "", "directory of the MNIST idx files (used instead of -digits when set)")
 	cpuprofile := flag.String("cpuprofile", "", "write each rank's CPU profile of the training loop to FILE.rankN")
+	steplog := flag.String("steplog", "", "write each rank's per-step phase times (µs) to FILE.rankN")
 	phases := flag.Bool("phases", false, "report the time each rank spends in each phase of the training step")
 	zero := flag.Bool("zero", true, "shard the optimizer over the processes (distributed.NewZeroOptimizer); false: every process runs the whole Adam step")
 	model := flag.String("model", "mlp", "network: mlp (one hidden layer) or cnn (examples/quickstart's convolutional network)")
@@ -194,7 +199,7 @@ func main() {
 		runtime.GOMAXPROCS(*threads)
 		_, err = trainModel(options{
 			digits: *digits, mnist: *mnist, epochs: *epochs, batch: *batch, lr: *lr, seed: *seed,
-			cpuprofile: *cpuprofile, phases: *phases, zero: *zero, model: *model,
+			cpuprofile: *cpuprofile, steplog: *steplog, phases: *phases, zero: *zero, model: *model,
 		})
 	} else {
 		err = launch(*nproc)
@@ -320,6 +325,7 @@ type options struct {
 	lr            float64
 	seed          uint64
 	cpuprofile    string // profile file prefix; the rank is appended
+	steplog       string // per-step phase log prefix; the rank is appended
 	phases        bool   // report the time spent in each phase
 	zero          bool   // shard the optimizer
 	model         string // "mlp" or "cnn"
@@ -400,11 +406,23 @@ func trainModel(o options) (float64, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var spent [len(phaseNames)]time.Duration
+	var stepLog *bufio.Writer
+	if o.steplog != "" {
+		f, err := os.Create(fmt.Sprintf("%s.rank%d", o.steplog, pg.Rank()))
+		if err != nil {
+			return 0, err
+		}
+		defer f.Close()
+		stepLog = bufio.NewWriter(f)
+		defer stepLog.Flush()
+		fmt.Fprintln(stepLog, strings.Join(phaseNames[:], "\t"))
+	}
+	var spent, step [len(phaseNames)]time.Duration
 	mark := time.Now()
 	lap := func(phase int) {
 		now := time.Now()
-		spent[phase] += now.Sub(mark)
+		step[phase] = now.Sub(mark)
+		spent[phase] += step[phase]
 		mark = now
 	}
 	user0, sys0, _ := processCPU()
@@ -432,6 +450,15 @@ func trainModel(o options) (float64, error) {
 				return 0, err
 			}
 			lap(4)
+			if stepLog != nil {
+				for i, d := range step {
+					if i > 0 {
+						stepLog.WriteByte('\t')
+					}
+					stepLog.WriteString(strconv.FormatInt(d.Microseconds(), 10))
+				}
+				stepLog.WriteByte('\n')
+			}
 			sum += loss.Item()
 			steps++
 			samples += len(idx) * pg.Size()
