@@ -147,7 +147,8 @@
 // CNN one process 3,415–4,122 samples/s, two 5,245–7,056: 2.07×, 1.59×,
 // 1.67×, 1.72×, 1.72×, 1.73×, 1.37× (median 1.72×), and in a second
 // reading of 7 right after 1.72×, 1.56×, 1.57×, 1.55×, 1.84×, 1.52×, 1.98×
-// (median 1.57×); MLP 0.91×, 0.85×, 0.77×. The all-reduce itself takes about 0.16 ms a step; the rest of the
+// (median 1.57×), and a third 1.85×, 1.47×, 1.84×, 1.55×, 1.76×, 1.82×,
+// 1.44× (median 1.76×; all 21: median 1.72×); MLP 0.91×, 0.85×, 0.77×. The all-reduce itself takes about 0.16 ms a step; the rest of the
 // CNN's loss is one rank waiting while the other's per-step compute runs
 // 5–25% slower for seconds at a time.
 package main
