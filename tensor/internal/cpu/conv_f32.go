@@ -7,6 +7,7 @@ import (
 	"github.com/emberml/ember/tensor/internal/gemm"
 	"github.com/emberml/ember/tensor/internal/parallel"
 	"github.com/emberml/ember/tensor/internal/pool"
+	"github.com/emberml/ember/tensor/internal/vec"
 )
 
 // The float32 convolution driver: each image of the batch is lowered on its
@@ -593,12 +594,7 @@ func weightGradChunks(dw, x, grad []float32, g ConvGeom, o, threads int) {
 		return
 	}
 	parallel.Run(workers, run)
-	for _, p := range parts[1:] {
-		for j, v := range (*p)[:len(dw)] {
-			dw[j] += v
-		}
-		convScratch.Put(p)
-	}
+	addPartials(dw, parts)
 }
 
 // ConvBackwardWeightF32 computes dw ([O, C/groups, KH, KW]) = the gradient of
@@ -610,25 +606,20 @@ func ConvBackwardWeightF32(dw, x, grad []float32, g ConvGeom, o, groups, threads
 	ck, l, hw := cg*g.KH*g.KW, g.OH*g.OW, g.H*g.W
 	pw := g.pointwise()
 	size := o * ck
-	workers := min(max(threads, 1), g.N)
-	parts := make([]*[]float32, workers)
-	for i := 1; i < workers; i++ {
-		parts[i] = convScratch.Get(size)
-	}
-	seen := make([]bool, workers)
 	clear(dw[:size])
 	if groups == 1 && !pw && ck >= weightGradChunkMinCols {
 		weightGradChunks(dw[:size], x, grad, g, o, threads)
 		return
 	}
+	parts := make([]*[]float32, min(max(threads, 1), g.N))
 	forImages(g.N, o*ck*l, threads, func(wk, n, th int) {
 		acc := dw[:size]
 		if wk > 0 {
-			acc = *parts[wk]
-			if !seen[wk] {
-				clear(acc)
-				seen[wk] = true
+			if parts[wk] == nil {
+				parts[wk] = convScratch.Get(size)
+				clear(*parts[wk])
 			}
+			acc = (*parts[wk])[:size]
 		}
 		gy := grad[n*o*l:][:o*l]
 		var colBuf *[]float32
@@ -648,12 +639,17 @@ func ConvBackwardWeightF32(dw, x, grad []float32, g ConvGeom, o, groups, threads
 			convScratch.Put(colBuf)
 		}
 	})
-	for i := 1; i < workers; i++ {
-		if seen[i] {
-			for j, v := range (*parts[i])[:size] {
-				dw[j] += v
-			}
+	addPartials(dw[:size], parts)
+}
+
+// addPartials adds the weight-gradient sums of workers 1 and up (parts,
+// nil for a worker that summed nothing; worker 0 sums into dw itself) into
+// dw and returns their buffers to convScratch.
+func addPartials(dw []float32, parts []*[]float32) {
+	for _, p := range parts[1:] {
+		if p != nil {
+			vec.Add(dw, dw, (*p)[:len(dw)])
+			convScratch.Put(p)
 		}
-		convScratch.Put(parts[i])
 	}
 }
