@@ -25,7 +25,25 @@ import (
 // are those of BenchmarkAllReduceVsStream: bus bandwidth (NCCL's, 2(n-1)/n
 // of the tensor per rank) over the stream's bandwidth.
 func BenchmarkAllReduceProcesses(b *testing.B) {
-	cmds := startRanks(b, 4, "bench")
+	runBenchRanks(b, 4, "bench")
+}
+
+// BenchmarkSmallAllReduceProcesses measures the latency of all-reduces of
+// small float32 tensors (16 to 262,144 elements) between 2 and 4 processes,
+// by route: over loopback TCP (the route of ranks without shared memory),
+// staged through the shared-memory slots, in place with cross-memory
+// attach, and of SharedZeros tensors; µs per all-reduce, at rank 0, for
+// each route and size (tcp-16-µs, staged-16-µs, ...).
+func BenchmarkSmallAllReduceProcesses(b *testing.B) {
+	for _, ranks := range []int{2, 4} {
+		b.Run(fmt.Sprintf("ranks=%d", ranks), func(b *testing.B) { runBenchRanks(b, ranks, "latency") })
+	}
+}
+
+// runBenchRanks runs b.N iterations of a benchmark mode of TestHelperRank
+// in ranks processes and reports the metrics rank 0 prints.
+func runBenchRanks(b *testing.B, ranks int, mode string) {
+	cmds := startRanks(b, ranks, mode)
 	for _, c := range cmds {
 		c.Env = append(c.Env, "EMBER_DIST_BENCH_ITERS="+strconv.Itoa(b.N))
 	}
@@ -155,6 +173,66 @@ func benchRank(g *TCPGroup, iters int) error {
 		streamMB := perIter / streamSec / 1e6
 		fmt.Printf("bench: streamMB/s=%.0f bound/stream=%.3f busMB/s=%.0f bus/stream=%.3f shared-busMB/s=%.0f shared-bus/stream=%.3f staged-busMB/s=%.0f staged-bus/stream=%.3f\n",
 			streamMB, bus/moveSec/1e6/streamMB, bus/plainSec/1e6, bus/plainSec/1e6/streamMB, bus/sharedSec/1e6, bus/sharedSec/1e6/streamMB, bus/stagedSec/1e6, bus/stagedSec/1e6/streamMB)
+	}
+	return nil
+}
+
+// latencyRank is one rank of BenchmarkSmallAllReduceProcesses: each
+// iteration all-reduces every size by every route, 100 times in a row
+// between two barriers; rank 0 prints the mean µs per all-reduce.
+func latencyRank(g *TCPGroup, iters int) error {
+	const reps = 100
+	sizes := []int{16, 1 << 10, 1 << 14, 1 << 16, 1 << 18}
+	if g.shm == nil || !g.shm.cma {
+		return fmt.Errorf("rank %d has no shared memory or no cross-memory attach", g.Rank())
+	}
+	shm := g.shm
+	// route sets up one route on every rank alike (between collectives,
+	// so the worker goroutine sees the change) and returns its tensor.
+	routes := []struct {
+		name string
+		set  func(n int) (*tensor.Tensor, error)
+	}{
+		{"tcp", func(n int) (*tensor.Tensor, error) { g.shm = nil; return tensor.Ones([]int{n}), nil }},
+		{"staged", func(n int) (*tensor.Tensor, error) { shm.cma = false; return tensor.Ones([]int{n}), nil }},
+		{"cma", func(n int) (*tensor.Tensor, error) { shm.cmaFrom = 0; return tensor.Ones([]int{n}), nil }},
+		{"shared", func(n int) (*tensor.Tensor, error) { return g.SharedZeros([]int{n}, tensor.Float32) }},
+		{"default", func(n int) (*tensor.Tensor, error) { return tensor.Ones([]int{n}), nil }},
+	}
+	sec := make([][]float64, len(routes))
+	for i := range sec {
+		sec[i] = make([]float64, len(sizes))
+	}
+	for range iters {
+		for i, rt := range routes {
+			for k, n := range sizes {
+				x, err := rt.set(n)
+				if err == nil {
+					err = g.Barrier()
+				}
+				t0 := time.Now()
+				for j := 0; j < reps && err == nil; j++ {
+					err = g.AllReduce(x, Sum)
+				}
+				g.shm, shm.cma, shm.cmaFrom = shm, true, cmaMinBytes
+				if err == nil {
+					err = g.Barrier()
+				}
+				if err != nil {
+					return err
+				}
+				sec[i][k] += time.Since(t0).Seconds()
+			}
+		}
+	}
+	if g.Rank() == 0 {
+		var out strings.Builder
+		for i, rt := range routes {
+			for k, n := range sizes {
+				fmt.Fprintf(&out, " %s-%d-µs=%.1f", rt.name, n, sec[i][k]/float64(iters*reps)*1e6)
+			}
+		}
+		fmt.Println("bench:" + out.String())
 	}
 	return nil
 }

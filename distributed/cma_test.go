@@ -75,17 +75,25 @@ var largeCases = []struct {
 	op ReduceOp
 }{{tensor.Float32, Sum}, {tensor.Float64, Avg}, {tensor.Int32, Max}, {tensor.Int64, Prod}}
 
+// inPlaceGroups is localGroups whose all-reduces of ordinary tensors of
+// every size take the in-place path.
+func inPlaceGroups(t *testing.T, n int) []*TCPGroup {
+	t.Helper()
+	gs := localGroups(t, n)
+	for _, g := range gs {
+		require.True(t, g.shm.cma)
+		g.shm.cmaFrom = 0
+	}
+	return gs
+}
+
 func TestInPlaceAllReduceMatchesSerialReference(t *testing.T) {
 	// 256-byte chunks cut even small tensors into many windows; from 5
 	// ranks on a rank reduces its own piece from a copy, below in place.
-	// One element takes the direct exchange (fewer elements than ranks).
+	// One element leaves all ranks but one an empty piece.
 	for ranks := 2; ranks <= 5; ranks++ {
 		t.Run(fmt.Sprintf("ranks=%d", ranks), func(t *testing.T) {
-			gs := localGroups(t, ranks)
-			for _, g := range gs {
-				require.True(t, g.shm.cma)
-				g.direct = 0
-			}
+			gs := inPlaceGroups(t, ranks)
 			for _, dt := range allDTypes {
 				ops := []ReduceOp{Sum, Max, Min, Prod}
 				if dt.IsFloat() {
@@ -123,7 +131,7 @@ func TestInPlaceAllReduceBitIdentical(t *testing.T) {
 	// 3 ranks reduce their pieces in place, 5 from a copy.
 	for _, ranks := range []int{3, 5} {
 		t.Run(fmt.Sprintf("ranks=%d", ranks), func(t *testing.T) {
-			requireAvgBitIdentical(t, localGroups(t, ranks), func(*TCPGroup) (*tensor.Tensor, error) { return tensor.Zeros([]int{5003}), nil })
+			requireAvgBitIdentical(t, inPlaceGroups(t, ranks), func(*TCPGroup) (*tensor.Tensor, error) { return tensor.Zeros([]int{5003}), nil })
 		})
 	}
 }
@@ -133,7 +141,7 @@ func TestInPlaceAllReduceMixedViews(t *testing.T) {
 	// contiguous tensors: every rank reduces what it holds in memory, so
 	// the layouts need not agree, only the elements.
 	const rows, cols = 37, 29
-	gs := localGroups(t, 3)
+	gs := inPlaceGroups(t, 3)
 	requireAll(t, gs, func(g *TCPGroup) error {
 		r := g.Rank()
 		want := rankTensor(r, 1, rows*cols, tensor.Float64).Reshape(rows, cols)
@@ -178,7 +186,7 @@ func TestKilledPeerMidInPlaceAllReduce(t *testing.T) {
 	// and learn that it is gone, never returning a result it did not
 	// finish.
 	const victim = 2
-	gs := localGroups(t, 4)
+	gs := inPlaceGroups(t, 4)
 	x := make([]*tensor.Tensor, len(gs))
 	for r := range x {
 		x[r] = tensor.Ones([]int{1 << 12})

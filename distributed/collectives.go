@@ -9,9 +9,18 @@ import (
 	"github.com/emberml/ember/tensor"
 )
 
-// directLimit is the largest AllReduce payload (bytes) exchanged directly
-// between all ranks; larger ones use the ring.
+// directLimit is the largest AllReduce payload (bytes) that ranks without
+// shared memory exchange directly between all ranks; larger ones use the
+// ring.
 const directLimit = 256 << 10
+
+// cmaMinBytes is the smallest all-reduce of ordinary tensors that reads and
+// writes the peers' tensors with cross-memory attach (cma.go): below it the
+// system calls, two per peer and window, cost about as much as staging
+// the tensor through the slots or more (BenchmarkSmallAllReduceProcesses,
+// 2 processes: 64 KiB in 24 µs in place against 40 staged, 64 bytes in 15
+// against 10; 4 processes on 2 cores favour staging up to 1 MiB).
+const cmaMinBytes = 64 << 10
 
 // parallel runs fns concurrently and returns the first error. The first
 // failure aborts the group so the others stop waiting at once.
@@ -116,13 +125,6 @@ func (g *TCPGroup) reduceInRankOrder(got []vec, own vec, op ReduceOp) vec {
 	return acc
 }
 
-// useShm reports whether a collective that moves perRank bytes from each
-// rank to every other goes through shared memory: small ones stay on TCP,
-// whose direct exchange checks every message's operation and shape.
-func (g *TCPGroup) useShm(perRank int) bool {
-	return g.shm != nil && perRank*g.size > g.direct
-}
-
 // nextSeq numbers a collective.
 func (g *TCPGroup) nextSeq() uint64 {
 	g.seq++
@@ -184,21 +186,24 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 		divided := false
 		if g.size > 1 {
 			var err error
-			if n*v.elemSize() <= g.direct || n < g.size {
-				var got []vec
-				got, err = g.exchange(opAllReduce, seq, v.dt, n, func(int) vec { return v }, deadline)
-				if err == nil {
-					v = g.reduceInRankOrder(got, v, op)
-				}
-			} else if g.shm != nil {
+			if g.shm != nil {
+				// Every size: a round through shared memory takes a few
+				// microseconds where a message over loopback TCP takes
+				// tens (BenchmarkSmallAllReduceProcesses).
 				if reg, off := g.shm.heap.find(sliceBytes(v.data)); reg != nil {
 					err = g.shmSharedAllReduce(seq, v, reg, off, op, deadline)
-				} else if g.shm.cma {
+				} else if g.shm.cma && n*v.elemSize() >= g.shm.cmaFrom {
 					err = g.cmaAllReduce(seq, v, op, deadline)
 				} else {
 					err = g.shmAllReduce(seq, v, op, deadline)
 				}
 				divided = true
+			} else if n*v.elemSize() <= g.direct || n < g.size {
+				var got []vec
+				got, err = g.exchange(opAllReduce, seq, v.dt, n, func(int) vec { return v }, deadline)
+				if err == nil {
+					v = g.reduceInRankOrder(got, v, op)
+				}
 			} else {
 				err = g.ringAllReduce(seq, v, op, deadline)
 				divided = true
@@ -362,6 +367,14 @@ func (g *TCPGroup) BroadcastAsync(t *tensor.Tensor, root int) Work {
 		if g.size == 1 {
 			return nil
 		}
+		if g.shm != nil {
+			v := hostVec(t)
+			if err := g.shmBroadcast(seq, v, root, deadline); err != nil {
+				return err
+			}
+			v.store(t)
+			return nil
+		}
 		if g.rank == root {
 			v := hostVec(t)
 			var fns []func() error
@@ -432,7 +445,7 @@ func (g *TCPGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work
 	return g.submit(func(deadline time.Time) error {
 		seq := g.nextSeq()
 		v := hostVec(in)
-		if g.useShm(v.len() * v.elemSize()) {
+		if g.shm != nil {
 			ovs := make([]vec, len(outs))
 			for j, o := range outs {
 				ovs[j] = hostVec(o)
@@ -485,7 +498,7 @@ func (g *TCPGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, 
 		for j, t := range ins {
 			vs[j] = hostVec(t)
 		}
-		if g.useShm(out.Numel() * out.DType().Size()) {
+		if g.shm != nil {
 			dst := hostVec(out)
 			for _, t := range ins {
 				if t.SharesStorage(out) {
@@ -598,6 +611,9 @@ func (g *TCPGroup) Barrier() error { return wait(g.BarrierAsync()) }
 func (g *TCPGroup) BarrierAsync() Work {
 	return g.submit(func(deadline time.Time) error {
 		seq := g.nextSeq()
+		if g.shm != nil {
+			return g.shmBarrier(seq, deadline)
+		}
 		empty := newVec(tensor.Float32, 0)
 		_, err := g.exchange(opBarrier, seq, tensor.Float32, 0, func(int) vec { return empty }, deadline)
 		return err

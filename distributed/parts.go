@@ -1,7 +1,6 @@
 package distributed
 
 import (
-	"slices"
 	"time"
 
 	"github.com/emberml/ember/tensor"
@@ -105,7 +104,7 @@ func (g *TCPGroup) recvParts(p *peer, op byte, seq uint64, dt tensor.DType, dst 
 // and buffers must not change until the Work completes.
 func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, recv []vec, dst vec, op ReduceOp) Work {
 	return g.submit(func(deadline time.Time) error {
-		if g.useShm(dst.len() * dst.elemSize()) {
+		if g.shm != nil {
 			return g.shmReduceScatterParts(dt, send, own, dst, op, deadline)
 		}
 		first := 0
@@ -152,8 +151,7 @@ func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) par
 func (g *TCPGroup) allGatherPartsAsync(dt tensor.DType, own parts, into func(j int) parts) Work {
 	return g.submit(func(deadline time.Time) error {
 		if g.shm != nil {
-			// The shares may differ in length: decide on the largest,
-			// which every rank computes alike.
+			// The shares may differ in length.
 			dsts, lens := make([]parts, g.size), make([]int, g.size)
 			for j := range lens {
 				if j == g.rank {
@@ -163,9 +161,7 @@ func (g *TCPGroup) allGatherPartsAsync(dt tensor.DType, own parts, into func(j i
 					lens[j] = dsts[j].len()
 				}
 			}
-			if g.useShm(slices.Max(lens) * dt.Size()) {
-				return g.shmAllGatherParts(dt, own, dsts, lens, deadline)
-			}
+			return g.shmAllGatherParts(dt, own, dsts, lens, deadline)
 		}
 		return g.exchangeParts(opShardAllGather, dt, func(int) parts { return own }, into, deadline)
 	})

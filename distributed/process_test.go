@@ -268,10 +268,11 @@ func TestHelperRank(t *testing.T) {
 			}
 		}
 		// Ordinary tensors: views at an offset, every op at small sizes
-		// (7 elements only once every size takes the shared-memory path),
-		// one op per dtype for a million elements.
-		direct := g.direct
-		g.direct = 0
+		// (in place even below cmaMinBytes), one op per dtype for a
+		// million elements.
+		if g.shm != nil {
+			g.shm.cmaFrom = 0
+		}
 		for _, dt := range allDTypes {
 			for _, op := range []ReduceOp{Sum, Max, Min, Prod} {
 				for _, size := range []int{1, 7, 4099} {
@@ -279,15 +280,21 @@ func TestHelperRank(t *testing.T) {
 				}
 			}
 		}
-		g.direct = direct
+		if g.shm != nil {
+			g.shm.cmaFrom = cmaMinBytes
+		}
 		for _, c := range largeCases {
 			require.NoError(t, allReduceView(t, g, int(c.op), 1_000_003, c.dt, c.op))
 		}
 		require.NoError(t, g.Barrier())
-	case "bench":
+	case "bench", "latency":
 		iters, err := strconv.Atoi(os.Getenv("EMBER_DIST_BENCH_ITERS"))
 		require.NoError(t, err)
-		require.NoError(t, benchRank(g, iters))
+		if mode == "latency" {
+			require.NoError(t, latencyRank(g, iters))
+		} else {
+			require.NoError(t, benchRank(g, iters))
+		}
 	case "victim", "victim-shm", "victim-cma", "victim-shared":
 		x := tensor.Ones([]int{1 << 16})
 		switch mode {

@@ -114,12 +114,13 @@ type shmGroup struct {
 
 	heap sharedHeap // SharedZeros regions (shared.go)
 
-	// cma reports whether all-reduces of ordinary tensors read the peers'
-	// tensors in place (cma.go): pids holds the ranks' processes, local
-	// marks the ranks of this process.
-	cma   bool
-	pids  []int
-	local []bool
+	// cma reports whether all-reduces of ordinary tensors of cmaFrom bytes
+	// or more read the peers' tensors in place (cma.go): pids holds the
+	// ranks' processes, local marks the ranks of this process.
+	cma     bool
+	cmaFrom int
+	pids    []int
+	local   []bool
 	// held keeps the tensors of failed in-place all-reduces that a peer
 	// may still touch by address (a process stalled past shmQuiesce, a
 	// goroutine rank): their memory must not go back to the allocator.
@@ -134,10 +135,17 @@ type shmGroup struct {
 // shmDesc identifies the collective a round belongs to, so that ranks
 // running different collectives fail instead of mixing data.
 type shmDesc struct {
-	seq uint64
-	n   uint64 // elements of the collective
-	op  byte
-	dt  tensor.DType
+	seq  uint64
+	n    uint64 // elements of the collective
+	op   byte
+	dt   tensor.DType
+	root int // Broadcast's root; 0 for the others
+}
+
+// words is the descriptor as a rank publishes it beside a slot, with flag
+// (shmSharedFlag or 0) in the operation word.
+func (d shmDesc) words(flag uint64) [3]uint64 {
+	return [3]uint64{d.seq, d.n, uint64(d.op) | uint64(d.dt)<<8 | flag | uint64(d.root)<<32}
 }
 
 // shmPhases is what a collective does in each round r: fill writes this
@@ -164,7 +172,7 @@ func shmSlotBytes(chunk, size int) int {
 func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	slot := shmSlotBytes(g.chunk, g.size)
 	size := shmHeaderBytes + 4*slot
-	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, wakerW: -1, wakers: make([]int, g.size)}
+	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, cmaFrom: cmaMinBytes, wakerW: -1, wakers: make([]int, g.size)}
 	for j := range s.wakers {
 		s.wakers[j] = -1
 	}
@@ -414,7 +422,7 @@ func (s *shmGroup) awaitAll(off int, want uint32, d shmDesc, deadline time.Time)
 
 // run executes a collective of the given number of rounds.
 func (s *shmGroup) run(d shmDesc, rounds int, p shmPhases, deadline time.Time) error {
-	words := [3]uint64{d.seq, d.n, uint64(d.op) | uint64(d.dt)<<8}
+	words := d.words(0)
 	for r := range rounds {
 		t := s.round
 		k := int(t % 2)
@@ -457,8 +465,11 @@ func (s *shmGroup) checkDescs(k int, words [3]uint64, d shmDesc) error {
 	for j := range s.segs {
 		if pw := *s.desc(j, k); j != s.self && pw != words {
 			var why string
-			if (pw[2]^words[2])&shmSharedFlag != 0 {
+			switch diff := pw[2] ^ words[2]; {
+			case diff&shmSharedFlag != 0:
 				why = "; one all-reduces a tensor of SharedZeros and the other does not (allocate the tensor with SharedZeros on every rank or on none)"
+			case diff>>32 != 0:
+				why = fmt.Sprintf("; it broadcasts from rank %d and this rank from rank %d", pw[2]>>32, words[2]>>32)
 			}
 			return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: fmt.Errorf(
 				"mismatched operation: it runs %s #%d on %d elements of dtype %d while this rank runs %s #%d on %d elements of dtype %d (ranks must issue the same collectives in the same order, on tensors of the same shape and dtype)%s",
@@ -493,7 +504,7 @@ func (g *TCPGroup) shmAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Ti
 	window := func(r int) (int, int) { return span(r, w, n) }
 	piece := func(lo, hi, i int) (int, int) { return rankPiece(lo, hi, i, size) }
 	all, place := sliceBytes(v.data), s.placeFor(n*es)
-	return s.run(shmDesc{seq, uint64(n), opAllReduce, v.dt}, (n+w-1)/w, shmPhases{
+	return s.run(shmDesc{seq: seq, n: uint64(n), op: opAllReduce, dt: v.dt}, (n+w-1)/w, shmPhases{
 		fill: func(r int, stage []byte) {
 			// This rank's own piece is read from v: only the others
 			// are staged.
@@ -557,7 +568,7 @@ func (g *TCPGroup) shmReduceScatter(seq uint64, dst vec, ins []vec, op ReduceOp,
 	s, es, n, size := g.shm, dst.elemSize(), dst.len(), g.size
 	c := s.slot / es / size
 	window := func(r int) (int, int) { return span(r, c, n) }
-	return s.run(shmDesc{seq, uint64(n), opReduceScatter, dst.dt}, (n+c-1)/c, shmPhases{
+	return s.run(shmDesc{seq: seq, n: uint64(n), op: opReduceScatter, dt: dst.dt}, (n+c-1)/c, shmPhases{
 		fill: func(r int, stage []byte) {
 			lo, hi := window(r)
 			for j, in := range ins {
@@ -699,7 +710,7 @@ func (g *TCPGroup) shmAllGather(seq uint64, in vec, outs []vec, deadline time.Ti
 	w := s.slot / es
 	window := func(r int) (int, int) { return span(r, w, n) }
 	src := sliceBytes(in.data)
-	return s.run(shmDesc{seq, uint64(n), opAllGather, in.dt}, (n+w-1)/w, shmPhases{
+	return s.run(shmDesc{seq: seq, n: uint64(n), op: opAllGather, dt: in.dt}, (n+w-1)/w, shmPhases{
 		fill: func(r int, stage []byte) {
 			lo, hi := window(r)
 			copy(stage, src[lo*es:hi*es])
@@ -710,6 +721,38 @@ func (g *TCPGroup) shmAllGather(seq uint64, in vec, outs []vec, deadline time.Ti
 				copy(sliceBytes(o.data)[lo*es:hi*es], stage(j)[:(hi-lo)*es])
 			}
 		},
+	}, deadline)
+}
+
+// shmBroadcast copies root's v into every other rank's v, a slot at a
+// time, straight from root's staging slot.
+func (g *TCPGroup) shmBroadcast(seq uint64, v vec, root int, deadline time.Time) error {
+	s, es, n := g.shm, v.elemSize(), v.len()
+	w := s.slot / es
+	all := sliceBytes(v.data)
+	return s.run(shmDesc{seq: seq, n: uint64(n), op: opBroadcast, dt: v.dt, root: root}, (n+w-1)/w, shmPhases{
+		fill: func(r int, stage []byte) {
+			if s.self == root {
+				lo, hi := span(r, w, n)
+				copy(stage, all[lo*es:hi*es])
+			}
+		},
+		middle: func(r int, stage func(int) []byte, _ []byte) {
+			if s.self != root {
+				lo, hi := span(r, w, n)
+				copy(all[lo*es:hi*es], stage(root)[:(hi-lo)*es])
+			}
+		},
+	}, deadline)
+}
+
+// shmBarrier returns once every rank has entered it: one round that
+// carries nothing.
+func (g *TCPGroup) shmBarrier(seq uint64, deadline time.Time) error {
+	nop := func(int, []byte) {}
+	return g.shm.run(shmDesc{seq: seq, op: opBarrier, dt: tensor.Float32}, 1, shmPhases{
+		fill:   nop,
+		middle: func(int, func(int) []byte, []byte) {},
 	}, deadline)
 }
 
@@ -726,7 +769,7 @@ func (g *TCPGroup) shmReduceScatterParts(dt tensor.DType, send func(j int) parts
 			srcs[j] = send(j)
 		}
 	}
-	return s.run(shmDesc{g.nextSeq(), uint64(n), opShardReduceScatter, dt}, (n+c-1)/c, shmPhases{
+	return s.run(shmDesc{seq: g.nextSeq(), n: uint64(n), op: opShardReduceScatter, dt: dt}, (n+c-1)/c, shmPhases{
 		fill: func(r int, stage []byte) {
 			lo, hi := window(r)
 			for j, ps := range srcs {
@@ -763,7 +806,7 @@ func (g *TCPGroup) shmAllGatherParts(dt tensor.DType, own parts, dsts []parts, l
 	}
 	// window returns round r's elements of a share of length l.
 	window := func(r, l int) (int, int) { return min(r*w, l), min((r+1)*w, l) }
-	return s.run(shmDesc{g.nextSeq(), uint64(total), opShardAllGather, dt}, (n+w-1)/w, shmPhases{
+	return s.run(shmDesc{seq: g.nextSeq(), n: uint64(total), op: opShardAllGather, dt: dt}, (n+w-1)/w, shmPhases{
 		fill: func(r int, stage []byte) {
 			lo, hi := window(r, lens[s.self])
 			own.copyOut(lo, hi, stage)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,4 +189,34 @@ func TestSharedMemoryMismatchedCollectives(t *testing.T) {
 		require.True(t, errors.As(err, &pe), "rank %d: %v", r, err)
 		assert.Contains(t, err.Error(), "mismatched operation", "rank %d", r)
 	}
+}
+
+func TestSharedMemoryBroadcastRootsMismatch(t *testing.T) {
+	gs := localGroups(t, 2)
+	errs := onAll(gs, func(g *TCPGroup) error {
+		return g.Broadcast(tensor.Ones([]int{10}), g.Rank()) // each names itself
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		assert.Contains(t, err.Error(), fmt.Sprintf("it broadcasts from rank %d and this rank from rank %d", 1-r, r), "rank %d", r)
+	}
+}
+
+func TestSharedMemoryBarrierWaitsForEveryRank(t *testing.T) {
+	gs := localGroups(t, 3)
+	var entered atomic.Int32
+	requireAll(t, gs, func(g *TCPGroup) error {
+		for round := range 20 {
+			if g.Rank() == round%3 {
+				time.Sleep(time.Millisecond) // the last to arrive
+			}
+			entered.Add(1)
+			if err := g.Barrier(); err != nil {
+				return err
+			}
+			// Every rank entered this round's barrier before anyone left.
+			assert.GreaterOrEqual(t, entered.Load(), int32(3*(round+1)), "rank %d round %d", g.Rank(), round)
+		}
+		return nil
+	})
 }

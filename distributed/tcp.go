@@ -166,16 +166,17 @@ func NewGroupFromEnv(ctx context.Context) (*TCPGroup, error) {
 }
 
 // TCPGroup is the pure-Go ProcessGroup: a full mesh of authenticated TCP
-// connections between the ranks. AllReduce runs a chunked ring
-// (reduce-scatter then all-gather) for large tensors and a direct exchange,
-// reduced in rank order, for small ones; the other collectives exchange
-// directly with the ranks involved.
+// connections between the ranks, and shared memory between the ranks of
+// one machine (see the package documentation). Over TCP, AllReduce runs a
+// chunked ring (reduce-scatter then all-gather) for large tensors and a
+// direct exchange, reduced in rank order, for small ones; the other
+// collectives exchange directly with the ranks involved.
 type TCPGroup struct {
 	rank, size int
 	timeout    atomic.Int64
 	maxFrame   uint64
 	chunk      int
-	direct     int       // AllReduce payloads up to this many bytes skip the ring
+	direct     int       // AllReduce payloads up to this many bytes skip the ring (TCP only)
 	bufs       sync.Pool // *[]byte of cap chunk: received payloads, reused
 	peers      []*peer   // by rank in this group; nil at this rank
 
