@@ -86,9 +86,17 @@ const (
 	// A waiter yields up to shmSpins times, for at most shmSpin, before
 	// it sleeps: the peer is usually a few microseconds away. The time
 	// bound matters because one yield to a goroutine computing beside
-	// the collective can last a whole scheduler slice.
-	shmSpins = 64
-	shmSpin  = 50 * time.Microsecond
+	// the collective can last a whole scheduler slice. Where the machine
+	// has a CPU for every rank, a waiter yields for up to shmSpinLong
+	// instead, however many times: it keeps its CPU from no other rank,
+	// yields to this process's other goroutines, and a rank waking from
+	// a sleep on its pipe takes tens of microseconds on a virtual
+	// machine (ddp's CNN, 2 processes: the gradient exchange of the rank
+	// that arrives last took a median 193–200 µs with the short spin,
+	// 133–151 µs spinning 2 ms).
+	shmSpins    = 64
+	shmSpin     = 50 * time.Microsecond
+	shmSpinLong = 2 * time.Millisecond
 	// shmNap bounds one sleep, and so how late a failure is noticed.
 	shmNap = 2 * time.Millisecond
 	// shmQuiesce bounds how long a rank whose in-place all-reduce failed
@@ -106,6 +114,10 @@ type shmGroup struct {
 	// caller's tensors with non-temporal stores (shmStreamBytes).
 	streamFrom int
 	round      uint32 // rounds completed; worker goroutine only
+	// spin is how long a waiter yields before it sleeps: shmSpinLong
+	// where every rank can have a CPU, else shmSpin (and shmSpins
+	// yields at most).
+	spin time.Duration
 
 	waker  *os.File // this rank's waker pipe, read end
 	wakerW int      // its write end, held so that the pipe never ends
@@ -172,7 +184,10 @@ func shmSlotBytes(chunk, size int) int {
 func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	slot := shmSlotBytes(g.chunk, g.size)
 	size := shmHeaderBytes + 4*slot
-	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, cmaFrom: cmaMinBytes, wakerW: -1, wakers: make([]int, g.size)}
+	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, cmaFrom: cmaMinBytes, wakerW: -1, wakers: make([]int, g.size), spin: shmSpin}
+	if g.size <= runtime.NumCPU() {
+		s.spin = shmSpinLong
+	}
 	for j := range s.wakers {
 		s.wakers[j] = -1
 	}
@@ -369,7 +384,7 @@ func (s *shmGroup) await(j, off int, want uint32, d shmDesc, deadline time.Time)
 		if i == 0 {
 			start = time.Now()
 		}
-		if i < shmSpins && time.Since(start) < shmSpin {
+		if (i < shmSpins || s.spin == shmSpinLong) && time.Since(start) < s.spin {
 			runtime.Gosched()
 			continue
 		}
