@@ -87,13 +87,15 @@ const (
 	// it sleeps: the peer is usually a few microseconds away. The time
 	// bound matters because one yield to a goroutine computing beside
 	// the collective can last a whole scheduler slice. Where the machine
-	// has a CPU for every rank, a waiter yields for up to shmSpinLong
-	// instead, however many times: it keeps its CPU from no other rank,
-	// yields to this process's other goroutines, and a rank waking from
-	// a sleep on its pipe takes tens of microseconds on a virtual
-	// machine (ddp's CNN, 2 processes: the gradient exchange of the rank
-	// that arrives last took a median 193–200 µs with the short spin,
-	// 133–151 µs spinning 2 ms).
+	// has a CPU for every thread of every rank (ranks × GOMAXPROCS ≤
+	// CPUs), a waiter yields for up to shmSpinLong instead, however many
+	// times: it keeps its CPU from no other rank, yields to this
+	// process's other goroutines, and a rank waking from a sleep on its
+	// pipe takes tens of microseconds on a virtual machine (ddp's CNN, 2
+	// processes of 1 thread: the gradient exchange of the rank that
+	// arrives last took a median 193–200 µs with the short spin, 133–151
+	// µs spinning 2 ms). Where the ranks' threads share CPUs, a spinning
+	// waiter would slow the very peer it waits for.
 	shmSpins    = 64
 	shmSpin     = 50 * time.Microsecond
 	shmSpinLong = 2 * time.Millisecond
@@ -115,8 +117,8 @@ type shmGroup struct {
 	streamFrom int
 	round      uint32 // rounds completed; worker goroutine only
 	// spin is how long a waiter yields before it sleeps: shmSpinLong
-	// where every rank can have a CPU, else shmSpin (and shmSpins
-	// yields at most).
+	// where every thread of every rank can have a CPU, else shmSpin (and
+	// shmSpins yields at most).
 	spin time.Duration
 
 	waker  *os.File // this rank's waker pipe, read end
@@ -185,7 +187,7 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	slot := shmSlotBytes(g.chunk, g.size)
 	size := shmHeaderBytes + 4*slot
 	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, cmaFrom: cmaMinBytes, wakerW: -1, wakers: make([]int, g.size), spin: shmSpin}
-	if g.size <= runtime.NumCPU() {
+	if g.size*runtime.GOMAXPROCS(0) <= runtime.NumCPU() {
 		s.spin = shmSpinLong
 	}
 	for j := range s.wakers {
