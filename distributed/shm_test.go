@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -219,4 +220,30 @@ func TestSharedMemoryBarrierWaitsForEveryRank(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+func TestSharedMemorySpinsLongOnlyWithACPUPerThread(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs 2 CPUs")
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	// 2 ranks of 1 thread each fit 2 CPUs: waiters spin long, and the
+	// collectives still work.
+	gs := localGroups(t, 2)
+	for _, g := range gs {
+		assert.Equal(t, shmSpinLong, g.shm.spin)
+	}
+	requireAll(t, gs, func(g *TCPGroup) error {
+		x := tensor.Full([]int{100}, float64(g.Rank()+1), tensor.Float32)
+		if err := g.AllReduce(x, Sum); err != nil {
+			return err
+		}
+		assert.Equal(t, 3.0, x.Float64s()[99])
+		return g.Barrier()
+	})
+	// Threads that outnumber the CPUs keep the short spin.
+	runtime.GOMAXPROCS(runtime.NumCPU())
+	for _, g := range localGroups(t, 2) {
+		assert.Equal(t, shmSpin, g.shm.spin)
+	}
 }
