@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"os"
 	"runtime"
@@ -116,10 +117,11 @@ type shmGroup struct {
 	// caller's tensors with non-temporal stores (shmStreamBytes).
 	streamFrom int
 	round      uint32 // rounds completed; worker goroutine only
-	// spin is how long a waiter yields before it sleeps: shmSpinLong
-	// where every thread of every rank can have a CPU, else shmSpin (and
-	// shmSpins yields at most).
-	spin time.Duration
+	// A waiter yields at most spins times for at most spin before it
+	// sleeps: shmSpins and shmSpin, or without a count for shmSpinLong
+	// where every thread of every rank can have a CPU.
+	spin  time.Duration
+	spins int
 
 	waker  *os.File // this rank's waker pipe, read end
 	wakerW int      // its write end, held so that the pipe never ends
@@ -186,9 +188,9 @@ func shmSlotBytes(chunk, size int) int {
 func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	slot := shmSlotBytes(g.chunk, g.size)
 	size := shmHeaderBytes + 4*slot
-	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, cmaFrom: cmaMinBytes, wakerW: -1, wakers: make([]int, g.size), spin: shmSpin}
+	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, cmaFrom: cmaMinBytes, wakerW: -1, wakers: make([]int, g.size), spin: shmSpin, spins: shmSpins}
 	if g.size*runtime.GOMAXPROCS(0) <= runtime.NumCPU() {
-		s.spin = shmSpinLong
+		s.spin, s.spins = shmSpinLong, math.MaxInt
 	}
 	for j := range s.wakers {
 		s.wakers[j] = -1
@@ -386,7 +388,7 @@ func (s *shmGroup) await(j, off int, want uint32, d shmDesc, deadline time.Time)
 		if i == 0 {
 			start = time.Now()
 		}
-		if (i < shmSpins || s.spin == shmSpinLong) && time.Since(start) < s.spin {
+		if i < s.spins && time.Since(start) < s.spin {
 			runtime.Gosched()
 			continue
 		}
