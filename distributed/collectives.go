@@ -18,9 +18,10 @@ const directLimit = 256 << 10
 // writes the peers' tensors with cross-memory attach (cma.go): below it the
 // system calls, two per peer and window, cost about as much as staging
 // the tensor through the slots or more (BenchmarkSmallAllReduceProcesses,
-// 2 processes: 64 KiB in 24 µs in place against 40 staged, 64 bytes in 15
-// against 10; 4 processes on 2 cores favour staging up to 1 MiB).
-const cmaMinBytes = 64 << 10
+// 2 processes: 64 bytes in 20–65 µs in place against 16–32 staged, 64 KiB
+// in 23–57 against 37–43, 256 KiB in 68–96 against 109–172; 4 processes on
+// 2 cores favour staging up to 1 MiB).
+const cmaMinBytes = 128 << 10
 
 // parallel runs fns concurrently and returns the first error. The first
 // failure aborts the group so the others stop waiting at once.
