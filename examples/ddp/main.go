@@ -38,130 +38,23 @@
 // FILE writes each rank's CPU profile of the training loop to FILE.rank0,
 // FILE.rank1, ... for go tool pprof.
 //
-// Measured on a 2-core machine with no other job running (commit
-// 52030c6), MNIST, one thread per process, 2 processes against 1 (MLP:
-// 3 alternating rounds of 2 epochs, medians; CNN: 2 rounds of 1 epoch):
+// How well it scales depends on how much arithmetic a step has per byte
+// of gradient and on the machine. On a 2-core virtual machine, one thread
+// per process, batch 64 (commit 70f67d6; README "Distributed: small
+// collectives through shared memory" holds the commands, the rounds and
+// the earlier readings), 2 processes against 1, medians of alternated
+// rounds:
 //
-//	-model mlp -batch 64     32460 → 29987 samples/s   0.92×
-//	-model mlp -batch 256    51381 → 70807 samples/s   1.38×
-//	-model cnn -batch 64      1229 →  2487,  1290 → 2366 samples/s   2.02×, 1.83×
+//	-model cnn -mnist DIR    1.65× (rounds 1.32–1.93×)
+//	-model mlp -mnist DIR    1.17×
+//	-model mlp (digits)      0.81×
 //
-// The CNN does far more arithmetic per gradient byte and scales to both
-// cores. The MLP did not at small batches: a step of one process takes
-// about 2 ms at batch 64, its matrix products cost nearly as much for half
-// the batch, and the parameter exchange over loopback TCP (≈ 0.8 MB each
-// way per step, about a quarter of each rank's time in system calls) does
-// not shrink with it.
-//
-// Processes of one machine now exchange through shared memory
-// (distributed's package doc; EMBER_DIST_SHM=0 keeps them on TCP).
-// Re-measured at commit 04733db on the same machine while other jobs kept
-// it loaded (load 8–20), so wall-clock ratios meant nothing there; the
-// CPU time per sample does not depend on the load, and 2 × (CPU time
-// per sample of 1 process) / (CPU time per sample of 2 processes, both
-// ranks) is the speed-up when each process has a core of its own. CPU
-// time is the "CPU in the loop" that -phases prints (user + system, summed
-// over the ranks); 1 process, 2 processes and 2 processes with
-// EMBER_DIST_SHM=0 alternated, 3 rounds, medians (MLP 2 epochs, CNN 1):
-//
-//	                        shared memory   TCP only
-//	-model mlp -batch 64        1.19×          0.93×
-//	-model mlp -batch 256       1.40×          1.36×
-//	-model cnn -batch 64        1.86×          1.78×
-//
-// Wall clock on the quiet machine again (commit bd7237b, no other job,
-// 1 epoch, 1 and 2 processes alternated twice; the CNN's one-process rate
-// has risen with the convolution work, so its ratio fell):
-//
-//	-model mlp -batch 64     31609 → 38198,  32426 → 40939 samples/s   1.21×, 1.26×   (TCP only: 31675 → 33030, 1.04×)
-//	-model cnn -batch 64      1610 →  2548,   1500 →  2504 samples/s   1.58×, 1.67×
-//
-// The MLP still falls short of 1.7× at batch 64: in a rank's CPU profile
-// (-cpuprofile, 2 epochs) the matrix products take 32%, Adam on the 1/2
-// shard 9%, but runtime.memmove 24% (staging the peer's half of the
-// gradients, seeding the reduction, copying the gathered parameters) and
-// the reduction's add and divide 7%. Shared memory removed the system
-// calls, not the copies: moving 0.8 MB through memory each step costs
-// about as much as the matrix products of half a batch of 64.
-//
-// Since then the collectives add the ranks' float contributions in one
-// pass (the reduce-scatter's copy that seeded the sum is gone). Measured
-// again (commit d434a35) on the machine under other jobs' load (5–9), where
-// 2 processes in lock-step ran slower than 1 by wall clock, so only the
-// CPU-time speed-up means anything (1 epoch, batch 64, 1 process, 2
-// processes and 2 processes of the previous tree alternated; MLP 3
-// rounds, CNN 2):
-//
-//	-model mlp    1.06×, 1.14×, 1.21×   (previous tree 0.97×, 1.18×, 1.22×)
-//	-model cnn    1.93×, 1.78×          (previous tree 1.75×, 1.82×)
-//
-// In CPU profiles of 2 epochs (-cpuprofile) an MLP rank's loop outside the
-// collectives takes 63% of one process's CPU time (the matrix products of
-// batch 32 cost 70% of those of 64), so free communication would give
-// about 1.6×; the collectives, all copies and sums of 0.4 MB pieces, add
-// 25%.
-//
-// The per-step costs that do not shrink with the batch were then cut in the
-// library (commit 4bc9cf1 against the same tree with those commits reverted,
-// shared-memory collectives in both): the forward product x·Wᵀ of a batch of
-// at most 64 rows skips packing W (an inner-product kernel reads both as
-// stored: Linear.Forward 375–385 against 525–580 µs per step at batch 64,
-// 225–300 against 280–360 at 32, BenchmarkMLPStep profiles), the
-// cross-entropy picks each target with one Gather instead of a dozen one-hot
-// ops, and a gathered batch is no longer zeroed first. One process, batch
-// 64, 1 epoch, old and new alternated 10 times (load 1.0–2.0): 35644 → 40615
-// samples/s, CPU in the loop 1.67 → 1.47 s.
-// Then 1 and 2 processes alternated 6 times (load 1.0–1.8):
-//
-//	1 process    41221 samples/s, CPU 1.45 s
-//	2 processes  31597 samples/s (14898–46929), CPU 2.50 s (both ranks)
-//	             wall 0.77×, CPU-time speed-up 1.16× (old tree 0.84×, 1.12×)
-//
-// Two ranks in lock-step on two cores lose whole steps whenever another job
-// takes a core, so the wall-clock ratio swings with the load; the best
-// rounds reach 1.14×. Still far from 1.7×: a rank's forward and backward at
-// batch 32 cost 0.81–0.91 ms per step against 0.94–1.17 ms for one process
-// at 64 (the weight gradient's 784 KiB output is fresh, uncached memory each
-// step, ≈ 130 µs that the batch does not shrink), and the sync and step
-// phases, which hold the collectives, Adam on half the parameters and the
-// waiting for the other rank, take 0.79–1.05 ms per step against 0.24 ms for
-// one process (-phases, 2 rounds each).
-//
-// Since then DataParallel's buckets live in shared memory (SharedZeros) and
-// the CNN's one-channel first layer runs through the packed matrix product
-// instead of the scalar depthwise loop (one process 1,507 → about 2,450
-// samples/s). Quiet machine, commit 61dd1cb, 1 and 2 processes alternated
-// 3 times (README "Distributed: tensors in shared memory"): CNN 1.33×,
-// 1.55×, 1.60×; MLP 0.90×, 0.46×, 0.58× (0.71×, 0.60×, 0.39× with
-// -zero=false). Two independent one-process CNN runs side by side now reach
-// 2.02× one alone, so what the CNN loses is lock-step waiting: 1.2–2.3 s of
-// SyncGradients and 0.45–0.7 s of ZeRO step per rank in 15.6–18.5 s. With
-// max pooling in AVX-512 (commit 6988d3f), 7 alternations: CNN 2.06×,
-// 1.37×, 1.59×, 1.27×, 1.58×, 1.46×, 1.74× (median 1.58×; one process
-// alone moved between 2,689 and 4,001 samples/s).
-//
-// Then the convolutions got faster (one-copy im2col taps, weight gradients
-// a chunk of images at a time, no zero fill of outputs) and all-reduce
-// results are pushed into the peers' tensors. Commit 5c7cdbb, quiet
-// machine, 7 alternations (README "every tensor all-reduced in place"):
-// CNN one process 3,415–4,122 samples/s, two 5,245–7,056: 2.07×, 1.59×,
-// 1.67×, 1.72×, 1.72×, 1.73×, 1.37× (median 1.72×), and in a second
-// reading of 7 right after 1.72×, 1.56×, 1.57×, 1.55×, 1.84×, 1.52×, 1.98×
-// (median 1.57×), and a third 1.85×, 1.47×, 1.84×, 1.55×, 1.76×, 1.82×,
-// 1.44× (median 1.76×; all 21: median 1.72×); MLP 0.91×, 0.85×, 0.77×. The all-reduce itself takes about 0.16 ms a step; the rest of the
-// CNN's loss is one rank waiting while the other's per-step compute runs
-// 5–25% slower for seconds at a time.
-//
-// Then collectives of every size went through shared memory (the small
-// ones had crossed loopback TCP), and a rank waiting for its peer spins
-// instead of sleeping when each rank's threads have CPUs of their own.
-// Commit 70f67d6, 1 and 2 processes alternated (README "small collectives
-// through shared memory"): CNN 1.65×, 1.93×, 1.32×, 1.77×, 1.75×, 1.62×,
-// 1.62× (median 1.65×; the previous tree 1.56× in the same rounds); MLP
-// on MNIST median 1.17× (previous 0.96×); the default, the MLP on the
-// digits, 0.81× (previous 0.16×: its step is a fifth of a millisecond).
-// Two ddp processes reach 0.85–0.98 of what two independent one-process
-// runs do side by side.
+// Two ddp processes reach 0.85–0.98 of the throughput of two independent
+// one-process runs side by side, which is the bound here and moves with
+// the machine from run to run. The MLPs gain little or lose: their steps
+// are short (a fifth of a millisecond for the digits), and the costs that
+// do not shrink with the batch (the weight gradients, the optimizer, the
+// exchange) weigh as much as the rest.
 package main
 
 import (
