@@ -51,7 +51,8 @@
 //
 // Two ddp processes reach 0.85–0.98 of the throughput of two independent
 // one-process runs side by side, which is the bound here and moves with
-// the machine from run to run. The MLPs gain little or lose: their steps
+// the machine from run to run; bench/ddp_scaling.py measures all three in
+// alternated rounds. The MLPs gain little or lose: their steps
 // are short (a fifth of a millisecond for the digits), and the costs that
 // do not shrink with the batch (the weight gradients, the optimizer, the
 // exchange) weigh as much as the rest.
