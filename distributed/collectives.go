@@ -408,6 +408,15 @@ func (g *TCPGroup) ReduceAsync(t *tensor.Tensor, root int, op ReduceOp) Work {
 	return g.submit(func(deadline time.Time) error {
 		seq := g.nextSeq()
 		v := hostVec(t)
+		if g.shm != nil {
+			if err := g.shmReduce(seq, v, root, op, deadline); err != nil {
+				return err
+			}
+			if g.rank == root {
+				v.store(t)
+			}
+			return nil
+		}
 		if g.rank != root {
 			return g.sendRange(g.peers[root], opReduce, seq, v, 0, v.len(), deadline)
 		}
@@ -543,6 +552,23 @@ func (g *TCPGroup) GatherAsync(outs []*tensor.Tensor, in *tensor.Tensor, root in
 	return g.submit(func(deadline time.Time) error {
 		seq := g.nextSeq()
 		v := hostVec(in)
+		if g.shm != nil {
+			var ovs []vec
+			if g.rank == root {
+				v = ownCopy(v, in, outs)
+				ovs = make([]vec, len(outs))
+				for j, o := range outs {
+					ovs[j] = hostVec(o)
+				}
+			}
+			if err := g.shmGather(seq, v, ovs, root, deadline); err != nil {
+				return err
+			}
+			for j, o := range outs[:len(ovs)] {
+				ovs[j].store(o)
+			}
+			return nil
+		}
 		if g.rank != root {
 			return g.sendRange(g.peers[root], opGather, seq, v, 0, v.len(), deadline)
 		}
@@ -582,6 +608,24 @@ func (g *TCPGroup) ScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, root i
 	}
 	return g.submit(func(deadline time.Time) error {
 		seq := g.nextSeq()
+		if g.shm != nil {
+			v := hostVec(out)
+			var ivs []vec
+			if g.rank == root {
+				ivs = make([]vec, len(ins))
+				for j, in := range ins {
+					ivs[j] = hostVec(in)
+				}
+			}
+			if err := g.shmScatter(seq, v, ivs, root, deadline); err != nil {
+				return err
+			}
+			if g.rank == root {
+				v = ivs[root]
+			}
+			v.store(out)
+			return nil
+		}
 		if g.rank != root {
 			v, err := g.recvVec(g.peers[root], opScatter, seq, out.DType(), out.Numel(), deadline)
 			if err != nil {

@@ -15,10 +15,9 @@
 // Listeners bind only to the configured addresses and close once the mesh
 // is complete.
 //
-// Ranks on one machine move the data of AllReduce, ReduceScatter,
-// AllGather, Broadcast, Barrier and ZeroOptimizer's exchanges, of every
-// size, through shared memory instead of loopback TCP (Reduce, Gather,
-// Scatter and Send/Recv stay on TCP): a small all-reduce between two
+// Ranks on one machine run every collective (Send and Recv stay on TCP),
+// and ZeroOptimizer's exchanges, of every size, through shared memory
+// instead of loopback TCP: a small all-reduce between two
 // processes takes 7–15 µs there against 90–110 µs over TCP
 // (BenchmarkSmallAllReduceProcesses, 16 to 1,024 floats). At setup every rank
 // creates a memfd segment that the others map through /proc/PID/fd and

@@ -155,7 +155,7 @@ type shmDesc struct {
 	n    uint64 // elements of the collective
 	op   byte
 	dt   tensor.DType
-	root int // Broadcast's root; 0 for the others
+	root int // the root of Broadcast, Reduce, Gather and Scatter; 0 for the others
 }
 
 // words is the descriptor as a rank publishes it beside a slot, with flag
@@ -488,7 +488,7 @@ func (s *shmGroup) checkDescs(k int, words [3]uint64, d shmDesc) error {
 			case diff&shmSharedFlag != 0:
 				why = "; one all-reduces a tensor of SharedZeros and the other does not (allocate the tensor with SharedZeros on every rank or on none)"
 			case diff>>32 != 0:
-				why = fmt.Sprintf("; it broadcasts from rank %d and this rank from rank %d", pw[2]>>32, words[2]>>32)
+				why = fmt.Sprintf("; its root is rank %d and this rank's rank %d", pw[2]>>32, words[2]>>32)
 			}
 			return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: fmt.Errorf(
 				"mismatched operation: it runs %s #%d on %d elements of dtype %d while this rank runs %s #%d on %d elements of dtype %d (ranks must issue the same collectives in the same order, on tensors of the same shape and dtype)%s",
@@ -761,6 +761,84 @@ func (g *TCPGroup) shmBroadcast(seq uint64, v vec, root int, deadline time.Time)
 				lo, hi := span(r, w, n)
 				copy(all[lo*es:hi*es], stage(root)[:(hi-lo)*es])
 			}
+		},
+	}, deadline)
+}
+
+// shmReduce combines every rank's v by op, in rank order, into root's v
+// (dividing by N for Avg). Root reads its own contribution from its slot
+// too, so that writing a result never overwrites one still to be read.
+func (g *TCPGroup) shmReduce(seq uint64, v vec, root int, op ReduceOp, deadline time.Time) error {
+	es := v.elemSize()
+	d := shmDesc{seq: seq, n: uint64(v.len()), op: opReduce, dt: v.dt, root: root}
+	return g.shmToRoot(d, v, func(lo, hi int, stage func(int) []byte) {
+		combineRanks(v, lo, hi, g.size, func(j int, use func(int, []byte)) {
+			use(0, stage(j)[:(hi-lo)*es])
+		}, op)
+	}, deadline)
+}
+
+// shmGather copies every rank's in into root's outs[rank] (root's own
+// from its slot as well, so that outs may overlap in as far as ownCopy
+// allows).
+func (g *TCPGroup) shmGather(seq uint64, in vec, outs []vec, root int, deadline time.Time) error {
+	es := in.elemSize()
+	d := shmDesc{seq: seq, n: uint64(in.len()), op: opGather, dt: in.dt, root: root}
+	return g.shmToRoot(d, in, func(lo, hi int, stage func(int) []byte) {
+		for j, o := range outs {
+			copy(sliceBytes(o.data)[lo*es:hi*es], stage(j)[:(hi-lo)*es])
+		}
+	}, deadline)
+}
+
+// shmToRoot runs collective d, in which every rank stages src a slot at a
+// time and root reads every rank's window [lo, hi) from the slots with
+// use.
+func (g *TCPGroup) shmToRoot(d shmDesc, src vec, use func(lo, hi int, stage func(j int) []byte), deadline time.Time) error {
+	s, es, n := g.shm, src.elemSize(), src.len()
+	w := s.slot / es
+	all := sliceBytes(src.data)
+	return s.run(d, (n+w-1)/w, shmPhases{
+		fill: func(r int, stage []byte) {
+			lo, hi := span(r, w, n)
+			copy(stage, all[lo*es:hi*es])
+		},
+		middle: func(r int, stage func(int) []byte, _ []byte) {
+			if s.self == d.root {
+				lo, hi := span(r, w, n)
+				use(lo, hi, stage)
+			}
+		},
+	}, deadline)
+}
+
+// shmScatter copies root's ins[j] into rank j's out, a slot at a time:
+// root stages the ranks' pieces side by side and each rank but root
+// copies its own from root's slot (root stores its own piece afterwards,
+// as the TCP path does).
+func (g *TCPGroup) shmScatter(seq uint64, out vec, ins []vec, root int, deadline time.Time) error {
+	s, es, n, size := g.shm, out.elemSize(), out.len(), g.size
+	c := s.slot / es / size
+	dst := sliceBytes(out.data)
+	return s.run(shmDesc{seq: seq, n: uint64(n), op: opScatter, dt: out.dt, root: root}, (n+c-1)/c, shmPhases{
+		fill: func(r int, stage []byte) {
+			if s.self != root {
+				return
+			}
+			lo, hi := span(r, c, n)
+			for j, in := range ins {
+				if j != root {
+					copy(stage[j*c*es:], sliceBytes(in.data)[lo*es:hi*es])
+				}
+			}
+		},
+		middle: func(r int, stage func(int) []byte, _ []byte) {
+			if s.self == root {
+				return
+			}
+			lo, hi := span(r, c, n)
+			from := s.self * c * es
+			copy(dst[lo*es:hi*es], stage(root)[from:from+(hi-lo)*es])
 		},
 	}, deadline)
 }

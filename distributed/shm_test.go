@@ -192,14 +192,23 @@ func TestSharedMemoryMismatchedCollectives(t *testing.T) {
 	}
 }
 
-func TestSharedMemoryBroadcastRootsMismatch(t *testing.T) {
-	gs := localGroups(t, 2)
-	errs := onAll(gs, func(g *TCPGroup) error {
-		return g.Broadcast(tensor.Ones([]int{10}), g.Rank()) // each names itself
-	})
-	for r, err := range errs {
-		require.Error(t, err, "rank %d", r)
-		assert.Contains(t, err.Error(), fmt.Sprintf("it broadcasts from rank %d and this rank from rank %d", 1-r, r), "rank %d", r)
+func TestSharedMemoryRootsMismatch(t *testing.T) {
+	// Each rank names itself the root: through shared memory, as over
+	// TCP, that is an error on both, never a silent result.
+	two := func() []*tensor.Tensor { return []*tensor.Tensor{tensor.Zeros([]int{10}), tensor.Zeros([]int{10})} }
+	for name, call := range map[string]func(g *TCPGroup) error{
+		"Broadcast": func(g *TCPGroup) error { return g.Broadcast(tensor.Ones([]int{10}), g.Rank()) },
+		"Reduce":    func(g *TCPGroup) error { return g.Reduce(tensor.Ones([]int{10}), g.Rank(), Sum) },
+		"Gather":    func(g *TCPGroup) error { return g.Gather(two(), tensor.Ones([]int{10}), g.Rank()) },
+		"Scatter":   func(g *TCPGroup) error { return g.Scatter(tensor.Zeros([]int{10}), two(), g.Rank()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			errs := onAll(localGroups(t, 2), call)
+			for r, err := range errs {
+				require.Error(t, err, "rank %d", r)
+				assert.Contains(t, err.Error(), fmt.Sprintf("its root is rank %d and this rank's rank %d", 1-r, r), "rank %d", r)
+			}
+		})
 	}
 }
 
