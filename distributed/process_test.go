@@ -252,6 +252,30 @@ func TestHelperRank(t *testing.T) {
 				for j, o := range outs {
 					assert.Equal(t, rankTensor(j, 2, size, dt).Float64s(), o.Float64s())
 				}
+				// The rooted collectives, each from another root.
+				z := rankTensor(r, 3, size, dt)
+				require.NoError(t, g.Reduce(z, 1, Max))
+				if r == 1 {
+					assert.Equal(t, roundTo(serialReduce(n, 3, size, dt, Max), dt), z.Float64s())
+				} else {
+					assert.Equal(t, rankTensor(r, 3, size, dt).Float64s(), z.Float64s())
+				}
+				var gathered []*tensor.Tensor
+				if r == 0 {
+					gathered = []*tensor.Tensor{tensor.Zeros([]int{size}, dt), tensor.Zeros([]int{size}, dt), tensor.Zeros([]int{size}, dt)}
+				}
+				require.NoError(t, g.Gather(gathered, rankTensor(r, 4, size, dt), 0))
+				for j, o := range gathered {
+					assert.Equal(t, rankTensor(j, 4, size, dt).Float64s(), o.Float64s())
+				}
+				var pieces []*tensor.Tensor
+				if r == 2 {
+					pieces = []*tensor.Tensor{rankTensor(2, 5, size, dt), rankTensor(2, 6, size, dt), rankTensor(2, 7, size, dt)}
+				}
+				piece := tensor.Zeros([]int{size}, dt)
+				require.NoError(t, g.Scatter(piece, pieces, 2))
+				assert.Equal(t, rankTensor(2, 5+r, size, dt).Float64s(), piece.Float64s())
+				require.NoError(t, g.Barrier())
 			}
 		}
 		// SharedZeros tensors, one window (1 MiB slots) and several.
