@@ -218,16 +218,23 @@ func TestKilledPeerMidInPlaceAllReduce(t *testing.T) {
 	}
 }
 
+// startedRound returns n local groups in which ranks 0 and 1 have started
+// in-place all-reduce round t and the others have not.
+func startedRound(t *testing.T, n int, round uint32) []*TCPGroup {
+	gs := localGroups(t, n)
+	gs[0].shm.publish(shmFilledOff, round+1)
+	gs[1].shm.publish(shmFilledOff, round+1)
+	return gs
+}
+
 func TestQuiesceWaitsForWritingPeers(t *testing.T) {
 	// Rank 0 failed in round t while rank 1 is still in its windows and
 	// rank 2 has not started: rank 0 takes back its start, so that rank 2
 	// will wait for it, aborts the group and returns once rank 1 has left
 	// its windows.
-	gs := localGroups(t, 3)
-	s := gs[0].shm
 	const round = 7
-	s.publish(shmFilledOff, round+1)
-	gs[1].shm.publish(shmFilledOff, round+1)
+	gs := startedRound(t, 3, round)
+	s := gs[0].shm
 	assert.Equal(t, []bool{false, true, false}, s.writers(round))
 	assert.Equal(t, uint32(round), atomic.LoadUint32(s.word(0, shmFilledOff)))
 
@@ -246,11 +253,8 @@ func TestQuiesceWaitsForWritingPeers(t *testing.T) {
 func TestQuiesceGivesUpOnAStalledWriter(t *testing.T) {
 	// Rank 1 started round t and never leaves its windows: rank 0 waits
 	// shmQuiesce and reports that a writer may remain.
-	gs := localGroups(t, 2)
-	s := gs[0].shm
 	const round = 3
-	s.publish(shmFilledOff, round+1)
-	gs[1].shm.publish(shmFilledOff, round+1)
+	s := startedRound(t, 2, round)[0].shm
 	start := time.Now()
 	assert.False(t, s.quiesce(round, fmt.Errorf("peer 1 stalled")))
 	assert.GreaterOrEqual(t, time.Since(start), shmQuiesce)

@@ -14,13 +14,30 @@ import (
 	"github.com/emberml/ember/tensor"
 )
 
-// localGroups starts n loopback ranks with small chunks (so chunking and
-// the ring run on small tensors) and closes them when the test ends.
+// localGroups starts n loopback ranks with small chunks (so that small
+// tensors take many shared-memory rounds, and their subgroups, which use
+// TCP, the ring from 64 bytes on) and closes them when the test ends.
 func localGroups(t *testing.T, n int) []*TCPGroup {
 	t.Helper()
-	gs, err := newLocalGroups(context.Background(), n, Config{Timeout: 20 * time.Second, ChunkBytes: 256})
+	return smallChunkGroups(t, n, false)
+}
+
+// tcpGroups is localGroups without shared memory: every collective goes
+// over TCP, all-reduces through the ring from 64 bytes on.
+func tcpGroups(t *testing.T, n int) []*TCPGroup {
+	t.Helper()
+	return smallChunkGroups(t, n, true)
+}
+
+// smallChunkGroups is localGroups, over TCP only when tcp is set.
+func smallChunkGroups(t *testing.T, n int, tcp bool) []*TCPGroup {
+	t.Helper()
+	gs, err := newLocalGroups(context.Background(), n, Config{Timeout: 20 * time.Second, ChunkBytes: 256, DisableSharedMemory: tcp})
 	require.NoError(t, err)
 	for _, g := range gs {
+		if tcp {
+			require.Nil(t, g.shm)
+		}
 		g.direct = 64
 		t.Cleanup(func() { g.Close() })
 	}
@@ -255,7 +272,7 @@ func nonContiguousAsync(t *testing.T, g ProcessGroup) error {
 }
 
 func TestRingResultsBitIdentical(t *testing.T) {
-	gs := localGroups(t, 5)
+	gs := tcpGroups(t, 5)
 	res := make([][]float32, 5)
 	requireAll(t, gs, func(g *TCPGroup) error {
 		var err error

@@ -68,13 +68,7 @@ func TestCollectivesOverTCPOnly(t *testing.T) {
 	sizes := []int{1, 0, 7, 61, 333}
 	for n := 2; n <= 8; n += 3 {
 		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
-			gs, err := newLocalGroups(context.Background(), n, Config{Timeout: 20 * time.Second, ChunkBytes: 256, DisableSharedMemory: true})
-			require.NoError(t, err)
-			for _, g := range gs {
-				g.direct = 64
-				t.Cleanup(func() { g.Close() })
-			}
-			requireAll(t, gs, func(g *TCPGroup) error { return collectiveSuite(t, g, sizes) })
+			requireAll(t, tcpGroups(t, n), func(g *TCPGroup) error { return collectiveSuite(t, g, sizes) })
 		})
 	}
 }
