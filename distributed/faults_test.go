@@ -241,9 +241,14 @@ func TestTimeoutBlamesSilentRankOfThree(t *testing.T) {
 	// Ranks 0 and 1 all-reduce while rank 2 never joins. Over the ring
 	// rank 1 hears from rank 0 only, and rank 0 is stuck on rank 2: the
 	// rank whose timer fires first must not make everyone blame rank 0.
+	// Rank 1 names rank 0 unless rank 0's first message reaches it within
+	// rank 1's timeout, so the timeouts are long enough for a loaded CI
+	// machine to schedule rank 0; the subtests mostly wait, so they run in
+	// parallel.
 	for _, shm := range []bool{false, true} {
 		for round := range 4 {
 			t.Run(fmt.Sprintf("shm=%v/%d", shm, round), func(t *testing.T) {
+				t.Parallel()
 				gs, err := newLocalGroups(context.Background(), 3, Config{Timeout: 20 * time.Second, ChunkBytes: 256, DisableSharedMemory: !shm})
 				require.NoError(t, err)
 				for _, g := range gs {
@@ -251,9 +256,12 @@ func TestTimeoutBlamesSilentRankOfThree(t *testing.T) {
 					t.Cleanup(func() { g.Close() })
 				}
 				// Rank 1's timer starts first when it enters first: the
-				// race the relay must not lose.
-				gs[1].SetTimeout(300 * time.Millisecond)
-				gs[0].SetTimeout(300*time.Millisecond + time.Duration(round)*20*time.Millisecond)
+				// race the relay must not lose. Rank 0's timeout is 30 ms
+				// shorter to 30 ms longer than rank 1's, so either timer
+				// may fire first (the relay is promised for equal
+				// timeouts, give or take settleDelay).
+				gs[1].SetTimeout(time.Second)
+				gs[0].SetTimeout(time.Second + time.Duration(round*20-30)*time.Millisecond)
 				errs := onAll(gs[:2], func(g *TCPGroup) error {
 					return g.AllReduce(tensor.Ones([]int{3000}), Sum)
 				})

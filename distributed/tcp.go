@@ -922,8 +922,10 @@ func (g *TCPGroup) send(p *peer, h frameHeader, payload []byte, deadline time.Ti
 }
 
 // settleDelay is how long a rank that lost a connection waits for an abort
-// frame that names the rank that failed first.
-const settleDelay = 100 * time.Millisecond
+// frame that names the rank that failed first. The abort crosses a timer,
+// two goroutines and a socket, which on a loaded machine can take tens of
+// milliseconds; a failure is reported this much later at most.
+const settleDelay = 250 * time.Millisecond
 
 // settle returns the group's failure if one is recorded within settleDelay
 // (a peer that aborted after another rank's failure sends the cause before
