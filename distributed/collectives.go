@@ -609,19 +609,21 @@ func (g *TCPGroup) ScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, root i
 	return g.submit(func(deadline time.Time) error {
 		seq := g.nextSeq()
 		if g.shm != nil {
-			v := hostVec(out)
+			var v vec
 			var ivs []vec
 			if g.rank == root {
+				// The root's piece is its own input: out is only
+				// written, from ins[root], once the others have theirs.
 				ivs = make([]vec, len(ins))
 				for j, in := range ins {
 					ivs[j] = hostVec(in)
 				}
+				v = ivs[root]
+			} else {
+				v = hostVec(out)
 			}
 			if err := g.shmScatter(seq, v, ivs, root, deadline); err != nil {
 				return err
-			}
-			if g.rank == root {
-				v = ivs[root]
 			}
 			v.store(out)
 			return nil

@@ -814,8 +814,8 @@ func (g *TCPGroup) shmToRoot(d shmDesc, src vec, use func(lo, hi int, stage func
 
 // shmScatter copies root's ins[j] into rank j's out, a slot at a time:
 // root stages the ranks' pieces side by side and each rank but root
-// copies its own from root's slot (root stores its own piece afterwards,
-// as the TCP path does).
+// copies its own from root's slot. On root, out only gives the size and
+// dtype (root stores its own piece afterwards, as the TCP path does).
 func (g *TCPGroup) shmScatter(seq uint64, out vec, ins []vec, root int, deadline time.Time) error {
 	s, es, n, size := g.shm, out.elemSize(), out.len(), g.size
 	c := s.slot / es / size
