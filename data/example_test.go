@@ -84,3 +84,27 @@ func ExampleLoadMNIST() {
 	// Output:
 	// no MNIST here
 }
+
+// Three ranks split ten samples: without DropLast the list is padded by
+// repeating its start (index 0 and 1 go twice), so every rank gets four;
+// with shuffling, every epoch has its own order, the same on all ranks.
+func ExampleDistributedSampler() {
+	for rank := range 3 {
+		s := data.NewDistributedSampler(10, data.DistributedSamplerOptions{Replicas: 3, Rank: rank})
+		fmt.Println("rank", rank, s.Indices(0))
+	}
+	for rank := range 3 {
+		s := data.NewDistributedSampler(10, data.DistributedSamplerOptions{Replicas: 3, Rank: rank, DropLast: true})
+		fmt.Println("drop last, rank", rank, s.Indices(0))
+	}
+	s := data.NewDistributedSampler(10, data.DistributedSamplerOptions{Replicas: 3, Rank: 0, Shuffle: true, Seed: 1})
+	fmt.Println("epochs differ:", fmt.Sprint(s.Indices(0)) != fmt.Sprint(s.Indices(1)))
+	// Output:
+	// rank 0 [0 3 6 9]
+	// rank 1 [1 4 7 0]
+	// rank 2 [2 5 8 1]
+	// drop last, rank 0 [0 3 6]
+	// drop last, rank 1 [1 4 7]
+	// drop last, rank 2 [2 5 8]
+	// epochs differ: true
+}
