@@ -18,7 +18,7 @@
 // Ranks on one machine run every collective (Send and Recv stay on TCP),
 // and ZeroOptimizer's exchanges, of every size, through shared memory
 // instead of loopback TCP: a small all-reduce between two
-// processes takes 7–15 µs there against 90–110 µs over TCP
+// processes takes 10–18 µs there against 99–165 µs over TCP
 // (BenchmarkSmallAllReduceProcesses, 16 to 1,024 floats). At setup every rank
 // creates a memfd segment that the others map through /proc/PID/fd and
 // prove shared by reading back a random nonce, after checking that they
@@ -33,16 +33,7 @@
 // connections stay the control channel, so timeouts, dead peers and
 // mismatched collectives are reported as on TCP. The group uses shared memory only if every rank
 // can; Config.DisableSharedMemory (EMBER_DIST_SHM=0) turns it off, and
-// subgroups, other systems and big-endian machines use TCP. Staged, all-reducing
-// 64 MB of float32 across 4 local ranks on a 2-core machine (load 9)
-// reaches a bus bandwidth of 0.42 of a loopback TCP stream's (TCP: 0.18),
-// where an all-reduce that only read and wrote each tensor once would
-// reach 0.73, and the stream needs 1.39 times its CPU time per byte moved
-// (TCP: 0.57; unlike the bandwidth ratio it does not depend on free
-// cores), medians of 3 runs of
-//
-//	go test -c -o /tmp/dist.test ./distributed && cd distributed &&
-//	/tmp/dist.test -test.run '^$' -test.bench AllReduceVsStream -test.benchtime 20x -test.count 3
+// subgroups, other systems and big-endian machines use TCP.
 //
 // Tensors from TCPGroup.SharedZeros (a collective allocation, like NCCL's
 // registered buffers) live in segments that every local rank maps, so an
@@ -70,14 +61,16 @@
 // SharedZeros and ordinary tensors, which fails with an error naming the
 // peer) is staged through the slots as above.
 //
-// On the same 2-core machine (load 3–4.5), 64 MB across 4 ranks as
-// processes (BenchmarkAllReduceProcesses), the bus bandwidth against a TCP
-// stream between two of the processes was 0.30, 0.30 and 0.47 for
-// ordinary tensors in place against 0.25–0.34 staged in the same runs
-// (the kernel's copies take about 40% of the time: it copies slower than
-// Go's memmove here), and 0.79–1.18 for SharedZeros tensors; as
-// goroutines (BenchmarkAllReduceVsStream) 0.95–1.49 for ordinary tensors,
-// 0.91–1.28 for SharedZeros ones and 0.33–0.50 staged.
+// All-reducing 64 MB of float32 across 4 ranks on a 2-core machine, the
+// bus bandwidth against a plain TCP stream between two of the processes
+// was 1.22–1.28 for SharedZeros tensors, 0.50–0.51 for ordinary tensors
+// in place (the kernel's cross-memory copies run at about 0.6 of Go's
+// memmove there) and 0.34–0.35 staged; as goroutine ranks 1.46–1.74 for
+// ordinary tensors. The README's Performance section has the commands and
+// the history of these readings:
+//
+//	go test -c -o /tmp/dist.test ./distributed && cd distributed &&
+//	/tmp/dist.test -test.run '^$' -test.bench 'AllReduceProcesses|AllReduceVsStream' -test.benchtime 10x -test.count 3
 //
 // Built with the tag mpi (cgo, Debian's libopenmpi-dev), NewMPIGroup gives
 // the same ProcessGroup over MPI for jobs started by mpirun or Slurm's srun:
