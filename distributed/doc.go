@@ -111,9 +111,10 @@
 // *PeerError naming it. A rank that times out on a peer which has already
 // sent it a message of the collective (over the ring, rank r hears only
 // from rank r-1, which may itself wait on a silent rank) first waits, up
-// to one timeout after that message, for the peer's own abort, so that
-// the silent rank is the one named; with equal timeouts on every rank a
-// failure is reported within twice the timeout. NewLocalGroups runs a
+// to one timeout and a quarter second after that message, for the peer's
+// own abort, so that the silent rank is the one named; with equal
+// timeouts on every rank a failure is reported within twice the timeout
+// and a quarter second. NewLocalGroups runs a
 // whole group inside one process for tests.
 //
 // TCPGroup.NewSubgroup makes groups of some of the ranks over the same
