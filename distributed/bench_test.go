@@ -28,9 +28,56 @@ func BenchmarkAllReduce(b *testing.B) {
 	}
 }
 
+// BenchmarkSmallAllReduceOverTCP compares the TCP routes of all-reduces
+// up to directLimit (256 KiB) between goroutine ranks without shared
+// memory: the direct exchange, the binomial tree and the ring, whichever
+// the group would pick (route=auto) among them.
+func BenchmarkSmallAllReduceOverTCP(b *testing.B) {
+	for _, ranks := range []int{4, 8, 16} {
+		for _, n := range []int{256, 8 << 10, 64 << 10} {
+			for _, route := range []string{"direct", "tree", "ring", "auto"} {
+				b.Run(fmt.Sprintf("ranks=%d/floats=%d/route=%s", ranks, n, route), func(b *testing.B) {
+					benchAllReduceRoute(b, ranks, n, route)
+				})
+			}
+		}
+	}
+}
+
+// benchAllReduceRoute is one case of BenchmarkSmallAllReduceOverTCP.
+func benchAllReduceRoute(b *testing.B, ranks, n int, route string) {
+	benchAllReduceSetup(b, ranks, n, Config{DisableSharedMemory: true}, func(g *TCPGroup) { setRoute(g, route) })
+}
+
+// setRoute makes g's all-reduces over TCP take route: "direct", "tree" or
+// "ring" up to directLimit, or the group's own choice ("auto"); it returns
+// a function that restores the group's choice. Call it between
+// collectives.
+func setRoute(g *TCPGroup, route string) (restore func()) {
+	direct, tree := g.direct, g.treeMin
+	switch route {
+	case "direct":
+		g.treeMin = math.MaxInt
+	case "tree":
+		g.treeMin = 0
+	case "ring":
+		g.direct = 0
+	}
+	return func() { g.direct, g.treeMin = direct, tree }
+}
+
 // benchAllReduce is one case of BenchmarkAllReduce.
 func benchAllReduce(b *testing.B, ranks, n int, cfg Config) {
+	benchAllReduceSetup(b, ranks, n, cfg, func(*TCPGroup) {})
+}
+
+// benchAllReduceSetup times all-reduces of n floats across ranks local
+// groups of cfg, each set up by setup first.
+func benchAllReduceSetup(b *testing.B, ranks, n int, cfg Config, setup func(g *TCPGroup)) {
 	gs, xs := benchGroups(b, ranks, n, cfg)
+	for _, g := range gs {
+		setup(g)
+	}
 	b.SetBytes(int64(4 * n))
 	b.ResetTimer()
 	var wg sync.WaitGroup

@@ -10,9 +10,19 @@ import (
 )
 
 // directLimit is the largest AllReduce payload (bytes) that ranks without
-// shared memory exchange directly between all ranks; larger ones use the
-// ring.
+// shared memory exchange directly between all ranks (or over a tree, see
+// treeMinRanks); larger ones use the ring.
 const directLimit = 256 << 10
+
+// treeMinRanks is the smallest group whose all-reduces up to directLimit
+// go over a binomial tree (at most ⌈log2 N⌉ messages per rank each way, in
+// 2⌈log2 N⌉ steps) rather than the direct exchange (N-1 messages per rank
+// in one step). From 3 ranks the messages saved outweigh the steps added
+// wherever ranks share CPUs: 4 goroutine ranks on 2 cores all-reduce 1
+// KiB in 109 µs against 353, 16 ranks in 374 µs against 4,795, and 256
+// KiB in 3.8 ms against 45 (BenchmarkSmallAllReduceOverTCP). 2 ranks
+// exchange in one step.
+const treeMinRanks = 3
 
 // cmaMinBytes is the smallest all-reduce of ordinary tensors that reads and
 // writes the peers' tensors with cross-memory attach (cma.go): below it the
@@ -199,15 +209,17 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 					err = g.shmAllReduce(seq, v, op, deadline)
 				}
 				divided = true
-			} else if n*v.elemSize() <= g.direct || n < g.size {
+			} else if n*v.elemSize() > g.direct && n >= g.size {
+				err = g.ringAllReduce(seq, v, op, deadline)
+				divided = true
+			} else if g.size >= g.treeMin {
+				err = g.treeAllReduce(seq, v, op, deadline)
+			} else {
 				var got []vec
 				got, err = g.exchange(opAllReduce, seq, v.dt, n, func(int) vec { return v }, deadline)
 				if err == nil {
 					v = g.reduceInRankOrder(got, v, op)
 				}
-			} else {
-				err = g.ringAllReduce(seq, v, op, deadline)
-				divided = true
 			}
 			if err != nil {
 				return err
@@ -219,6 +231,82 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 		v.store(t)
 		return nil
 	})
+}
+
+// treeAllReduce reduces v up a binomial tree rooted at rank 0 and sends
+// the result back down the same tree. Going up, at step k a rank whose bit
+// k is set sends its partial result (covering ranks [r, r+2^k)) to rank
+// r-2^k and leaves; the others fold in what rank r+2^k sends, after their
+// own, so every element is combined in one fixed order. Going down, each
+// rank receives rank 0's result from its parent and forwards it to its
+// children, largest subtree first: every rank ends with rank 0's bits.
+//
+// A rank's partial result goes up only once its subtree is done, and the
+// result comes down only once the whole tree is, so at the start every
+// rank sends an empty frame to its children and, if it has children, to
+// its parent: a rank that times out on a peer it has heard from waits for
+// that peer's own abort (recv), and the rank named is the silent one, not
+// its parent or child.
+func (g *TCPGroup) treeAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
+	n, r := v.len(), g.rank
+	// low is r's lowest set bit (its parent is r-low), or for rank 0 the
+	// first power of two not below the size; r's children are r+m for the
+	// powers of two m below low.
+	low := 1
+	for low < g.size && r&low == 0 {
+		low <<= 1
+	}
+	hasChildren := func(r, low int) bool { return low > 1 && r+1 < g.size }
+	h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
+	if r != 0 && hasChildren(r, low) {
+		if err := g.send(g.peers[r-low], h, nil, deadline); err != nil {
+			return err
+		}
+	}
+	for m := low >> 1; m > 0; m >>= 1 {
+		if r+m < g.size {
+			if err := g.send(g.peers[r+m], h, nil, deadline); err != nil {
+				return err
+			}
+		}
+	}
+	for m := 1; m < low; m <<= 1 {
+		c := r + m
+		if c >= g.size {
+			break
+		}
+		if hasChildren(c, m) {
+			if _, _, err := g.recv(g.peers[c], opAllReduce, seq, byte(v.dt), 0, v.elemSize(), deadline); err != nil {
+				return err
+			}
+		}
+		err := g.recvRange(g.peers[c], opAllReduce, seq, v.dt, 0, n, deadline, func(lo, hi int, b []byte) {
+			v.reduceBytes(lo, hi, b, op)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if r != 0 {
+		parent := g.peers[r-low]
+		if err := g.sendRange(parent, opAllReduce, seq, v, 0, n, deadline); err != nil {
+			return err
+		}
+		if _, _, err := g.recv(parent, opAllReduce, seq, byte(v.dt), 0, v.elemSize(), deadline); err != nil {
+			return err
+		}
+		if err := g.recvRange(parent, opAllReduce, seq, v.dt, 0, n, deadline, v.decode); err != nil {
+			return err
+		}
+	}
+	for m := low >> 1; m > 0; m >>= 1 {
+		if r+m < g.size {
+			if err := g.sendRange(g.peers[r+m], opAllReduce, seq, v, 0, n, deadline); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // ringAllReduce runs the bandwidth-optimal ring: size-1 reduce-scatter

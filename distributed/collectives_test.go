@@ -271,16 +271,25 @@ func nonContiguousAsync(t *testing.T, g ProcessGroup) error {
 	return nil
 }
 
-func TestRingResultsBitIdentical(t *testing.T) {
-	gs := tcpGroups(t, 5)
-	res := make([][]float32, 5)
-	requireAll(t, gs, func(g *TCPGroup) error {
-		var err error
-		res[g.Rank()], err = randomAvg(g)
-		return err
-	})
-	for r := 1; r < 5; r++ {
-		require.Equal(t, res[0], res[r], "rank %d", r)
+func TestRingAndTreeResultsBitIdentical(t *testing.T) {
+	for _, tree := range []bool{false, true} {
+		for _, n := range []int{5, 8} {
+			t.Run(fmt.Sprintf("tree=%v/ranks=%d", tree, n), func(t *testing.T) {
+				gs := tcpGroups(t, n)
+				if tree {
+					treeAlways(gs)
+				}
+				res := make([][]float32, n)
+				requireAll(t, gs, func(g *TCPGroup) error {
+					var err error
+					res[g.Rank()], err = randomAvg(g)
+					return err
+				})
+				for r := 1; r < n; r++ {
+					require.Equal(t, res[0], res[r], "rank %d", r)
+				}
+			})
+		}
 	}
 }
 

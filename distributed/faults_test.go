@@ -237,6 +237,37 @@ func TestWaitContextAbortsGroup(t *testing.T) {
 	require.Error(t, gs[0].Barrier())
 }
 
+func TestTreeTimeoutBlamesSilentRank(t *testing.T) {
+	// Over the binomial tree of 8 ranks, rank 0 waits on 4, which waits
+	// on 6, which waits on 7, and every rank waits on its parent for the
+	// result: whichever rank is silent (a leaf, an inner rank, a rank
+	// with a deep subtree), and whichever timer fires first, every other
+	// rank must name it.
+	for _, silent := range []int{7, 6, 4, 3} {
+		t.Run(fmt.Sprintf("silent=%d", silent), func(t *testing.T) {
+			t.Parallel()
+			gs := tcpGroups(t, 8)
+			treeAlways(gs)
+			var live []*TCPGroup
+			for _, g := range gs {
+				if g.Rank() != silent {
+					// Timeouts 1 s, up to 30 ms shorter or longer.
+					g.SetTimeout(time.Second + time.Duration((g.Rank()*37)%61-30)*time.Millisecond)
+					live = append(live, g)
+				}
+			}
+			errs := onAll(live, func(g *TCPGroup) error {
+				return g.AllReduce(tensor.Ones([]int{100}), Sum)
+			})
+			for i, err := range errs {
+				var pe *PeerError
+				require.ErrorAs(t, err, &pe, "rank %d", live[i].Rank())
+				assert.Equal(t, silent, pe.Rank, "rank %d: %v", live[i].Rank(), err)
+			}
+		})
+	}
+}
+
 func TestTimeoutBlamesSilentRankOfThree(t *testing.T) {
 	// Ranks 0 and 1 all-reduce while rank 2 never joins. Over the ring
 	// rank 1 hears from rank 0 only, and rank 0 is stuck on rank 2: the

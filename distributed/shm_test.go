@@ -66,10 +66,36 @@ func TestSharedMemoryNeedsEveryRank(t *testing.T) {
 
 func TestCollectivesOverTCPOnly(t *testing.T) {
 	sizes := []int{1, 0, 7, 61, 333}
-	for n := 2; n <= 8; n += 3 {
-		t.Run(fmt.Sprintf("ranks=%d", n), func(t *testing.T) {
-			requireAll(t, tcpGroups(t, n), func(g *TCPGroup) error { return collectiveSuite(t, g, sizes) })
-		})
+	// default: all-reduces from 64 bytes on through the ring, the tree
+	// (or for 2 ranks the direct exchange) below; tree: every all-reduce
+	// over the binomial tree, whose shape changes with each size of
+	// group; direct: every all-reduce through the direct exchange.
+	for _, route := range []string{"default", "tree", "direct"} {
+		for n := 2; n <= 8; n++ {
+			if route != "tree" && n%3 != 2 {
+				continue
+			}
+			t.Run(fmt.Sprintf("%s/ranks=%d", route, n), func(t *testing.T) {
+				gs := tcpGroups(t, n)
+				switch route {
+				case "tree":
+					treeAlways(gs)
+				case "direct":
+					for _, g := range gs {
+						g.direct, g.treeMin = 1<<30, 1<<30
+					}
+				}
+				requireAll(t, gs, func(g *TCPGroup) error { return collectiveSuite(t, g, sizes) })
+			})
+		}
+	}
+}
+
+// treeAlways makes every all-reduce of the TCP groups gs go over the
+// binomial tree.
+func treeAlways(gs []*TCPGroup) {
+	for _, g := range gs {
+		g.direct, g.treeMin = 1<<30, 0
 	}
 }
 

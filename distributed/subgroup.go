@@ -35,7 +35,7 @@ func (g *TCPGroup) NewSubgroup(ranks []int) (*TCPGroup, error) {
 	}
 	sub := &TCPGroup{
 		rank: me, size: len(ranks),
-		maxFrame: g.maxFrame, chunk: g.chunk, direct: g.direct,
+		maxFrame: g.maxFrame, chunk: g.chunk, direct: g.direct, treeMin: g.treeMin,
 		peers: make([]*peer, len(ranks)),
 		root:  g, gid: byte(g.nextGID), members: slices.Clone(ranks),
 		done: g.done, wdone: make(chan struct{}),

@@ -168,15 +168,17 @@ func NewGroupFromEnv(ctx context.Context) (*TCPGroup, error) {
 // TCPGroup is the pure-Go ProcessGroup: a full mesh of authenticated TCP
 // connections between the ranks, and shared memory between the ranks of
 // one machine (see the package documentation). Over TCP, AllReduce runs a
-// chunked ring (reduce-scatter then all-gather) for large tensors and a
-// direct exchange, reduced in rank order, for small ones; the other
-// collectives exchange directly with the ranks involved.
+// chunked ring (reduce-scatter then all-gather) for large tensors, and for
+// small ones a binomial tree (from 3 ranks) or a direct exchange reduced
+// in rank order (2 ranks); the other collectives exchange directly with
+// the ranks involved.
 type TCPGroup struct {
 	rank, size int
 	timeout    atomic.Int64
 	maxFrame   uint64
 	chunk      int
 	direct     int       // AllReduce payloads up to this many bytes skip the ring (TCP only)
+	treeMin    int       // ... over a tree in groups of this many ranks or more (treeMinRanks)
 	bufs       sync.Pool // *[]byte of cap chunk: received payloads, reused
 	peers      []*peer   // by rank in this group; nil at this rank
 
@@ -335,7 +337,7 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 	}
 	g := &TCPGroup{
 		rank: cfg.Rank, size: cfg.WorldSize,
-		maxFrame: uint64(cfg.MaxFrameBytes), chunk: max(cfg.ChunkBytes, 8), direct: directLimit,
+		maxFrame: uint64(cfg.MaxFrameBytes), chunk: max(cfg.ChunkBytes, 8), direct: directLimit, treeMin: treeMinRanks,
 		peers: make([]*peer, cfg.WorldSize), links: make([]*link, cfg.WorldSize), members: make([]int, cfg.WorldSize),
 		done: make(chan struct{}), wdone: make(chan struct{}),
 	}
