@@ -2,8 +2,11 @@ package distributed
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,10 +43,31 @@ func BenchmarkSmallAllReduceProcesses(b *testing.B) {
 	}
 }
 
+// BenchmarkAllReduceOverLinks runs 4 ranks on 4 hosts of a netLab whose
+// links are shaped to 1 Gbit/s (EMBER_DIST_LINK_RATE sets another tc
+// rate), as machines on a switch: each iteration times rank 1 streaming
+// 64 MB to rank 0 over plain TCP (streamMB/s: the link as a program sees
+// it), an all-reduce of 64 MB of float32, which takes the ring (busMB/s,
+// bus/stream: the ring at link speed reads 1), and 10 all-reduces of each
+// small size (256, 8,192 and 65,536 floats) by each route over TCP
+// (direct-256-µs, tree-256-µs, ring-256-µs, ...: µs per all-reduce). It
+// needs root, ip and tc, and is skipped otherwise.
+func BenchmarkAllReduceOverLinks(b *testing.B) {
+	rate := cmp.Or(os.Getenv("EMBER_DIST_LINK_RATE"), "1gbit")
+	const ranks = 4
+	lab := newNetLab(b, ranks, rate)
+	cmds := rankCommands(b, ranks, "links", lab.addrs[0], "29517", lab.on)
+	runBenchCommands(b, cmds)
+}
+
 // runBenchRanks runs b.N iterations of a benchmark mode of TestHelperRank
 // in ranks processes and reports the metrics rank 0 prints.
 func runBenchRanks(b *testing.B, ranks int, mode string) {
-	cmds := startRanks(b, ranks, mode)
+	runBenchCommands(b, startRanks(b, ranks, mode))
+}
+
+// runBenchCommands is runBenchRanks for ranks prepared by rankCommands.
+func runBenchCommands(b *testing.B, cmds []*exec.Cmd) {
 	for _, c := range cmds {
 		c.Env = append(c.Env, "EMBER_DIST_BENCH_ITERS="+strconv.Itoa(b.N))
 	}
@@ -98,29 +122,14 @@ func benchRank(g *TCPGroup, iters int) error {
 		return err
 	}
 	shared.Fill(1)
-	stream, err := streamPair(g)
+	stream, err := streamPair(g, "127.0.0.1")
 	if err != nil {
 		return err
 	}
 	if stream != nil {
 		defer stream.Close()
 	}
-	buf := make([]byte, 1<<20)
-	// timed runs f between two barriers and adds rank 0's wall time.
-	timed := func(sec *float64, f func() error) error {
-		if err := g.Barrier(); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		if err := f(); err != nil {
-			return err
-		}
-		if err := g.Barrier(); err != nil {
-			return err
-		}
-		*sec += time.Since(t0).Seconds()
-		return nil
-	}
+	timed := func(sec *float64, f func() error) error { return timedRun(g, sec, f) }
 	var moveSec, streamSec, plainSec, sharedSec, stagedSec float64
 	for range iters {
 		err := timed(&moveSec, func() error {
@@ -130,25 +139,7 @@ func benchRank(g *TCPGroup, iters int) error {
 			return nil
 		})
 		if err == nil {
-			err = timed(&streamSec, func() error {
-				switch r {
-				case 0:
-					for got := 0; got < 4*n; {
-						k, err := stream.Read(buf)
-						if err != nil {
-							return err
-						}
-						got += k
-					}
-				case 1:
-					for range 4 * n / len(buf) {
-						if _, err := stream.Write(buf); err != nil {
-							return err
-						}
-					}
-				}
-				return nil
-			})
+			err = timed(&streamSec, func() error { return streamBytes(g, stream, 4*n) })
 		}
 		if err == nil {
 			err = timed(&plainSec, func() error { return g.AllReduce(plain, Sum) })
@@ -173,6 +164,69 @@ func benchRank(g *TCPGroup, iters int) error {
 		streamMB := perIter / streamSec / 1e6
 		fmt.Printf("bench: streamMB/s=%.0f bound/stream=%.3f busMB/s=%.0f bus/stream=%.3f shared-busMB/s=%.0f shared-bus/stream=%.3f staged-busMB/s=%.0f staged-bus/stream=%.3f\n",
 			streamMB, bus/moveSec/1e6/streamMB, bus/plainSec/1e6, bus/plainSec/1e6/streamMB, bus/sharedSec/1e6, bus/sharedSec/1e6/streamMB, bus/stagedSec/1e6, bus/stagedSec/1e6/streamMB)
+	}
+	return nil
+}
+
+// linksRank is one rank of BenchmarkAllReduceOverLinks; host is rank 0's
+// address. Rank 0 prints the metrics.
+func linksRank(g *TCPGroup, iters int, host string) error {
+	const n, reps = 16 << 20, 10
+	smalls := []int{256, 8 << 10, 64 << 10}
+	routes := []string{"direct", "tree", "ring"}
+	if g.shm != nil {
+		return fmt.Errorf("rank %d shares memory with another: the hosts are not separate", g.Rank())
+	}
+	big := tensor.Ones([]int{n})
+	stream, err := streamPair(g, host)
+	if err != nil {
+		return err
+	}
+	if stream != nil {
+		defer stream.Close()
+	}
+	var streamSec, ringSec float64
+	small := make([][]float64, len(routes))
+	for i := range small {
+		small[i] = make([]float64, len(smalls))
+	}
+	for range iters {
+		if err := timedRun(g, &streamSec, func() error { return streamBytes(g, stream, 4*n) }); err != nil {
+			return err
+		}
+		if err := timedRun(g, &ringSec, func() error { return g.AllReduce(big, Sum) }); err != nil {
+			return err
+		}
+		for i, route := range routes {
+			for k, m := range smalls {
+				x := tensor.Ones([]int{m})
+				restore := setRoute(g, route)
+				err := timedRun(g, &small[i][k], func() error {
+					for range reps {
+						if err := g.AllReduce(x, Sum); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				restore()
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if g.Rank() == 0 {
+		streamMB := float64(4*n) * float64(iters) / streamSec / 1e6
+		busMB := float64(4*n) * float64(iters) * 2 * float64(g.Size()-1) / float64(g.Size()) / ringSec / 1e6
+		var out strings.Builder
+		fmt.Fprintf(&out, " streamMB/s=%.0f busMB/s=%.0f bus/stream=%.3f", streamMB, busMB, busMB/streamMB)
+		for i, route := range routes {
+			for k, m := range smalls {
+				fmt.Fprintf(&out, " %s-%d-µs=%.0f", route, m, small[i][k]/float64(iters*reps)*1e6)
+			}
+		}
+		fmt.Println("bench:" + out.String())
 	}
 	return nil
 }
@@ -237,14 +291,55 @@ func latencyRank(g *TCPGroup, iters int) error {
 	return nil
 }
 
-// streamPair connects rank 1 to rank 0 over loopback TCP, outside the
-// group: rank 0 listens and broadcasts its port. Other ranks get nil.
-func streamPair(g *TCPGroup) (net.Conn, error) {
+// timedRun runs f between two barriers of g and adds the wall time to
+// *sec.
+func timedRun(g *TCPGroup, sec *float64, f func() error) error {
+	if err := g.Barrier(); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := f(); err != nil {
+		return err
+	}
+	if err := g.Barrier(); err != nil {
+		return err
+	}
+	*sec += time.Since(t0).Seconds()
+	return nil
+}
+
+// streamBytes sends total bytes (a multiple of 1 MiB) from rank 1 to rank
+// 0 over stream, in 1 MiB writes; other ranks do nothing.
+func streamBytes(g *TCPGroup, stream net.Conn, total int) error {
+	buf := make([]byte, 1<<20)
+	switch g.Rank() {
+	case 0:
+		for got := 0; got < total; {
+			k, err := stream.Read(buf)
+			if err != nil {
+				return err
+			}
+			got += k
+		}
+	case 1:
+		for range total / len(buf) {
+			if _, err := stream.Write(buf); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// streamPair connects rank 1 to rank 0 at rank 0's address host over TCP,
+// outside the group: rank 0 listens and broadcasts its port. Other ranks
+// get nil.
+func streamPair(g *TCPGroup, host string) (net.Conn, error) {
 	var ln net.Listener
 	port := tensor.Zeros([]int{1}, tensor.Int64)
 	if g.Rank() == 0 {
 		var err error
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		if ln, err = net.Listen("tcp", net.JoinHostPort(host, "0")); err != nil {
 			return nil, err
 		}
 		defer ln.Close()
@@ -257,7 +352,7 @@ func streamPair(g *TCPGroup) (net.Conn, error) {
 	case 0:
 		return ln.Accept()
 	case 1:
-		return net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port.Int64s()[0]))))
+		return net.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(int(port.Int64s()[0]))))
 	}
 	return nil, nil
 }

@@ -100,55 +100,16 @@ func runAll(t *testing.T, cmds []*exec.Cmd) []string {
 	return res
 }
 
-// TestAcrossNetworkNamespaces runs ranks in two network namespaces joined
-// by a veth pair, standing for two hosts: rank 0 in one, ranks 1 and 2 in
-// the other. It needs root and iproute2 and is skipped otherwise.
+// TestAcrossNetworkNamespaces runs ranks on two hosts of a netLab (network
+// namespaces on a bridge): rank 0 on one, ranks 1 and 2 on the other. It
+// needs root and iproute2 and is skipped otherwise.
 func TestAcrossNetworkNamespaces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create network namespaces")
-	}
-	ipPath, err := exec.LookPath("ip")
-	if err != nil {
-		t.Skip("needs iproute2's ip")
-	}
-	id := strconv.Itoa(os.Getpid() % 100000)
-	nsA, nsB := "ember-a-"+id, "ember-b-"+id
-	ip := func(args ...string) error {
-		out, err := exec.Command(ipPath, args...).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return nil
-	}
-	if err := ip("netns", "add", nsA); err != nil {
-		t.Skipf("cannot create network namespaces here: %v", err)
-	}
-	t.Cleanup(func() { ip("netns", "del", nsA) })
-	require.NoError(t, ip("netns", "add", nsB))
-	t.Cleanup(func() { ip("netns", "del", nsB) })
-	vA, vB := "eva"+id, "evb"+id
-	for _, step := range [][]string{
-		{"link", "add", vA, "type", "veth", "peer", "name", vB},
-		{"link", "set", vA, "netns", nsA},
-		{"link", "set", vB, "netns", nsB},
-		{"-n", nsA, "addr", "add", "10.213.7.1/24", "dev", vA},
-		{"-n", nsB, "addr", "add", "10.213.7.2/24", "dev", vB},
-		{"-n", nsA, "link", "set", vA, "up"},
-		{"-n", nsB, "link", "set", vB, "up"},
-		{"-n", nsA, "link", "set", "lo", "up"},
-		{"-n", nsB, "link", "set", "lo", "up"},
-	} {
-		require.NoError(t, ip(step...))
-	}
-	cmds := rankCommands(t, 3, "collectives", "10.213.7.1", "29513", func(r int) []string {
-		ns := nsB
-		if r == 0 {
-			ns = nsA
-		}
-		return []string{ipPath, "netns", "exec", ns}
+	lab := newNetLab(t, 2, "")
+	cmds := rankCommands(t, 3, "collectives", lab.addrs[0], "29513", func(r int) []string {
+		return lab.on(min(r, 1))
 	})
 	// Separate network namespaces count as separate machines: TCP only.
 	for r, out := range runAll(t, cmds) {
@@ -311,12 +272,15 @@ func TestHelperRank(t *testing.T) {
 			require.NoError(t, allReduceView(t, g, int(c.op), 1_000_003, c.dt, c.op))
 		}
 		require.NoError(t, g.Barrier())
-	case "bench", "latency":
+	case "bench", "latency", "links":
 		iters, err := strconv.Atoi(os.Getenv("EMBER_DIST_BENCH_ITERS"))
 		require.NoError(t, err)
-		if mode == "latency" {
+		switch mode {
+		case "latency":
 			require.NoError(t, latencyRank(g, iters))
-		} else {
+		case "links":
+			require.NoError(t, linksRank(g, iters, os.Getenv("MASTER_ADDR")))
+		default:
 			require.NoError(t, benchRank(g, iters))
 		}
 	case "victim", "victim-shm", "victim-cma", "victim-shared":
