@@ -48,7 +48,10 @@ func BenchmarkSmallAllReduceProcesses(b *testing.B) {
 // rate), as machines on a switch: each iteration times rank 1 streaming
 // 64 MB to rank 0 over plain TCP (streamMB/s: the link as a program sees
 // it), an all-reduce of 64 MB of float32, which takes the ring (busMB/s,
-// bus/stream: the ring at link speed reads 1), and 10 all-reduces of each
+// bus/stream: the ring at link speed reads 1), a broadcast of it from rank
+// 0 along the chain (bcastMB/s, bcast/stream: the tensor's bytes over the
+// time; at link speed 1, where rank 0 sending to each rank in turn would
+// read 1/3), and 10 all-reduces of each
 // small size (256, 8,192 and 65,536 floats) by each route over TCP
 // (direct-256-µs, tree-256-µs, ring-256-µs, ...: µs per all-reduce). It
 // needs root, ip and tc, and is skipped otherwise.
@@ -185,7 +188,7 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 	if stream != nil {
 		defer stream.Close()
 	}
-	var streamSec, ringSec float64
+	var streamSec, ringSec, bcastSec float64
 	small := make([][]float64, len(routes))
 	for i := range small {
 		small[i] = make([]float64, len(smalls))
@@ -195,6 +198,9 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 			return err
 		}
 		if err := timedRun(g, &ringSec, func() error { return g.AllReduce(big, Sum) }); err != nil {
+			return err
+		}
+		if err := timedRun(g, &bcastSec, func() error { return g.Broadcast(big, 0) }); err != nil {
 			return err
 		}
 		for i, route := range routes {
@@ -220,7 +226,8 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 		streamMB := float64(4*n) * float64(iters) / streamSec / 1e6
 		busMB := float64(4*n) * float64(iters) * 2 * float64(g.Size()-1) / float64(g.Size()) / ringSec / 1e6
 		var out strings.Builder
-		fmt.Fprintf(&out, " streamMB/s=%.0f busMB/s=%.0f bus/stream=%.3f", streamMB, busMB, busMB/streamMB)
+		bcastMB := float64(4*n) * float64(iters) / bcastSec / 1e6
+		fmt.Fprintf(&out, " streamMB/s=%.0f busMB/s=%.0f bus/stream=%.3f bcastMB/s=%.0f bcast/stream=%.3f", streamMB, busMB, busMB/streamMB, bcastMB, bcastMB/streamMB)
 		for i, route := range routes {
 			for k, m := range smalls {
 				fmt.Fprintf(&out, " %s-%d-µs=%.0f", route, m, small[i][k]/float64(iters*reps)*1e6)

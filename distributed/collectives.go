@@ -464,23 +464,112 @@ func (g *TCPGroup) BroadcastAsync(t *tensor.Tensor, root int) Work {
 			v.store(t)
 			return nil
 		}
+		// Root's tensor as it is; the others' (contiguous) storage or a
+		// copy, filled as the data arrives.
+		var v vec
 		if g.rank == root {
-			v := hostVec(t)
-			var fns []func() error
-			for _, p := range g.peers {
-				if p != nil {
-					fns = append(fns, func() error { return g.sendRange(p, opBroadcast, seq, v, 0, v.len(), deadline) })
-				}
-			}
-			return g.parallel(fns...)
+			v = hostVec(t)
+		} else {
+			v = newVec(t.DType(), t.Numel())
 		}
-		v, err := g.recvVec(g.peers[root], opBroadcast, seq, t.DType(), t.Numel(), deadline)
+		var err error
+		if nb := v.len() * v.elemSize(); nb <= g.direct || nb == 0 {
+			err = g.treeBroadcast(seq, v, root, deadline)
+		} else {
+			err = g.chainBroadcast(seq, v, root, deadline)
+		}
+		if err == nil && g.rank != root {
+			v.store(t)
+		}
+		return err
+	})
+}
+
+// treeBroadcast sends root's v down a binomial tree over the ranks
+// numbered from root: ⌈log2 N⌉ steps, where root alone would send N-1
+// messages. Every rank first announces itself to its children with an
+// empty frame, so that a child that times out waits for its parent's own
+// abort (recv) and the silent rank is the one named.
+func (g *TCPGroup) treeBroadcast(seq uint64, v vec, root int, deadline time.Time) error {
+	q := (g.rank - root + g.size) % g.size // rank relative to root
+	peer := func(q int) *peer { return g.peers[(q+root)%g.size] }
+	low := 1 // q's lowest set bit, or for root the first power of two not below the size
+	for low < g.size && q&low == 0 {
+		low <<= 1
+	}
+	h := frameHeader{op: opBroadcast, seq: seq, dtype: byte(v.dt)}
+	for m := low >> 1; m > 0; m >>= 1 {
+		if q+m < g.size {
+			if err := g.send(peer(q+m), h, nil, deadline); err != nil {
+				return err
+			}
+		}
+	}
+	if q != 0 {
+		parent := peer(q - low)
+		if _, _, err := g.recv(parent, opBroadcast, seq, byte(v.dt), 0, v.elemSize(), deadline); err != nil {
+			return err
+		}
+		if err := g.recvRange(parent, opBroadcast, seq, v.dt, 0, v.len(), deadline, v.decode); err != nil {
+			return err
+		}
+	}
+	for m := low >> 1; m > 0; m >>= 1 {
+		if q+m < g.size {
+			if err := g.sendRange(peer(q+m), opBroadcast, seq, v, 0, v.len(), deadline); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// chainBroadcast passes root's v along the ranks numbered from root, each
+// chunk forwarded as soon as it arrives, so every link carries the tensor
+// once and a large broadcast takes about one tensor's time on a link
+// whatever the size of the group (root alone would send it N-1 times).
+// Every rank first announces itself to the next with an empty frame: a
+// rank that times out on its predecessor waits for that one's own abort,
+// which names the silent rank further up the chain.
+func (g *TCPGroup) chainBroadcast(seq uint64, v vec, root int, deadline time.Time) error {
+	q := (g.rank - root + g.size) % g.size
+	var next *peer
+	if q+1 < g.size {
+		next = g.peers[(g.rank+1)%g.size]
+	}
+	h := frameHeader{op: opBroadcast, seq: seq, dtype: byte(v.dt)}
+	if next != nil {
+		if err := g.send(next, h, nil, deadline); err != nil {
+			return err
+		}
+	}
+	n, es := v.len(), v.elemSize()
+	if q == 0 {
+		return g.sendRange(next, opBroadcast, seq, v, 0, n, deadline)
+	}
+	prev := g.peers[(g.rank-1+g.size)%g.size]
+	if _, _, err := g.recv(prev, opBroadcast, seq, byte(v.dt), 0, es, deadline); err != nil {
+		return err
+	}
+	for at := 0; at < n; {
+		b, inPlace, err := g.recv(prev, opBroadcast, seq, byte(v.dt), (n-at)*es, es, deadline)
 		if err != nil {
 			return err
 		}
-		v.store(t)
-		return nil
-	})
+		k := len(b) / es
+		v.decode(at, at+k, b)
+		if next != nil {
+			err = g.send(next, h, b, deadline)
+		}
+		if !inPlace {
+			g.releaseBuf(b)
+		}
+		if err != nil {
+			return err
+		}
+		at += k
+	}
+	return nil
 }
 
 // Reduce implements ProcessGroup.

@@ -237,34 +237,65 @@ func TestWaitContextAbortsGroup(t *testing.T) {
 	require.Error(t, gs[0].Barrier())
 }
 
-func TestTreeTimeoutBlamesSilentRank(t *testing.T) {
-	// Over the binomial tree of 8 ranks, rank 0 waits on 4, which waits
-	// on 6, which waits on 7, and every rank waits on its parent for the
-	// result: whichever rank is silent (a leaf, an inner rank, a rank
-	// with a deep subtree), and whichever timer fires first, every other
-	// rank must name it.
-	for _, silent := range []int{7, 6, 4, 3} {
-		t.Run(fmt.Sprintf("silent=%d", silent), func(t *testing.T) {
-			t.Parallel()
-			gs := tcpGroups(t, 8)
-			treeAlways(gs)
-			var live []*TCPGroup
-			for _, g := range gs {
-				if g.Rank() != silent {
-					// Timeouts 1 s, up to 30 ms shorter or longer.
-					g.SetTimeout(time.Second + time.Duration((g.Rank()*37)%61-30)*time.Millisecond)
-					live = append(live, g)
+func TestTreeAndChainTimeoutsBlameSilentRank(t *testing.T) {
+	// Over the binomial tree of 8 ranks rank 0 waits on 4, which waits on
+	// 6, which waits on 7, and every rank waits on its parent for the
+	// result; a broadcast from rank 3 runs down a tree (small) or along
+	// the chain 3, 4, ..., 2 (large). Whichever rank is silent (a leaf, an
+	// inner rank, the root) and whichever timer fires first, every rank
+	// that waits on it, directly or not, must fail naming it; in a
+	// broadcast the others may finish.
+	const root = 3
+	treeBelow := func(up, q int) bool { // q is up or in up's subtree
+		for q > up {
+			q &= q - 1 // the parent: clear the lowest set bit
+		}
+		return q == up
+	}
+	rel := func(r int) int { return (r - root + 8) % 8 }
+	cases := []struct {
+		name    string
+		op      func(g *TCPGroup) error
+		silent  []int
+		depends func(r, silent int) bool // r cannot finish without silent
+	}{
+		{"all-reduce", func(g *TCPGroup) error { return g.AllReduce(tensor.Ones([]int{100}), Sum) }, []int{7, 6, 4, 3},
+			func(int, int) bool { return true }},
+		{"broadcast-tree", func(g *TCPGroup) error { return g.Broadcast(tensor.Ones([]int{100}), root) }, []int{3, 4, 7, 5},
+			func(r, silent int) bool { return treeBelow(rel(silent), rel(r)) }},
+		{"broadcast-chain", func(g *TCPGroup) error { return g.Broadcast(tensor.Ones([]int{1000}), root) }, []int{3, 4, 7, 1},
+			func(r, silent int) bool { return rel(r) > rel(silent) }},
+	}
+	for _, c := range cases {
+		for _, silent := range c.silent {
+			t.Run(fmt.Sprintf("%s/silent=%d", c.name, silent), func(t *testing.T) {
+				t.Parallel()
+				gs := tcpGroups(t, 8)
+				for _, g := range gs {
+					g.treeMin = 0
+					g.direct = 1 << 10 // 100 floats: tree; 1000: chain
 				}
-			}
-			errs := onAll(live, func(g *TCPGroup) error {
-				return g.AllReduce(tensor.Ones([]int{100}), Sum)
+				var live []*TCPGroup
+				for _, g := range gs {
+					if g.Rank() != silent {
+						// Timeouts 1 s, up to 30 ms shorter or longer.
+						g.SetTimeout(time.Second + time.Duration((g.Rank()*37)%61-30)*time.Millisecond)
+						live = append(live, g)
+					}
+				}
+				errs := onAll(live, c.op)
+				for i, err := range errs {
+					r := live[i].Rank()
+					if err == nil {
+						assert.False(t, c.depends(r, silent), "rank %d finished without rank %d", r, silent)
+						continue
+					}
+					var pe *PeerError
+					require.ErrorAs(t, err, &pe, "rank %d", r)
+					assert.Equal(t, silent, pe.Rank, "rank %d: %v", r, err)
+				}
 			})
-			for i, err := range errs {
-				var pe *PeerError
-				require.ErrorAs(t, err, &pe, "rank %d", live[i].Rank())
-				assert.Equal(t, silent, pe.Rank, "rank %d: %v", live[i].Rank(), err)
-			}
-		})
+		}
 	}
 }
 

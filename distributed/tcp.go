@@ -170,8 +170,9 @@ func NewGroupFromEnv(ctx context.Context) (*TCPGroup, error) {
 // one machine (see the package documentation). Over TCP, AllReduce runs a
 // chunked ring (reduce-scatter then all-gather) for large tensors, and for
 // small ones a binomial tree (from 3 ranks) or a direct exchange reduced
-// in rank order (2 ranks); the other collectives exchange directly with
-// the ranks involved.
+// in rank order (2 ranks); Broadcast passes large tensors along a
+// pipelined chain and small ones down a binomial tree; the other
+// collectives exchange directly with the ranks involved.
 type TCPGroup struct {
 	rank, size int
 	timeout    atomic.Int64
