@@ -49,6 +49,32 @@ func benchAllReduceRoute(b *testing.B, ranks, n int, route string) {
 	benchAllReduceSetup(b, ranks, n, Config{DisableSharedMemory: true}, func(g *TCPGroup) { setRoute(g, route) })
 }
 
+// BenchmarkReduceOverTCP times Reduce to rank 0 between goroutine ranks
+// without shared memory (up the binomial tree): µs per reduce.
+func BenchmarkReduceOverTCP(b *testing.B) {
+	for _, ranks := range []int{4, 8, 16} {
+		for _, n := range []int{256, 64 << 10, 1 << 20} {
+			b.Run(fmt.Sprintf("ranks=%d/floats=%d", ranks, n), func(b *testing.B) {
+				gs, xs := benchGroups(b, ranks, n, Config{DisableSharedMemory: true})
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for _, g := range gs {
+					wg.Go(func() {
+						for range b.N {
+							if err := g.Reduce(xs[g.Rank()], 0, Sum); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*1e6, "µs")
+			})
+		}
+	}
+}
+
 // setRoute makes g's all-reduces over TCP take route: "direct", "tree" or
 // "ring" up to directLimit, or the group's own choice ("auto"); it returns
 // a function that restores the group's choice. Call it between

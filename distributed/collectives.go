@@ -233,82 +233,6 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 	})
 }
 
-// treeAllReduce reduces v up a binomial tree rooted at rank 0 and sends
-// the result back down the same tree. Going up, at step k a rank whose bit
-// k is set sends its partial result (covering ranks [r, r+2^k)) to rank
-// r-2^k and leaves; the others fold in what rank r+2^k sends, after their
-// own, so every element is combined in one fixed order. Going down, each
-// rank receives rank 0's result from its parent and forwards it to its
-// children, largest subtree first: every rank ends with rank 0's bits.
-//
-// A rank's partial result goes up only once its subtree is done, and the
-// result comes down only once the whole tree is, so at the start every
-// rank sends an empty frame to its children and, if it has children, to
-// its parent: a rank that times out on a peer it has heard from waits for
-// that peer's own abort (recv), and the rank named is the silent one, not
-// its parent or child.
-func (g *TCPGroup) treeAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
-	n, r := v.len(), g.rank
-	// low is r's lowest set bit (its parent is r-low), or for rank 0 the
-	// first power of two not below the size; r's children are r+m for the
-	// powers of two m below low.
-	low := 1
-	for low < g.size && r&low == 0 {
-		low <<= 1
-	}
-	hasChildren := func(r, low int) bool { return low > 1 && r+1 < g.size }
-	h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
-	if r != 0 && hasChildren(r, low) {
-		if err := g.send(g.peers[r-low], h, nil, deadline); err != nil {
-			return err
-		}
-	}
-	for m := low >> 1; m > 0; m >>= 1 {
-		if r+m < g.size {
-			if err := g.send(g.peers[r+m], h, nil, deadline); err != nil {
-				return err
-			}
-		}
-	}
-	for m := 1; m < low; m <<= 1 {
-		c := r + m
-		if c >= g.size {
-			break
-		}
-		if hasChildren(c, m) {
-			if _, _, err := g.recv(g.peers[c], opAllReduce, seq, byte(v.dt), 0, v.elemSize(), deadline); err != nil {
-				return err
-			}
-		}
-		err := g.recvRange(g.peers[c], opAllReduce, seq, v.dt, 0, n, deadline, func(lo, hi int, b []byte) {
-			v.reduceBytes(lo, hi, b, op)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if r != 0 {
-		parent := g.peers[r-low]
-		if err := g.sendRange(parent, opAllReduce, seq, v, 0, n, deadline); err != nil {
-			return err
-		}
-		if _, _, err := g.recv(parent, opAllReduce, seq, byte(v.dt), 0, v.elemSize(), deadline); err != nil {
-			return err
-		}
-		if err := g.recvRange(parent, opAllReduce, seq, v.dt, 0, n, deadline, v.decode); err != nil {
-			return err
-		}
-	}
-	for m := low >> 1; m > 0; m >>= 1 {
-		if r+m < g.size {
-			if err := g.sendRange(g.peers[r+m], opAllReduce, seq, v, 0, n, deadline); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // ringAllReduce runs the bandwidth-optimal ring: size-1 reduce-scatter
 // steps leave each rank with one fully reduced segment, size-1 all-gather
 // steps pass those segments round. One goroutine sends to the next rank and
@@ -485,45 +409,6 @@ func (g *TCPGroup) BroadcastAsync(t *tensor.Tensor, root int) Work {
 	})
 }
 
-// treeBroadcast sends root's v down a binomial tree over the ranks
-// numbered from root: ⌈log2 N⌉ steps, where root alone would send N-1
-// messages. Every rank first announces itself to its children with an
-// empty frame, so that a child that times out waits for its parent's own
-// abort (recv) and the silent rank is the one named.
-func (g *TCPGroup) treeBroadcast(seq uint64, v vec, root int, deadline time.Time) error {
-	q := (g.rank - root + g.size) % g.size // rank relative to root
-	peer := func(q int) *peer { return g.peers[(q+root)%g.size] }
-	low := 1 // q's lowest set bit, or for root the first power of two not below the size
-	for low < g.size && q&low == 0 {
-		low <<= 1
-	}
-	h := frameHeader{op: opBroadcast, seq: seq, dtype: byte(v.dt)}
-	for m := low >> 1; m > 0; m >>= 1 {
-		if q+m < g.size {
-			if err := g.send(peer(q+m), h, nil, deadline); err != nil {
-				return err
-			}
-		}
-	}
-	if q != 0 {
-		parent := peer(q - low)
-		if _, _, err := g.recv(parent, opBroadcast, seq, byte(v.dt), 0, v.elemSize(), deadline); err != nil {
-			return err
-		}
-		if err := g.recvRange(parent, opBroadcast, seq, v.dt, 0, v.len(), deadline, v.decode); err != nil {
-			return err
-		}
-	}
-	for m := low >> 1; m > 0; m >>= 1 {
-		if q+m < g.size {
-			if err := g.sendRange(peer(q+m), opBroadcast, seq, v, 0, v.len(), deadline); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // chainBroadcast passes root's v along the ranks numbered from root, each
 // chunk forwarded as soon as it arrives, so every link carries the tensor
 // once and a large broadcast takes about one tensor's time on a link
@@ -595,27 +480,19 @@ func (g *TCPGroup) ReduceAsync(t *tensor.Tensor, root int, op ReduceOp) Work {
 			return nil
 		}
 		if g.rank != root {
-			return g.sendRange(g.peers[root], opReduce, seq, v, 0, v.len(), deadline)
+			// v is sent as it stands once this rank's subtree is folded
+			// in: a copy, so that t keeps its own value.
+			v = v.clone()
 		}
-		got := make([]vec, g.size)
-		var fns []func() error
-		for _, p := range g.peers {
-			if p != nil {
-				fns = append(fns, func() error {
-					var err error
-					got[p.rank], err = g.recvVec(p, opReduce, seq, v.dt, v.len(), deadline)
-					return err
-				})
-			}
-		}
-		if err := g.parallel(fns...); err != nil {
+		if err := g.treeReduce(seq, v, root, op, deadline); err != nil {
 			return err
 		}
-		v = g.reduceInRankOrder(got, v, op)
-		if op == Avg {
-			v.divide(g.size)
+		if g.rank == root {
+			if op == Avg {
+				v.divide(g.size)
+			}
+			v.store(t)
 		}
-		v.store(t)
 		return nil
 	})
 }

@@ -27,7 +27,7 @@
 // Broadcast of more than 256 KiB passes along a chain of the ranks, each
 // forwarding every chunk as it arrives (0.96–0.99 of the stream on the
 // same links, where the root sending to each rank in turn would manage
-// a third); smaller ones go down a binomial tree.
+// a third); smaller ones go down a binomial tree, and Reduce goes up one.
 //
 // Ranks on one machine run every collective (Send and Recv stay on TCP),
 // and ZeroOptimizer's exchanges, of every size, through shared memory

@@ -241,10 +241,10 @@ func TestTreeAndChainTimeoutsBlameSilentRank(t *testing.T) {
 	// Over the binomial tree of 8 ranks rank 0 waits on 4, which waits on
 	// 6, which waits on 7, and every rank waits on its parent for the
 	// result; a broadcast from rank 3 runs down a tree (small) or along
-	// the chain 3, 4, ..., 2 (large). Whichever rank is silent (a leaf, an
-	// inner rank, the root) and whichever timer fires first, every rank
-	// that waits on it, directly or not, must fail naming it; in a
-	// broadcast the others may finish.
+	// the chain 3, 4, ..., 2 (large), and a reduce to rank 3 goes up the
+	// tree rooted there. Whichever rank is silent (a leaf, an inner rank,
+	// the root) and whichever timer fires first, every rank that waits on
+	// it, directly or not, must fail naming it; the others may finish.
 	const root = 3
 	treeBelow := func(up, q int) bool { // q is up or in up's subtree
 		for q > up {
@@ -265,6 +265,8 @@ func TestTreeAndChainTimeoutsBlameSilentRank(t *testing.T) {
 			func(r, silent int) bool { return treeBelow(rel(silent), rel(r)) }},
 		{"broadcast-chain", func(g *TCPGroup) error { return g.Broadcast(tensor.Ones([]int{1000}), root) }, []int{3, 4, 7, 1},
 			func(r, silent int) bool { return rel(r) > rel(silent) }},
+		{"reduce", func(g *TCPGroup) error { return g.Reduce(tensor.Ones([]int{100}), root, Sum) }, []int{5, 7, 1, 2},
+			func(r, silent int) bool { return treeBelow(rel(r), rel(silent)) }},
 	}
 	for _, c := range cases {
 		for _, silent := range c.silent {

@@ -171,8 +171,9 @@ func NewGroupFromEnv(ctx context.Context) (*TCPGroup, error) {
 // chunked ring (reduce-scatter then all-gather) for large tensors, and for
 // small ones a binomial tree (from 3 ranks) or a direct exchange reduced
 // in rank order (2 ranks); Broadcast passes large tensors along a
-// pipelined chain and small ones down a binomial tree; the other
-// collectives exchange directly with the ranks involved.
+// pipelined chain and small ones down a binomial tree, and Reduce goes up
+// a binomial tree (tree.go); the other collectives exchange directly with
+// the ranks involved.
 type TCPGroup struct {
 	rank, size int
 	timeout    atomic.Int64
