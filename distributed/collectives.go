@@ -10,8 +10,9 @@ import (
 )
 
 // directLimit is the largest AllReduce payload (bytes) that ranks without
-// shared memory exchange directly between all ranks (or over a tree, see
-// treeMinRanks); larger ones use the ring.
+// shared memory send over a tree (or for 2 ranks exchange directly, see
+// treeMinRanks); larger ones use the ring. Broadcast likewise sends up to
+// this much down a tree and more along a chain.
 const directLimit = 256 << 10
 
 // treeMinRanks is the smallest group whose all-reduces up to directLimit

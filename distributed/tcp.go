@@ -179,7 +179,7 @@ type TCPGroup struct {
 	timeout    atomic.Int64
 	maxFrame   uint64
 	chunk      int
-	direct     int       // AllReduce payloads up to this many bytes skip the ring (TCP only)
+	direct     int       // AllReduce and Broadcast payloads up to this many bytes skip the ring and the chain (TCP only)
 	treeMin    int       // ... over a tree in groups of this many ranks or more (treeMinRanks)
 	bufs       sync.Pool // *[]byte of cap chunk: received payloads, reused
 	peers      []*peer   // by rank in this group; nil at this rank
