@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emberml/ember/internal/netlab"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -43,7 +44,7 @@ func BenchmarkSmallAllReduceProcesses(b *testing.B) {
 	}
 }
 
-// BenchmarkAllReduceOverLinks runs 4 ranks on 4 hosts of a netLab whose
+// BenchmarkAllReduceOverLinks runs 4 ranks on 4 hosts of a netlab.Lab whose
 // links are shaped to 1 Gbit/s (EMBER_DIST_LINK_RATE sets another tc
 // rate), as machines on a switch: each iteration times rank 1 streaming
 // 64 MB to rank 0 over plain TCP (streamMB/s: the link as a program sees
@@ -58,8 +59,8 @@ func BenchmarkSmallAllReduceProcesses(b *testing.B) {
 func BenchmarkAllReduceOverLinks(b *testing.B) {
 	rate := cmp.Or(os.Getenv("EMBER_DIST_LINK_RATE"), "1gbit")
 	const ranks = 4
-	lab := newNetLab(b, ranks, rate)
-	cmds := rankCommands(b, ranks, "links", lab.addrs[0], "29517", lab.on)
+	lab := netlab.New(b, ranks, rate)
+	cmds := rankCommands(b, ranks, "links", lab.Addrs[0], "29517", lab.On)
 	runBenchCommands(b, cmds)
 }
 

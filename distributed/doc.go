@@ -9,6 +9,18 @@
 //
 //	pg, err := distributed.NewGroupFromEnv(ctx)
 //
+// ember launch (cmd/ember) sets that environment and supervises the ranks:
+// on one machine
+//
+//	ember launch -nproc 4 ./train
+//
+// and on two, the same command on each with its own -node-rank, rank 0's
+// machine as -master and the same EMBER_DIST_TOKEN (TestLaunchAcrossMachines
+// runs examples/ddp so on two network namespaces):
+//
+//	ember launch -nnodes 2 -node-rank 0 -master 10.0.0.1:29500 -nproc 4 ./train   # on 10.0.0.1
+//	ember launch -nnodes 2 -node-rank 1 -master 10.0.0.1:29500 -nproc 4 ./train   # on the other
+//
 // Rank 0 serves a one-shot rendezvous at MASTER_ADDR:MASTER_PORT where the
 // ranks exchange their listen addresses; then every pair of ranks connects
 // directly and authenticates with an HMAC-SHA256 challenge on the token.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/emberml/ember/internal/netlab"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -100,16 +101,16 @@ func runAll(t *testing.T, cmds []*exec.Cmd) []string {
 	return res
 }
 
-// TestAcrossNetworkNamespaces runs ranks on two hosts of a netLab (network
+// TestAcrossNetworkNamespaces runs ranks on two hosts of a netlab.Lab (network
 // namespaces on a bridge): rank 0 on one, ranks 1 and 2 on the other. It
 // needs root and iproute2 and is skipped otherwise.
 func TestAcrossNetworkNamespaces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	lab := newNetLab(t, 2, "")
-	cmds := rankCommands(t, 3, "collectives", lab.addrs[0], "29513", func(r int) []string {
-		return lab.on(min(r, 1))
+	lab := netlab.New(t, 2, "")
+	cmds := rankCommands(t, 3, "collectives", lab.Addrs[0], "29513", func(r int) []string {
+		return lab.On(min(r, 1))
 	})
 	// Separate network namespaces count as separate machines: TCP only.
 	for r, out := range runAll(t, cmds) {

@@ -1,4 +1,10 @@
-package distributed
+// Package netlab builds small networks of Linux network namespaces for
+// tests and benchmarks that stand for several machines: a namespace per
+// host, each with one veth interface whose other end is on a bridge in a
+// namespace of its own, as machines on one switch. Links may be shaped to a
+// rate with tc's token bucket filter, as a NIC of that speed would. It
+// needs root and iproute2; New skips the test otherwise.
+package netlab
 
 import (
 	"fmt"
@@ -9,20 +15,17 @@ import (
 	"testing"
 )
 
-// netLab stands for machines on one switch: a network namespace per host,
-// each with one veth interface whose other end is on a bridge in a
-// namespace of its own. A rate shapes every host's link both ways with
-// tc's token bucket filter, as a NIC of that speed would. It needs root and
-// iproute2; newNetLab skips the test or benchmark otherwise.
-type netLab struct {
-	hosts []string // namespace of each host
-	addrs []string // IPv4 address of each host
+// Lab is a network of hosts on one switch.
+type Lab struct {
+	Hosts []string // network namespace of each host
+	Addrs []string // IPv4 address of each host
 	ip    string   // path of ip(8)
 }
 
-// newNetLab builds a lab of n hosts (at most 250), removed when t ends;
-// rate is a tc rate such as "1gbit", or "" for unshaped links.
-func newNetLab(t testing.TB, n int, rate string) *netLab {
+// New builds a lab of n hosts (at most 250), removed when t ends; rate is
+// a tc rate such as "1gbit" that shapes every host's link both ways (a
+// 256 KB bucket), or "" for unshaped links.
+func New(t testing.TB, n int, rate string) *Lab {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create network namespaces")
@@ -47,9 +50,9 @@ func newNetLab(t testing.TB, n int, rate string) *netLab {
 	if err := ip("netns", "add", sw); err != nil {
 		t.Skipf("cannot create network namespaces here: %v", err)
 	}
-	lab := &netLab{ip: ipPath}
+	lab := &Lab{ip: ipPath}
 	t.Cleanup(func() {
-		for _, ns := range lab.hosts {
+		for _, ns := range lab.Hosts {
 			ip("netns", "del", ns) // takes its veth pair with it
 		}
 		ip("netns", "del", sw)
@@ -64,8 +67,8 @@ func newNetLab(t testing.TB, n int, rate string) *netLab {
 	for h := range n {
 		ns := fmt.Sprintf("ember-h%d-%s", h, id)
 		must(ip("netns", "add", ns))
-		lab.hosts = append(lab.hosts, ns)
-		lab.addrs = append(lab.addrs, fmt.Sprintf("10.213.9.%d", h+1))
+		lab.Hosts = append(lab.Hosts, ns)
+		lab.Addrs = append(lab.Addrs, fmt.Sprintf("10.213.9.%d", h+1))
 		nic, port := fmt.Sprintf("eh%d-%s", h, id), fmt.Sprintf("es%d-%s", h, id)
 		for _, step := range [][]string{
 			{"link", "add", nic, "type", "veth", "peer", "name", port},
@@ -73,7 +76,7 @@ func newNetLab(t testing.TB, n int, rate string) *netLab {
 			{"link", "set", port, "netns", sw},
 			{"-n", sw, "link", "set", port, "master", "br0"},
 			{"-n", sw, "link", "set", port, "up"},
-			{"-n", ns, "addr", "add", lab.addrs[h] + "/24", "dev", nic},
+			{"-n", ns, "addr", "add", lab.Addrs[h] + "/24", "dev", nic},
 			{"-n", ns, "link", "set", nic, "up"},
 			{"-n", ns, "link", "set", "lo", "up"},
 		} {
@@ -90,5 +93,5 @@ func newNetLab(t testing.TB, n int, rate string) *netLab {
 	return lab
 }
 
-// on returns the command prefix that runs a program on host h.
-func (l *netLab) on(h int) []string { return []string{l.ip, "netns", "exec", l.hosts[h]} }
+// On returns the command prefix that runs a program on host h.
+func (l *Lab) On(h int) []string { return []string{l.ip, "netns", "exec", l.Hosts[h]} }
