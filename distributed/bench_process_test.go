@@ -52,7 +52,9 @@ func BenchmarkSmallAllReduceProcesses(b *testing.B) {
 // bus/stream: the ring at link speed reads 1), a broadcast of it from rank
 // 0 along the chain (bcastMB/s, bcast/stream: the tensor's bytes over the
 // time; at link speed 1, where rank 0 sending to each rank in turn would
-// read 1/3), and 10 all-reduces of each
+// read 1/3), a reduce-scatter and an all-gather of it (rs-bus/stream,
+// ag-bus/stream: (n-1)/n of the tensor per rank over the time), and 10
+// all-reduces of each
 // small size (256, 8,192 and 65,536 floats) by each route over TCP
 // (direct-256-µs, tree-256-µs, ring-256-µs, ...: µs per all-reduce). It
 // needs root, ip and tc, and is skipped otherwise.
@@ -189,7 +191,13 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 	if stream != nil {
 		defer stream.Close()
 	}
-	var streamSec, ringSec, bcastSec float64
+	// ReduceScatter and AllGather of the same 64 MB, in N pieces.
+	pieces := make([]*tensor.Tensor, g.Size())
+	for j := range pieces {
+		pieces[j] = tensor.Ones([]int{n / g.Size()})
+	}
+	piece := tensor.Ones([]int{n / g.Size()})
+	var streamSec, ringSec, bcastSec, rsSec, agSec float64
 	small := make([][]float64, len(routes))
 	for i := range small {
 		small[i] = make([]float64, len(smalls))
@@ -202,6 +210,12 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 			return err
 		}
 		if err := timedRun(g, &bcastSec, func() error { return g.Broadcast(big, 0) }); err != nil {
+			return err
+		}
+		if err := timedRun(g, &rsSec, func() error { return g.ReduceScatter(piece, pieces, Sum) }); err != nil {
+			return err
+		}
+		if err := timedRun(g, &agSec, func() error { return g.AllGather(pieces, piece) }); err != nil {
 			return err
 		}
 		for i, route := range routes {
@@ -228,7 +242,11 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 		busMB := float64(4*n) * float64(iters) * 2 * float64(g.Size()-1) / float64(g.Size()) / ringSec / 1e6
 		var out strings.Builder
 		bcastMB := float64(4*n) * float64(iters) / bcastSec / 1e6
-		fmt.Fprintf(&out, " streamMB/s=%.0f busMB/s=%.0f bus/stream=%.3f bcastMB/s=%.0f bcast/stream=%.3f", streamMB, busMB, busMB/streamMB, bcastMB, bcastMB/streamMB)
+		// Bus bandwidth of reduce-scatter and all-gather: (n-1)/n of
+		// the tensor per rank.
+		half := float64(4*n) * float64(iters) * float64(g.Size()-1) / float64(g.Size()) / 1e6
+		fmt.Fprintf(&out, " streamMB/s=%.0f busMB/s=%.0f bus/stream=%.3f bcastMB/s=%.0f bcast/stream=%.3f rs-bus/stream=%.3f ag-bus/stream=%.3f",
+			streamMB, busMB, busMB/streamMB, bcastMB, bcastMB/streamMB, half/rsSec/streamMB, half/agSec/streamMB)
 		for i, route := range routes {
 			for k, m := range smalls {
 				fmt.Fprintf(&out, " %s-%d-µs=%.0f", route, m, small[i][k]/float64(iters*reps)*1e6)
