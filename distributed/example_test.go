@@ -107,6 +107,40 @@ func ExampleTCPGroup_Scatter() {
 	// from rank 2 [4 9]
 }
 
+// Subgroups run collectives among some of the ranks: here the even and
+// the odd ranks of four each sum their ranks, as two data-parallel
+// replicas of a model split over two ranks would.
+func ExampleTCPGroup_NewSubgroup() {
+	groups, closeAll := startGroups(4)
+	defer closeAll()
+	sums := make([]float32, len(groups))
+	onEveryRank(groups, func(g *distributed.TCPGroup) error {
+		// Every rank creates every subgroup, in the same order; a rank
+		// gets nil for the subgroups it is not in.
+		even, err := g.NewSubgroup([]int{0, 2})
+		if err != nil {
+			return err
+		}
+		odd, err := g.NewSubgroup([]int{1, 3})
+		if err != nil {
+			return err
+		}
+		mine := even
+		if mine == nil {
+			mine = odd
+		}
+		x := tensor.Full([]int{1}, float64(g.Rank()))
+		if err := mine.AllReduce(x, distributed.Sum); err != nil {
+			return err
+		}
+		sums[g.Rank()] = x.Float32s()[0]
+		return nil
+	})
+	fmt.Println(sums)
+	// Output:
+	// [2 4 2 4]
+}
+
 // Data-parallel training on two ranks: each rank starts from different
 // weights (DataParallel replaces them with rank 0's), trains on its own
 // half of every batch, and SyncGradients averages the gradients, so both
