@@ -8,7 +8,11 @@
 // torchrun-style environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
 // MASTER_PORT, EMBER_DIST_TOKEN) and prefixes their output with the rank;
 // started with that environment already set (by torchrun-like launchers or
-// by hand on several machines) it is one rank of the job.
+// by hand on several machines) it is one rank of the job. On two machines,
+// with ember launch (cmd/ember) and the same EMBER_DIST_TOKEN on both:
+//
+//	ember launch -nnodes 2 -node-rank 0 -master 10.0.0.1:29500 -nproc 2 ./ddp   # on 10.0.0.1
+//	ember launch -nnodes 2 -node-rank 1 -master 10.0.0.1:29500 -nproc 2 ./ddp   # on the other
 //
 // The data is the 8×8 digits set shipped with examples/quickstart
 // (-digits), or MNIST from the original idx files (-mnist DIR, see
