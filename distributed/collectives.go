@@ -381,26 +381,16 @@ func (g *TCPGroup) BroadcastAsync(t *tensor.Tensor, root int) Work {
 		if g.size == 1 {
 			return nil
 		}
-		if g.shm != nil {
-			v := hostVec(t)
-			if err := g.shmBroadcast(seq, v, root, deadline); err != nil {
-				return err
-			}
-			v.store(t)
-			return nil
-		}
-		// Root's tensor as it is; the others' (contiguous) storage or a
-		// copy, filled as the data arrives.
-		var v vec
-		if g.rank == root {
-			v = hostVec(t)
-		} else {
-			v = newVec(t.DType(), t.Numel())
-		}
+		// The tensor's own storage where it is contiguous (the others
+		// receive straight into it), else a copy stored back afterwards.
+		v := hostVec(t)
 		var err error
-		if nb := v.len() * v.elemSize(); nb <= g.direct || nb == 0 {
+		switch nb := v.len() * v.elemSize(); {
+		case g.shm != nil:
+			err = g.shmBroadcast(seq, v, root, deadline)
+		case nb <= g.direct || nb == 0:
 			err = g.treeBroadcast(seq, v, root, deadline)
-		} else {
+		default:
 			err = g.chainBroadcast(seq, v, root, deadline)
 		}
 		if err == nil && g.rank != root {
@@ -434,7 +424,7 @@ func (g *TCPGroup) chainBroadcast(seq uint64, v vec, root int, deadline time.Tim
 		return g.sendRange(next, opBroadcast, seq, v, 0, n, deadline)
 	}
 	prev := g.peers[(g.rank-1+g.size)%g.size]
-	if _, _, err := g.recv(prev, opBroadcast, seq, byte(v.dt), 0, es, deadline); err != nil {
+	if err := g.recvAnnouncement(prev, h, deadline); err != nil {
 		return err
 	}
 	for at := 0; at < n; {
@@ -479,11 +469,6 @@ func (g *TCPGroup) ReduceAsync(t *tensor.Tensor, root int, op ReduceOp) Work {
 				v.store(t)
 			}
 			return nil
-		}
-		if g.rank != root {
-			// v is sent as it stands once this rank's subtree is folded
-			// in: a copy, so that t keeps its own value.
-			v = v.clone()
 		}
 		if err := g.treeReduce(seq, v, root, op, deadline); err != nil {
 			return err

@@ -279,17 +279,24 @@ func TestRingAndTreeResultsBitIdentical(t *testing.T) {
 				if tree {
 					treeAlways(gs)
 				}
-				res := make([][]float32, n)
-				requireAll(t, gs, func(g *TCPGroup) error {
-					var err error
-					res[g.Rank()], err = randomAvg(g)
-					return err
-				})
-				for r := 1; r < n; r++ {
-					require.Equal(t, res[0], res[r], "rank %d", r)
-				}
+				requireSameRandomAvg(t, gs)
 			})
 		}
+	}
+}
+
+// requireSameRandomAvg runs randomAvg on every rank of gs and requires
+// that all ranks get the same bits.
+func requireSameRandomAvg(t *testing.T, gs []*TCPGroup) {
+	t.Helper()
+	res := make([][]float32, len(gs))
+	requireAll(t, gs, func(g *TCPGroup) error {
+		var err error
+		res[g.Rank()], err = randomAvg(g)
+		return err
+	})
+	for r := 1; r < len(gs); r++ {
+		require.Equal(t, res[0], res[r], "rank %d", r)
 	}
 }
 

@@ -133,16 +133,7 @@ func TestSharedMemoryMatchesTCPBits(t *testing.T) {
 	for r := range n {
 		assert.Equal(t, tcp[r], shm[r], "rank %d", r)
 	}
-	gs := localGroups(t, n)
-	avg := make([][]float32, n)
-	requireAll(t, gs, func(g *TCPGroup) error {
-		var err error
-		avg[g.Rank()], err = randomAvg(g)
-		return err
-	})
-	for r := 1; r < n; r++ {
-		require.Equal(t, avg[0], avg[r], "rank %d", r)
-	}
+	requireSameRandomAvg(t, localGroups(t, n))
 }
 
 func TestSharedMemoryInPlaceOutputs(t *testing.T) {

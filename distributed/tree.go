@@ -69,7 +69,7 @@ func (t treeNode) up(v vec, op ReduceOp, deadline time.Time) error {
 	for m := 1; m < t.low && t.q+m < g.size; m <<= 1 {
 		c := t.peer(t.q + m)
 		if t.hasChildren(t.q+m, m) {
-			if err := t.recvAnnouncement(c, v, deadline); err != nil {
+			if err := g.recvAnnouncement(c, t.h, deadline); err != nil {
 				return err
 			}
 		}
@@ -92,7 +92,7 @@ func (t treeNode) down(v vec, deadline time.Time) error {
 	g := t.g
 	if t.q != 0 {
 		parent := t.peer(t.q - t.low)
-		if err := t.recvAnnouncement(parent, v, deadline); err != nil {
+		if err := g.recvAnnouncement(parent, t.h, deadline); err != nil {
 			return err
 		}
 		if err := g.recvRange(parent, t.h.op, t.h.seq, v.dt, 0, v.len(), deadline, v.decode); err != nil {
@@ -109,9 +109,11 @@ func (t treeNode) down(v vec, deadline time.Time) error {
 	return nil
 }
 
-// recvAnnouncement receives p's empty announcement.
-func (t treeNode) recvAnnouncement(p *peer, v vec, deadline time.Time) error {
-	_, _, err := t.g.recv(p, t.h.op, t.h.seq, t.h.dtype, 0, v.elemSize(), deadline)
+// recvAnnouncement receives p's empty announcement of the collective of
+// header h (tree.go, chainBroadcast): after it, a timeout waiting on p waits
+// for p's own abort.
+func (g *TCPGroup) recvAnnouncement(p *peer, h frameHeader, deadline time.Time) error {
+	_, _, err := g.recv(p, h.op, h.seq, h.dtype, 0, 1, deadline)
 	return err
 }
 
@@ -140,13 +142,16 @@ func (g *TCPGroup) treeBroadcast(seq uint64, v vec, root int, deadline time.Time
 }
 
 // treeReduce reduces every rank's v up the tree rooted at root into root's
-// v; the other ranks' v end as their subtree's partial result. The root's
-// link carries ⌈log2 N⌉ tensors, where receiving from every rank would
-// take N-1.
+// v; the other ranks' v stay as they were (those with children fold their
+// subtree into a copy). The root's link carries ⌈log2 N⌉ tensors, where
+// receiving from every rank would take N-1.
 func (g *TCPGroup) treeReduce(seq uint64, v vec, root int, op ReduceOp, deadline time.Time) error {
 	t := g.tree(opReduce, seq, v, root)
 	if err := t.announce(true, false, deadline); err != nil {
 		return err
+	}
+	if t.q != 0 && t.hasChildren(t.q, t.low) {
+		v = v.clone()
 	}
 	return t.up(v, op, deadline)
 }
