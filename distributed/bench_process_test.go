@@ -238,15 +238,15 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 		}
 	}
 	if g.Rank() == 0 {
-		streamMB := float64(4*n) * float64(iters) / streamSec / 1e6
-		busMB := float64(4*n) * float64(iters) * 2 * float64(g.Size()-1) / float64(g.Size()) / ringSec / 1e6
+		// MB moved in all iterations, and the share of it each rank
+		// sends in a reduce-scatter or an all-gather (bus bandwidth as
+		// NCCL defines it; an all-reduce is both).
+		mb := float64(4*n) * float64(iters) / 1e6
+		share := mb * float64(g.Size()-1) / float64(g.Size())
+		streamMB, busMB, bcastMB := mb/streamSec, 2*share/ringSec, mb/bcastSec
 		var out strings.Builder
-		bcastMB := float64(4*n) * float64(iters) / bcastSec / 1e6
-		// Bus bandwidth of reduce-scatter and all-gather: (n-1)/n of
-		// the tensor per rank.
-		half := float64(4*n) * float64(iters) * float64(g.Size()-1) / float64(g.Size()) / 1e6
 		fmt.Fprintf(&out, " streamMB/s=%.0f busMB/s=%.0f bus/stream=%.3f bcastMB/s=%.0f bcast/stream=%.3f rs-bus/stream=%.3f ag-bus/stream=%.3f",
-			streamMB, busMB, busMB/streamMB, bcastMB, bcastMB/streamMB, half/rsSec/streamMB, half/agSec/streamMB)
+			streamMB, busMB, busMB/streamMB, bcastMB, bcastMB/streamMB, share/rsSec/streamMB, share/agSec/streamMB)
 		for i, route := range routes {
 			for k, m := range smalls {
 				fmt.Fprintf(&out, " %s-%d-µs=%.0f", route, m, small[i][k]/float64(iters*reps)*1e6)

@@ -37,16 +37,11 @@ func BenchmarkSmallAllReduceOverTCP(b *testing.B) {
 		for _, n := range []int{256, 8 << 10, 64 << 10} {
 			for _, route := range []string{"direct", "tree", "ring", "auto"} {
 				b.Run(fmt.Sprintf("ranks=%d/floats=%d/route=%s", ranks, n, route), func(b *testing.B) {
-					benchAllReduceRoute(b, ranks, n, route)
+					benchAllReduceSetup(b, ranks, n, Config{DisableSharedMemory: true}, func(g *TCPGroup) { setRoute(g, route) })
 				})
 			}
 		}
 	}
-}
-
-// benchAllReduceRoute is one case of BenchmarkSmallAllReduceOverTCP.
-func benchAllReduceRoute(b *testing.B, ranks, n int, route string) {
-	benchAllReduceSetup(b, ranks, n, Config{DisableSharedMemory: true}, func(g *TCPGroup) { setRoute(g, route) })
 }
 
 // BenchmarkReduceOverTCP times Reduce to rank 0 between goroutine ranks
@@ -57,18 +52,7 @@ func BenchmarkReduceOverTCP(b *testing.B) {
 			b.Run(fmt.Sprintf("ranks=%d/floats=%d", ranks, n), func(b *testing.B) {
 				gs, xs := benchGroups(b, ranks, n, Config{DisableSharedMemory: true})
 				b.ResetTimer()
-				var wg sync.WaitGroup
-				for _, g := range gs {
-					wg.Go(func() {
-						for range b.N {
-							if err := g.Reduce(xs[g.Rank()], 0, Sum); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
+				onEveryRankN(b, gs, func(g *TCPGroup) error { return g.Reduce(xs[g.Rank()], 0, Sum) })
 				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*1e6, "µs")
 			})
 		}
@@ -106,11 +90,21 @@ func benchAllReduceSetup(b *testing.B, ranks, n int, cfg Config, setup func(g *T
 	}
 	b.SetBytes(int64(4 * n))
 	b.ResetTimer()
+	onEveryRankN(b, gs, func(g *TCPGroup) error { return g.AllReduce(xs[g.Rank()], Sum) })
+	// Bus bandwidth as NCCL defines it: each rank moves
+	// 2(n-1)/n of the tensor.
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(4*n)*2*float64(ranks-1)/float64(ranks)/sec/1e6, "busMB/s")
+}
+
+// onEveryRankN runs op b.N times on every rank of gs at once, stopping a
+// rank at its first error.
+func onEveryRankN(b *testing.B, gs []*TCPGroup, op func(g *TCPGroup) error) {
 	var wg sync.WaitGroup
 	for _, g := range gs {
 		wg.Go(func() {
 			for range b.N {
-				if err := g.AllReduce(xs[g.Rank()], Sum); err != nil {
+				if err := op(g); err != nil {
 					b.Error(err)
 					return
 				}
@@ -118,10 +112,6 @@ func benchAllReduceSetup(b *testing.B, ranks, n int, cfg Config, setup func(g *T
 		})
 	}
 	wg.Wait()
-	// Bus bandwidth as NCCL defines it: each rank moves
-	// 2(n-1)/n of the tensor.
-	sec := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(float64(4*n)*2*float64(ranks-1)/float64(ranks)/sec/1e6, "busMB/s")
 }
 
 // benchGroups starts ranks local groups, closed when b ends, and gives
