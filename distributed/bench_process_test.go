@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -52,12 +53,13 @@ func BenchmarkSmallAllReduceProcesses(b *testing.B) {
 // bus/stream: the ring at link speed reads 1), a broadcast of it from rank
 // 0 along the chain (bcastMB/s, bcast/stream: the tensor's bytes over the
 // time; at link speed 1, where rank 0 sending to each rank in turn would
-// read 1/3), a reduce-scatter and an all-gather of it (rs-bus/stream,
-// ag-bus/stream: (n-1)/n of the tensor per rank over the time), and 10
-// all-reduces of each
-// small size (256, 8,192 and 65,536 floats) by each route over TCP
-// (direct-256-µs, tree-256-µs, ring-256-µs, ...: µs per all-reduce). It
-// needs root, ip and tc, and is skipped otherwise.
+// read 1/3), a reduce-scatter and an all-gather of it round the ring
+// (rs-bus/stream, ag-bus/stream: (n-1)/n of the tensor per rank over the
+// time) and exchanged directly (rs-direct-bus/stream,
+// ag-direct-bus/stream), and 10 all-reduces of each small size (256,
+// 8,192 and 65,536 floats) by each route over TCP (direct-256-µs,
+// tree-256-µs, ring-256-µs, ...: µs per all-reduce). It needs root, ip
+// and tc, and is skipped otherwise.
 func BenchmarkAllReduceOverLinks(b *testing.B) {
 	rate := cmp.Or(os.Getenv("EMBER_DIST_LINK_RATE"), "1gbit")
 	const ranks = 4
@@ -197,7 +199,9 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 		pieces[j] = tensor.Ones([]int{n / g.Size()})
 	}
 	piece := tensor.Ones([]int{n / g.Size()})
-	var streamSec, ringSec, bcastSec, rsSec, agSec float64
+	var streamSec, ringSec, bcastSec float64
+	// rsSec and agSec: round the ring, then exchanged directly.
+	var rsSec, agSec [2]float64
 	small := make([][]float64, len(routes))
 	for i := range small {
 		small[i] = make([]float64, len(smalls))
@@ -212,11 +216,17 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 		if err := timedRun(g, &bcastSec, func() error { return g.Broadcast(big, 0) }); err != nil {
 			return err
 		}
-		if err := timedRun(g, &rsSec, func() error { return g.ReduceScatter(piece, pieces, Sum) }); err != nil {
-			return err
-		}
-		if err := timedRun(g, &agSec, func() error { return g.AllGather(pieces, piece) }); err != nil {
-			return err
+		for i, direct := range []int{g.direct, math.MaxInt} {
+			restore := g.direct
+			g.direct = direct
+			err := timedRun(g, &rsSec[i], func() error { return g.ReduceScatter(piece, pieces, Sum) })
+			if err == nil {
+				err = timedRun(g, &agSec[i], func() error { return g.AllGather(pieces, piece) })
+			}
+			g.direct = restore
+			if err != nil {
+				return err
+			}
 		}
 		for i, route := range routes {
 			for k, m := range smalls {
@@ -245,8 +255,10 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 		share := mb * float64(g.Size()-1) / float64(g.Size())
 		streamMB, busMB, bcastMB := mb/streamSec, 2*share/ringSec, mb/bcastSec
 		var out strings.Builder
-		fmt.Fprintf(&out, " streamMB/s=%.0f busMB/s=%.0f bus/stream=%.3f bcastMB/s=%.0f bcast/stream=%.3f rs-bus/stream=%.3f ag-bus/stream=%.3f",
-			streamMB, busMB, busMB/streamMB, bcastMB, bcastMB/streamMB, share/rsSec/streamMB, share/agSec/streamMB)
+		fmt.Fprintf(&out, " streamMB/s=%.0f busMB/s=%.0f bus/stream=%.3f bcastMB/s=%.0f bcast/stream=%.3f",
+			streamMB, busMB, busMB/streamMB, bcastMB, bcastMB/streamMB)
+		fmt.Fprintf(&out, " rs-bus/stream=%.3f ag-bus/stream=%.3f rs-direct-bus/stream=%.3f ag-direct-bus/stream=%.3f",
+			share/rsSec[0]/streamMB, share/agSec[0]/streamMB, share/rsSec[1]/streamMB, share/agSec[1]/streamMB)
 		for i, route := range routes {
 			for k, m := range smalls {
 				fmt.Fprintf(&out, " %s-%d-µs=%.0f", route, m, small[i][k]/float64(iters*reps)*1e6)

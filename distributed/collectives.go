@@ -3,7 +3,6 @@ package distributed
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/emberml/ember/tensor"
@@ -234,139 +233,6 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 	})
 }
 
-// ringAllReduce runs the bandwidth-optimal ring: size-1 reduce-scatter
-// steps leave each rank with one fully reduced segment, size-1 all-gather
-// steps pass those segments round. One goroutine sends to the next rank and
-// one receives from the previous rank for all 2(size-1) steps, so the steps
-// are pipelined chunk by chunk: the segment sent at step k+1 is the one
-// received at step k, and each of its chunks goes out as soon as it has
-// been reduced (or, while gathering, stored), while later chunks of step k
-// are still arriving. v is reduced in place, without copies beyond the
-// socket reads (the all-gather phase's data is read straight into v); every
-// rank reduces the same elements in the same order, so the results are
-// bit-identical. For Avg each segment is divided by the size once, by the
-// rank that completes it, before it goes round: v holds the average.
-func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
-	n, s := v.len(), g.size
-	seg := func(i int) (int, int) {
-		i = ((i % s) + s) % s
-		return i * n / s, (i + 1) * n / s
-	}
-	steps := 2 * (s - 1)
-	// Segment sent and received at each step: reduce-scatter steps first,
-	// then all-gather steps.
-	sendSeg := func(k int) (int, int) {
-		if k < s-1 {
-			return seg(g.rank - k)
-		}
-		return seg(g.rank + 1 - (k - (s - 1)))
-	}
-	recvSeg := func(k int) (int, int) {
-		if k < s-1 {
-			return seg(g.rank - k - 1)
-		}
-		return seg(g.rank - (k - (s - 1)))
-	}
-	// received counts the elements received and processed so far over all
-	// steps; recvBase[k] is its value when step k starts.
-	recvBase := make([]int, steps+1)
-	for k := range steps {
-		lo, hi := recvSeg(k)
-		recvBase[k+1] = recvBase[k] + hi - lo
-	}
-	var received atomic.Int64
-	progress := make(chan struct{}, 1)
-	next, prev := g.peers[(g.rank+1)%s], g.peers[(g.rank-1+s)%s]
-	if nativeLittle {
-		// The all-gather phase's data is final: prev's read loop writes
-		// it straight into v instead of a buffer the receiver copies from.
-		// Region j is the segment this rank reduces into at
-		// reduce-scatter step j-1 (none for j = 0), so it is armed when
-		// that step ends.
-		sk := &sink{op: opAllReduce, seq: seq, skip: recvBase[s-1] * v.elemSize(), armed: 1}
-		for k := s - 1; k < steps; k++ {
-			lo, hi := recvSeg(k)
-			sk.regions = append(sk.regions, sliceBytes(v.slice(lo, hi)))
-		}
-		prev.openSink(g.gid, sk)
-		defer prev.closeSink(g.gid)
-	}
-	step := max(g.chunk/v.elemSize(), 1)
-	h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
-	sender := func() error {
-		for k := range steps {
-			lo, hi := sendSeg(k)
-			if lo == hi {
-				if err := g.send(next, h, nil, deadline); err != nil {
-					return err
-				}
-				continue
-			}
-			for at := lo; at < hi; at += step {
-				end := min(at+step, hi)
-				if k > 0 {
-					// Elements [lo, end) of this segment were received
-					// at step k-1; wait until they are processed.
-					if err := g.awaitProgress(&received, progress, int64(recvBase[k-1]+end-lo)); err != nil {
-						return err
-					}
-				}
-				if err := g.send(next, h, v.encode(at, end), deadline); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	receiver := func() error {
-		for k := range steps {
-			lo, hi := recvSeg(k)
-			use := v.decode
-			switch {
-			case k == s-2 && op == Avg:
-				// The segment is final here: its owner divides it
-				// once, before it goes round, so every rank gets the
-				// same quotients for a 1/size share of the divisions.
-				use = func(lo, hi int, b []byte) {
-					v.reduceBytes(lo, hi, b, op)
-					vec{v.dt, v.slice(lo, hi)}.divide(s)
-				}
-			case k < s-1:
-				use = func(lo, hi int, b []byte) { v.reduceBytes(lo, hi, b, op) }
-			}
-			err := g.recvRange(prev, opAllReduce, seq, v.dt, lo, hi, deadline, func(clo, chi int, b []byte) {
-				use(clo, chi, b)
-				received.Store(int64(recvBase[k] + chi - lo))
-				select {
-				case progress <- struct{}{}:
-				default:
-				}
-			})
-			if err != nil {
-				return err
-			}
-			if nativeLittle && k < s-1 {
-				prev.armSink(g.gid, k+2)
-			}
-		}
-		return nil
-	}
-	return g.parallel(sender, receiver)
-}
-
-// awaitProgress waits until counter reaches want, woken through notify,
-// or returns the group's failure.
-func (g *TCPGroup) awaitProgress(counter *atomic.Int64, notify <-chan struct{}, want int64) error {
-	for counter.Load() < want {
-		select {
-		case <-notify:
-		case <-g.root.done:
-			return g.failure()
-		}
-	}
-	return nil
-}
-
 // Broadcast implements ProcessGroup.
 func (g *TCPGroup) Broadcast(t *tensor.Tensor, root int) error {
 	return wait(g.BroadcastAsync(t, root))
@@ -495,26 +361,37 @@ func (g *TCPGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work
 	return g.submit(func(deadline time.Time) error {
 		seq := g.nextSeq()
 		v := hostVec(in)
-		if g.shm != nil {
-			ovs := make([]vec, len(outs))
-			for j, o := range outs {
-				ovs[j] = hostVec(o)
-			}
-			if err := g.shmAllGather(seq, ownCopy(v, in, outs), ovs, deadline); err != nil {
+		if g.shm == nil && !g.ringRoute(v.len()*g.size*v.elemSize()) {
+			got, err := g.exchange(opAllGather, seq, v.dt, v.len(), func(int) vec { return v }, deadline)
+			if err != nil {
 				return err
 			}
+			got[g.rank] = ownCopy(v, in, outs)
 			for j, o := range outs {
-				ovs[j].store(o)
+				got[j].store(o)
 			}
 			return nil
 		}
-		got, err := g.exchange(opAllGather, seq, v.dt, v.len(), func(int) vec { return v }, deadline)
+		ovs := make([]vec, len(outs))
+		for j, o := range outs {
+			ovs[j] = hostVec(o)
+		}
+		var err error
+		if g.shm != nil {
+			err = g.shmAllGather(seq, ownCopy(v, in, outs), ovs, deadline)
+		} else {
+			// This rank's share goes into place first, so that an
+			// input sharing memory with another output is read before
+			// that output is written.
+			own := ovs[g.rank]
+			own.decode(0, own.len(), v.encode(0, v.len()))
+			err = g.ringAllGather(opAllGather, seq, v.dt, parts{own}, func(j int) parts { return parts{ovs[j]} }, deadline)
+		}
 		if err != nil {
 			return err
 		}
-		got[g.rank] = ownCopy(v, in, outs)
 		for j, o := range outs {
-			got[j].store(o)
+			ovs[j].store(o)
 		}
 		return nil
 	})
@@ -548,31 +425,40 @@ func (g *TCPGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, 
 		for j, t := range ins {
 			vs[j] = hostVec(t)
 		}
-		if g.shm != nil {
-			dst := hostVec(out)
-			for _, t := range ins {
-				if t.SharesStorage(out) {
-					// Writing the result must not change what is
-					// still to be staged.
-					dst = newVec(out.DType(), out.Numel())
-					break
-				}
-			}
-			if err := g.shmReduceScatter(seq, dst, vs, op, deadline); err != nil {
+		dt, n := out.DType(), out.Numel()
+		if g.shm == nil && !g.ringRoute(n*g.size*dt.Size()) {
+			got, err := g.exchange(opReduceScatter, seq, dt, n, func(j int) vec { return vs[j] }, deadline)
+			if err != nil {
 				return err
 			}
-			dst.store(out)
+			v := g.reduceInRankOrder(got, vs[g.rank], op)
+			if op == Avg {
+				v.divide(g.size)
+			}
+			v.store(out)
 			return nil
 		}
-		got, err := g.exchange(opReduceScatter, seq, out.DType(), out.Numel(), func(j int) vec { return vs[j] }, deadline)
+		dst := hostVec(out)
+		for _, t := range ins {
+			if t.SharesStorage(out) {
+				// Writing the result must not change what is still
+				// to be sent.
+				dst = newVec(dt, n)
+				break
+			}
+		}
+		var err error
+		if g.shm != nil {
+			err = g.shmReduceScatter(seq, dst, vs, op, deadline)
+		} else {
+			send := func(j int) parts { return parts{vs[j]} }
+			work := func(int) vec { return newVec(dt, n) }
+			err = g.ringReduceScatter(opReduceScatter, seq, dt, send, parts{vs[g.rank]}, work, dst, op, deadline)
+		}
 		if err != nil {
 			return err
 		}
-		v := g.reduceInRankOrder(got, vs[g.rank], op)
-		if op == Avg {
-			v.divide(g.size)
-		}
-		v.store(out)
+		dst.store(out)
 		return nil
 	})
 }

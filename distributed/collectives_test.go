@@ -285,6 +285,50 @@ func TestRingAndTreeResultsBitIdentical(t *testing.T) {
 	}
 }
 
+func TestRingReduceScatterOrder(t *testing.T) {
+	// Random floats, where the order of the additions shows in the last
+	// bits: round the ring, rank j's share is the sum of the ranks'
+	// contributions in the order j+1, j+2, …, j (mod the size), divided
+	// once for Avg. 1001 elements a share pass the 256-byte chunks
+	// unevenly.
+	const size = 1001
+	for _, n := range []int{2, 3, 5} {
+		for _, op := range []ReduceOp{Sum, Avg} {
+			t.Run(fmt.Sprintf("ranks=%d/%v", n, op), func(t *testing.T) {
+				contrib := func(r, j int) *tensor.Tensor {
+					return tensor.NewGenerator(uint64(r*n+j)+3).Randn([]int{size}, tensor.Float32)
+				}
+				gs := tcpGroups(t, n)
+				requireAll(t, gs, func(g *TCPGroup) error {
+					r := g.Rank()
+					ins := make([]*tensor.Tensor, n)
+					for j := range ins {
+						ins[j] = contrib(r, j)
+					}
+					out := tensor.Zeros([]int{size})
+					if err := g.ReduceScatter(out, ins, op); err != nil {
+						return err
+					}
+					want := contrib((r+1)%n, r).Float32s()
+					for k := 2; k <= n; k++ {
+						c := contrib((r+k)%n, r).Float32s()
+						for i := range want {
+							want[i] += c[i]
+						}
+					}
+					if op == Avg {
+						for i := range want {
+							want[i] /= float32(n)
+						}
+					}
+					assert.Equal(t, want, out.Float32s(), "rank %d", r)
+					return nil
+				})
+			})
+		}
+	}
+}
+
 // requireSameRandomAvg runs randomAvg on every rank of gs and requires
 // that all ranks get the same bits.
 func requireSameRandomAvg(t *testing.T, gs []*TCPGroup) {
@@ -311,7 +355,21 @@ func randomAvg(g ProcessGroup) ([]float32, error) {
 }
 
 func TestGatherIntoOwnInput(t *testing.T) {
+	for _, route := range []string{"shm", "ring", "direct"} {
+		t.Run(route, func(t *testing.T) { testGatherIntoOwnInput(t, route) })
+	}
+}
+
+// testGatherIntoOwnInput runs TestGatherIntoOwnInput through shared
+// memory, or over TCP round the ring (AllGather) or directly.
+func testGatherIntoOwnInput(t *testing.T, route string) {
 	gs := localGroups(t, 3)
+	if route != "shm" {
+		gs = tcpGroups(t, 3)
+		for _, g := range gs {
+			g.direct = map[string]int{"ring": 0, "direct": 1 << 30}[route]
+		}
+	}
 	requireAll(t, gs, func(g *TCPGroup) error {
 		// Slot 0 of the output is the input itself: rank 1's and 2's own
 		// contribution must survive slot 0 being written first.

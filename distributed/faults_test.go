@@ -241,10 +241,12 @@ func TestTreeAndChainTimeoutsBlameSilentRank(t *testing.T) {
 	// Over the binomial tree of 8 ranks rank 0 waits on 4, which waits on
 	// 6, which waits on 7, and every rank waits on its parent for the
 	// result; a broadcast from rank 3 runs down a tree (small) or along
-	// the chain 3, 4, ..., 2 (large), and a reduce to rank 3 goes up the
-	// tree rooted there. Whichever rank is silent (a leaf, an inner rank,
-	// the root) and whichever timer fires first, every rank that waits on
-	// it, directly or not, must fail naming it; the others may finish.
+	// the chain 3, 4, ..., 2 (large), a reduce to rank 3 goes up the
+	// tree rooted there, and a reduce-scatter or all-gather goes round the
+	// ring, where every rank waits on every other. Whichever rank is
+	// silent (a leaf, an inner rank, the root) and whichever timer fires
+	// first, every rank that waits on it, directly or not, must fail
+	// naming it; the others may finish.
 	const root = 3
 	treeBelow := func(up, q int) bool { // q is up or in up's subtree
 		for q > up {
@@ -267,6 +269,13 @@ func TestTreeAndChainTimeoutsBlameSilentRank(t *testing.T) {
 			func(r, silent int) bool { return rel(r) > rel(silent) }},
 		{"reduce", func(g *TCPGroup) error { return g.Reduce(tensor.Ones([]int{100}), root, Sum) }, []int{5, 7, 1, 2},
 			func(r, silent int) bool { return treeBelow(rel(r), rel(silent)) }},
+		// 8 shares of 100 floats: round the ring.
+		{"reduce-scatter-ring", func(g *TCPGroup) error {
+			return g.ReduceScatter(tensor.Zeros([]int{100}), pieces(8, 100), Sum)
+		}, []int{0, 3, 7}, func(int, int) bool { return true }},
+		{"all-gather-ring", func(g *TCPGroup) error {
+			return g.AllGather(pieces(8, 100), tensor.Ones([]int{100}))
+		}, []int{0, 4, 6}, func(int, int) bool { return true }},
 	}
 	for _, c := range cases {
 		for _, silent := range c.silent {
@@ -299,6 +308,15 @@ func TestTreeAndChainTimeoutsBlameSilentRank(t *testing.T) {
 			})
 		}
 	}
+}
+
+// pieces returns n tensors of m ones.
+func pieces(n, m int) []*tensor.Tensor {
+	ts := make([]*tensor.Tensor, n)
+	for j := range ts {
+		ts[j] = tensor.Ones([]int{m})
+	}
+	return ts
 }
 
 func TestTimeoutBlamesSilentRankOfThree(t *testing.T) {

@@ -94,22 +94,38 @@ func (g *TCPGroup) recvParts(p *peer, op byte, seq uint64, dt tensor.DType, dst 
 	return g.recvRange(p, op, seq, dt, 0, dst.len(), deadline, dst.decode)
 }
 
-// reduceScatterPartsAsync sends send(j) to every peer j and receives from
-// every peer j its contribution to this rank's share, then writes into dst
-// the combination by op of own (this rank's contribution) and the
-// received ones: the lowest-ranked peer's contribution is received
-// straight into dst, the others into recv[j] (buffers of dst's length,
-// unused for that peer and this rank), and the rest are combined into it
-// in rank order. The memory of the parts
-// and buffers must not change until the Work completes.
-func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, recv []vec, dst vec, op ReduceOp) Work {
+// reduceScatterPartsAsync writes into dst the combination by op of every
+// rank's contribution to this rank's share: this rank's contributions to
+// rank j's share are the pieces send(j) (own for itself). spare holds
+// size-2 buffers of dst's length for received or partial contributions.
+// Over TCP, shares of more than g.direct bytes in all go round the ring
+// (ringReduceScatter, in its order); smaller ones are exchanged directly,
+// the lowest-ranked peer's contribution received straight into dst and
+// the rest combined into it in rank order. The memory of the parts and
+// buffers must not change until the Work completes.
+func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp) Work {
 	return g.submit(func(deadline time.Time) error {
 		if g.shm != nil {
 			return g.shmReduceScatterParts(dt, send, own, dst, op, deadline)
 		}
+		seq := g.nextSeq()
+		buf := func(int) vec {
+			v := spare[0]
+			spare = spare[1:]
+			return v
+		}
+		if g.ringRoute(dst.len() * g.size * dt.Size()) {
+			return g.ringReduceScatter(opShardReduceScatter, seq, dt, send, own, buf, dst, op, deadline)
+		}
 		first := 0
 		if g.rank == 0 {
 			first = 1
+		}
+		recv := make([]vec, g.size)
+		for j := range recv {
+			if j != g.rank && j != first {
+				recv[j] = buf(j)
+			}
 		}
 		into := func(j int) parts {
 			if j == first {
@@ -117,7 +133,7 @@ func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) par
 			}
 			return parts{recv[j]}
 		}
-		if err := g.exchangeParts(opShardReduceScatter, dt, send, into, deadline); err != nil {
+		if err := g.exchangeParts(opShardReduceScatter, seq, dt, send, into, deadline); err != nil {
 			return err
 		}
 		for j := range g.size {
@@ -145,9 +161,17 @@ func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) par
 	})
 }
 
+// ringRoute reports whether a reduce-scatter or all-gather of total bytes
+// over TCP goes round the ring rather than exchanging directly: past
+// g.direct bytes, where the direct exchange's N-1 transfers at once per
+// rank share one link and the ring's pipelined steps use both directions
+// of every link.
+func (g *TCPGroup) ringRoute(total int) bool { return g.size > 1 && total > g.direct }
+
 // allGatherPartsAsync sends own to every peer and receives every peer j's
-// share into into(j). The memory of the parts must not change until the
-// Work completes.
+// share into into(j), round the ring when the shares total more than
+// g.direct bytes. The memory of the parts must not change until the Work
+// completes.
 func (g *TCPGroup) allGatherPartsAsync(dt tensor.DType, own parts, into func(j int) parts) Work {
 	return g.submit(func(deadline time.Time) error {
 		if g.shm != nil {
@@ -163,14 +187,17 @@ func (g *TCPGroup) allGatherPartsAsync(dt tensor.DType, own parts, into func(j i
 			}
 			return g.shmAllGatherParts(dt, own, dsts, lens, deadline)
 		}
-		return g.exchangeParts(opShardAllGather, dt, func(int) parts { return own }, into, deadline)
+		seq := g.nextSeq()
+		if g.ringRoute(own.len() * g.size * dt.Size()) {
+			return g.ringAllGather(opShardAllGather, seq, dt, own, into, deadline)
+		}
+		return g.exchangeParts(opShardAllGather, seq, dt, func(int) parts { return own }, into, deadline)
 	})
 }
 
-// exchangeParts numbers an operation, sends send(j) to every peer j and
-// receives from it into into(j), all at once.
-func (g *TCPGroup) exchangeParts(op byte, dt tensor.DType, send, into func(j int) parts, deadline time.Time) error {
-	seq := g.nextSeq()
+// exchangeParts sends send(j) to every peer j and receives from it into
+// into(j), all at once.
+func (g *TCPGroup) exchangeParts(op byte, seq uint64, dt tensor.DType, send, into func(j int) parts, deadline time.Time) error {
 	var fns []func() error
 	for _, p := range g.peers {
 		if p == nil {

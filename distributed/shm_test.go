@@ -101,8 +101,9 @@ func treeAlways(gs []*TCPGroup) {
 
 func TestSharedMemoryMatchesTCPBits(t *testing.T) {
 	// Random floats, where the reduction order shows in the last bits:
-	// every rank gets the same bits, and ReduceScatter (rank order on
-	// both paths) gives the TCP path's bits.
+	// every rank gets the same bits, and ReduceScatter (rank order through
+	// shared memory and in the direct exchange over TCP) gives the TCP
+	// path's bits.
 	const n, size = 5, 4099
 	run := func(disable bool) [][]float32 {
 		gs, err := newLocalGroups(context.Background(), n, Config{Timeout: 20 * time.Second, ChunkBytes: 1024, DisableSharedMemory: disable})
@@ -114,7 +115,7 @@ func TestSharedMemoryMatchesTCPBits(t *testing.T) {
 		}()
 		res := make([][]float32, n)
 		requireAll(t, gs, func(g *TCPGroup) error {
-			g.direct = 64
+			g.direct = 1 << 30
 			gen := tensor.NewGenerator(uint64(g.Rank()) + 7)
 			ins := make([]*tensor.Tensor, n)
 			for j := range ins {
@@ -136,11 +137,26 @@ func TestSharedMemoryMatchesTCPBits(t *testing.T) {
 	requireSameRandomAvg(t, localGroups(t, n))
 }
 
-func TestSharedMemoryInPlaceOutputs(t *testing.T) {
+func TestInPlaceOutputs(t *testing.T) {
 	// The output aliases an input: the result must be computed from the
-	// inputs as they were.
+	// inputs as they were, through shared memory, round the TCP ring
+	// and in the direct exchange.
+	for _, route := range []string{"shm", "ring", "direct"} {
+		t.Run(route, func(t *testing.T) { testInPlaceOutputs(t, route) })
+	}
+}
+
+func testInPlaceOutputs(t *testing.T, route string) {
 	const n, size = 3, 200
 	gs := localGroups(t, n)
+	if route != "shm" {
+		gs = tcpGroups(t, n)
+		if route == "direct" {
+			for _, g := range gs {
+				g.direct = 1 << 30
+			}
+		}
+	}
 	requireAll(t, gs, func(g *TCPGroup) error {
 		r := g.Rank()
 		flat := tensor.Zeros([]int{n * size})

@@ -113,7 +113,7 @@ type zeroBucket struct {
 	direct bool
 
 	// Buffers of the direct path.
-	recv  []vec // a peer's contribution to this rank's block, by rank
+	spare []vec // buffers for the reduce-scatter (reduceScatterPartsAsync)
 	zeros vec   // size zeros: padding and absent gradients
 	used  vec   // this rank's flags
 
@@ -145,7 +145,7 @@ type zeroSegment struct {
 // pieces (TCPGroup); ZeroOptimizer uses ReduceScatter and AllGather over
 // buffers with the others.
 type shardGroup interface {
-	reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, recv []vec, dst vec, op ReduceOp) Work
+	reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp) Work
 	allGatherPartsAsync(dt tensor.DType, own parts, into func(j int) parts) Work
 }
 
@@ -216,16 +216,10 @@ func NewZeroOptimizer(d *DDP, newOpt func(shard []*autograd.Var) Optimizer) *Zer
 			}
 		}
 		if b.direct {
-			// The lowest-ranked peer's contribution lands in b.out.
-			first := 0
-			if rank == 0 {
-				first = 1
-			}
-			b.recv = make([]vec, w)
-			for j := range w {
-				if j != rank && j != first {
-					b.recv[j] = newVec(dt, b.size+b.flags)
-				}
+			// Received or partial contributions of all but two ranks
+			// need a buffer: the rest go straight to b.out.
+			for range w - 2 {
+				b.spare = append(b.spare, newVec(dt, b.size+b.flags))
 			}
 			b.zeros, b.used = newVec(dt, b.size), newVec(dt, b.flags)
 		} else {
@@ -360,7 +354,7 @@ func (z *ZeroOptimizer) startDirect(k int) Work {
 	dst := hostVec(b.out)
 	tensor.MarkWritten(b.out)
 	send := func(j int) parts { return blocks[(j+1)%w] }
-	return d.pg.(shardGroup).reduceScatterPartsAsync(b.zeros.dt, send, blocks[b.owned], b.recv, dst, Avg)
+	return d.pg.(shardGroup).reduceScatterPartsAsync(b.zeros.dt, send, blocks[b.owned], b.spare, dst, Avg)
 }
 
 // paramParts returns block blk's pieces of bucket b's parameter tensors.

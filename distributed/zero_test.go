@@ -78,13 +78,27 @@ func TestZeroOptimizerMatchesSingleProcess(t *testing.T) {
 		ref := zeroModel(100)
 		trainReference(t, ref, o.make(ref.Parameters()), batch, 0, steps)
 		want := paramValues(ref)
+		// direct: ZeroOptimizer's own exchanges of the parameter and
+		// gradient pieces (else the group's ReduceScatter and AllGather);
+		// tcp: without shared memory, the pieces round the ring or
+		// exchanged directly.
 		for _, c := range []struct {
 			w      int
 			direct bool
 			after  bool
-		}{{1, true, false}, {2, true, false}, {3, true, false}, {4, true, true}, {3, false, false}} {
-			t.Run(fmt.Sprintf("%s/W=%d/direct=%v/SyncAfterBackward=%v", o.name, c.w, c.direct, c.after), func(t *testing.T) {
+			tcp    string
+		}{{1, true, false, ""}, {2, true, false, ""}, {3, true, false, ""}, {4, true, true, ""}, {3, false, false, ""},
+			{2, true, false, "ring"}, {6, true, false, "ring"}, {4, true, true, "ring"}, {4, true, false, "direct"}} {
+			t.Run(fmt.Sprintf("%s/W=%d/direct=%v/SyncAfterBackward=%v/tcp=%s", o.name, c.w, c.direct, c.after, c.tcp), func(t *testing.T) {
 				gs := localGroups(t, c.w)
+				if c.tcp != "" {
+					gs = tcpGroups(t, c.w)
+					for _, g := range gs {
+						if c.tcp == "direct" {
+							g.direct = 1 << 30
+						}
+					}
+				}
 				got := make([][][]float32, c.w)
 				requireAll(t, gs, func(g *TCPGroup) error {
 					var pg ProcessGroup = g
