@@ -59,6 +59,40 @@ func BenchmarkReduceOverTCP(b *testing.B) {
 	}
 }
 
+// BenchmarkReduceScatterOverTCP times ReduceScatter and AllGather of n
+// floats in all (n/ranks a rank) between goroutine ranks without shared
+// memory, round the ring or exchanged directly: µs per collective.
+func BenchmarkReduceScatterOverTCP(b *testing.B) {
+	for _, ranks := range []int{4, 8} {
+		for _, n := range []int{64 << 10, 1 << 20, 16 << 20} {
+			for _, route := range []string{"ring", "direct"} {
+				for _, op := range []string{"reduce-scatter", "all-gather"} {
+					b.Run(fmt.Sprintf("ranks=%d/floats=%d/%s/route=%s", ranks, n, op, route), func(b *testing.B) {
+						gs, _ := benchGroups(b, ranks, 0, Config{DisableSharedMemory: true})
+						ins, outs := make([][]*tensor.Tensor, ranks), make([]*tensor.Tensor, ranks)
+						for r, g := range gs {
+							g.direct = map[string]int{"ring": 0, "direct": math.MaxInt}[route]
+							ins[r], outs[r] = make([]*tensor.Tensor, ranks), tensor.Ones([]int{n / ranks})
+							for j := range ins[r] {
+								ins[r][j] = tensor.Ones([]int{n / ranks})
+							}
+						}
+						b.SetBytes(int64(4 * n))
+						b.ResetTimer()
+						onEveryRankN(b, gs, func(g *TCPGroup) error {
+							if op == "all-gather" {
+								return g.AllGather(ins[g.Rank()], outs[g.Rank()])
+							}
+							return g.ReduceScatter(outs[g.Rank()], ins[g.Rank()], Sum)
+						})
+						b.ReportMetric(b.Elapsed().Seconds()/float64(b.N)*1e6, "µs")
+					})
+				}
+			}
+		}
+	}
+}
+
 // setRoute makes g's all-reduces over TCP take route: "direct", "tree" or
 // "ring" up to directLimit, or the group's own choice ("auto"); it returns
 // a function that restores the group's choice. Call it between

@@ -271,10 +271,10 @@ func TestTreeAndChainTimeoutsBlameSilentRank(t *testing.T) {
 			func(r, silent int) bool { return treeBelow(rel(r), rel(silent)) }},
 		// 8 shares of 100 floats: round the ring.
 		{"reduce-scatter-ring", func(g *TCPGroup) error {
-			return g.ReduceScatter(tensor.Zeros([]int{100}), pieces(8, 100), Sum)
+			return g.ReduceScatter(tensor.Zeros([]int{100}), onesList(8, 100), Sum)
 		}, []int{0, 3, 7}, func(int, int) bool { return true }},
 		{"all-gather-ring", func(g *TCPGroup) error {
-			return g.AllGather(pieces(8, 100), tensor.Ones([]int{100}))
+			return g.AllGather(onesList(8, 100), tensor.Ones([]int{100}))
 		}, []int{0, 4, 6}, func(int, int) bool { return true }},
 	}
 	for _, c := range cases {
@@ -310,8 +310,8 @@ func TestTreeAndChainTimeoutsBlameSilentRank(t *testing.T) {
 	}
 }
 
-// pieces returns n tensors of m ones.
-func pieces(n, m int) []*tensor.Tensor {
+// onesList returns n tensors of m ones.
+func onesList(n, m int) []*tensor.Tensor {
 	ts := make([]*tensor.Tensor, n)
 	for j := range ts {
 		ts[j] = tensor.Ones([]int{m})
