@@ -240,8 +240,8 @@ func (g *TCPGroup) sendForwarded(p *peer, op byte, seq uint64, dt tensor.DType, 
 // the segment that rank j-1 completes, so ZeroOptimizer's blocks (rank j
 // owns block j+1) get the bits of DataParallel's ring. Partial results
 // are built in work(j) (a vec of rank j's share length, for every rank
-// but this one and the previous), the last straight in dst. For Avg, dst
-// is divided by the size at the end. The memory of the parts, work and
+// but this one and the previous), the last straight in dst, divided by
+// the size for Avg as it is completed. The memory of the parts, work and
 // dst must not change until it returns; dst must not share memory with
 // own.
 func (g *TCPGroup) ringReduceScatter(op byte, seq uint64, dt tensor.DType, send func(j int) parts, own parts, work func(j int) vec, dst vec, rop ReduceOp, deadline time.Time) error {
@@ -270,11 +270,14 @@ func (g *TCPGroup) ringReduceScatter(op byte, seq uint64, dt tensor.DType, send 
 		for k := range steps {
 			j := recvShare(k)
 			into, mine := partial[j], contrib[j]
+			div := 1
+			if k == steps-1 && rop == Avg {
+				div = s // the share is complete: divide in the same pass
+			}
 			err := g.recvRange(prev, op, seq, dt, 0, mine.len(), deadline, func(lo, hi int, b []byte) {
-				into.decode(lo, hi, b)
 				mine.overlap(lo, hi, func(v vec, a, e, at int) {
 					if a < e {
-						into.reduceVec(lo+at/es, lo+at/es+e-a, vec{v.dt, v.slice(a, e)}, rop)
+						into.combine(lo+at/es, lo+at/es+e-a, b[at:at+(e-a)*es], vec{v.dt, v.slice(a, e)}, rop, div)
 					}
 				})
 				rp.set(k, hi)
@@ -285,13 +288,7 @@ func (g *TCPGroup) ringReduceScatter(op byte, seq uint64, dt tensor.DType, send 
 		}
 		return nil
 	}
-	if err := g.parallel(sender, receiver); err != nil {
-		return err
-	}
-	if rop == Avg {
-		dst.divide(s)
-	}
-	return nil
+	return g.parallel(sender, receiver)
 }
 
 // ringAllGather sends own to every rank and receives every rank j's share

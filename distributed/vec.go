@@ -277,6 +277,40 @@ func (v vec) reduceBytes(lo, hi int, b []byte, op ReduceOp) {
 	v.reduceVec(lo, hi, tmp, op)
 }
 
+// combine sets elements [lo, hi) of v to the little-endian values in b
+// combined by op with all elements of o (b's first), divided by div when
+// div > 1 (Avg's last step): one pass for float sums, the bits of
+// decoding b, reducing o into it and dividing.
+func (v vec) combine(lo, hi int, b []byte, o vec, op ReduceOp, div int) {
+	if op == Sum || op == Avg {
+		switch d := v.data.(type) {
+		case []float32:
+			if s := rawView[float32](b); s != nil {
+				if div > 1 {
+					reduce.MeanFloat32s(d[lo:hi], float32(div), s, o.data.([]float32))
+				} else {
+					reduce.SumFloat32s(d[lo:hi], s, o.data.([]float32))
+				}
+				return
+			}
+		case []float64:
+			if s := rawView[float64](b); s != nil {
+				if div > 1 {
+					reduce.MeanFloat64s(d[lo:hi], float64(div), s, o.data.([]float64))
+				} else {
+					reduce.SumFloat64s(d[lo:hi], s, o.data.([]float64))
+				}
+				return
+			}
+		}
+	}
+	v.decode(lo, hi, b)
+	v.reduceVec(lo, hi, o, op)
+	if div > 1 {
+		vec{v.dt, v.slice(lo, hi)}.divide(div)
+	}
+}
+
 // reduceVec combines elements [lo, hi) of v with all elements of o.
 func (v vec) reduceVec(lo, hi int, o vec, op ReduceOp) {
 	switch d := v.data.(type) {
