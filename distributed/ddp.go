@@ -3,6 +3,7 @@ package distributed
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sync"
 
 	"github.com/emberml/ember/autograd"
@@ -89,9 +90,10 @@ type DDP struct {
 }
 
 // DataParallel wraps model for data-parallel training over pg. Every rank
-// must build the same architecture; DataParallel checks that the parameter
-// counts agree, then copies rank 0's parameters and buffers to every rank.
-// Errors come from the network or from mismatched models.
+// must build the same architecture; DataParallel checks that the ranks'
+// parameters and buffers agree in number, dtype and shape (an error names
+// the first that differs), then copies rank 0's parameters and buffers to
+// every rank. Errors come from the network or from mismatched models.
 func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, error) {
 	if opts.BucketBytes < 0 {
 		panic(fmt.Sprintf("distributed.DataParallel: negative BucketBytes %d", opts.BucketBytes))
@@ -101,7 +103,8 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 	}
 	d := &DDP{Module: model, pg: pg, opts: opts, params: model.Parameters()}
 	// The replicas must agree on the parameter layout before any tensor
-	// moves: compare the counts and total sizes with Max and Min.
+	// moves: compare the counts and total sizes, then every tensor's
+	// dtype and shape, with Max and Min.
 	total := 0
 	for _, p := range d.params {
 		if !p.Value().DType().IsFloat() || p.Value().DType().Size() < 4 {
@@ -109,26 +112,46 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 		}
 		total += p.Value().Numel()
 	}
-	layout := []int64{int64(len(d.params)), int64(total), int64(len(model.NamedBuffers()))}
+	buffers := model.NamedBuffers()
+	layout := []int64{int64(len(d.params)), int64(total), int64(len(buffers))}
 	// The check travels on the parameters' device: a GPU process group
 	// (NCCL) takes device tensors only.
 	dev := tensor.CPU
 	if len(d.params) > 0 {
 		dev = d.params[0].Value().Device()
 	}
-	hi, err := tensor.FromSlice(layout).ToDevice(dev)
+	l, h, err := agreeInt64s(pg, dev, layout)
 	if err != nil {
 		return nil, err
 	}
-	lo := hi.Neg()
-	if err := pg.AllReduce(hi, Max); err != nil {
-		return nil, err
-	}
-	if err := pg.AllReduce(lo, Max); err != nil {
-		return nil, err
-	}
-	if h, l := hi.Int64s(), lo.Neg().Int64s(); h[0] != l[0] || h[1] != l[1] || h[2] != l[2] {
+	if h[0] != l[0] || h[1] != l[1] || h[2] != l[2] {
 		return nil, fmt.Errorf("distributed.DataParallel: rank %d's model has %d parameters (%d elements) and %d buffers, but the ranks range over %v..%v: every rank must build the same model", pg.Rank(), layout[0], layout[1], layout[2], l, h)
+	}
+	// Equal counts can hide different shapes (a 3×2 weight where another
+	// rank has 2×3), which the broadcast below would fill without
+	// complaint: compare each tensor's dtype and shape too.
+	sigs := make([]int64, 0, len(d.params)+len(buffers))
+	for _, p := range d.params {
+		sigs = append(sigs, tensorSignature(p.Value()))
+	}
+	for _, b := range buffers {
+		sigs = append(sigs, tensorSignature(b.Buffer))
+	}
+	if l, h, err = agreeInt64s(pg, dev, sigs); err != nil {
+		return nil, err
+	}
+	mismatch := func(what string, v *tensor.Tensor) error {
+		return fmt.Errorf("distributed.DataParallel: %s is %s %v on rank %d but of another dtype or shape on some rank: every rank must build the same model", what, v.DType(), v.Shape(), pg.Rank())
+	}
+	for i, p := range d.params {
+		if l[i] != h[i] {
+			return nil, mismatch(fmt.Sprintf("parameter %d", i), p.Value())
+		}
+	}
+	for j, b := range buffers {
+		if k := len(d.params) + j; l[k] != h[k] {
+			return nil, mismatch(fmt.Sprintf("buffer %q", b.Name), b.Buffer)
+		}
 	}
 	for _, p := range d.params {
 		if err := pg.Broadcast(p.Value(), 0); err != nil {
@@ -206,6 +229,35 @@ func DataParallel(model nn.Module, pg ProcessGroup, opts DDPOptions) (*DDP, erro
 		}
 	}
 	return d, nil
+}
+
+// agreeInt64s returns the elementwise minimum and maximum of vals over
+// the ranks of pg (every rank passes the same number of values), moved
+// to dev for the exchange.
+func agreeInt64s(pg ProcessGroup, dev tensor.Device, vals []int64) (lo, hi []int64, err error) {
+	if len(vals) == 0 {
+		return nil, nil, nil
+	}
+	up, err := tensor.FromSlice(vals).ToDevice(dev)
+	if err != nil {
+		return nil, nil, err
+	}
+	down := up.Neg()
+	if err := pg.AllReduce(up, Max); err != nil {
+		return nil, nil, err
+	}
+	if err := pg.AllReduce(down, Max); err != nil {
+		return nil, nil, err
+	}
+	return down.Neg().Int64s(), up.Int64s(), nil
+}
+
+// tensorSignature hashes t's dtype and shape (FNV-1a) into 62 bits, so
+// that negating it cannot overflow.
+func tensorSignature(t *tensor.Tensor) int64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s%v", t.DType(), t.Shape())
+	return int64(h.Sum64() >> 2)
 }
 
 // Close removes the gradient hooks DataParallel registered, so that later

@@ -182,19 +182,44 @@ func TestDataParallelUnusedParameters(t *testing.T) {
 }
 
 func TestDataParallelRejectsDifferentModels(t *testing.T) {
-	gs := localGroups(t, 2)
-	errs := onAll(gs, func(g *TCPGroup) error {
-		gen := tensor.NewGenerator(1)
-		var m nn.Module = nn.NewLinear(gen, 3, 2, true)
-		if g.Rank() == 1 {
-			m = nn.NewLinear(gen, 3, 2, false)
-		}
-		_, err := DataParallel(m, g, DDPOptions{})
-		return err
-	})
-	for r, err := range errs {
-		require.Error(t, err, "rank %d", r)
-		assert.Contains(t, err.Error(), "same model")
+	// Rank 1's model differs from rank 0's: a parameter fewer; the same
+	// counts with a weight 3×2 where rank 0's is 2×3 (which the
+	// parameters' broadcast would fill without complaint); the same
+	// parameters with a BatchNorm without affine over 4 features where
+	// rank 0's has 2 (only the buffers' shapes differ). Every rank must
+	// fail with an error naming what differs.
+	gen := tensor.NewGenerator(1)
+	bn := func(n int) nn.Module {
+		return nn.NewSequential(nn.NewLinear(gen, 3, 2, false), nn.NewBatchNorm1d(n, nn.BatchNormOptions{NoAffine: true}))
+	}
+	for _, c := range []struct {
+		name         string
+		rank0, rank1 nn.Module
+		want         [2]string
+	}{
+		{"count", nn.NewLinear(gen, 3, 2, true), nn.NewLinear(gen, 3, 2, false),
+			[2]string{"rank 0's model has 2 parameters", "rank 1's model has 1 parameters"}},
+		{"shape", nn.NewLinear(gen, 3, 2, false), nn.NewLinear(gen, 2, 3, false),
+			[2]string{"parameter 0 is float32 [2 3] on rank 0", "parameter 0 is float32 [3 2] on rank 1"}},
+		{"buffer", bn(2), bn(4),
+			[2]string{"float32 [2] on rank 0", "float32 [4] on rank 1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gs := localGroups(t, 2)
+			errs := onAll(gs, func(g *TCPGroup) error {
+				m := c.rank0
+				if g.Rank() == 1 {
+					m = c.rank1
+				}
+				_, err := DataParallel(m, g, DDPOptions{})
+				return err
+			})
+			for r, err := range errs {
+				require.Error(t, err, "rank %d", r)
+				assert.Contains(t, err.Error(), c.want[r])
+				assert.Contains(t, err.Error(), "every rank must build the same model")
+			}
+		})
 	}
 }
 
