@@ -11,7 +11,9 @@ import (
 // directLimit is the largest AllReduce payload (bytes) that ranks without
 // shared memory send over a tree (or for 2 ranks exchange directly, see
 // treeMinRanks); larger ones use the ring. Broadcast likewise sends up to
-// this much down a tree and more along a chain.
+// this much down a tree and more along a chain, and ReduceScatter and
+// AllGather exchange up to this much in all directly and more round the
+// ring.
 const directLimit = 256 << 10
 
 // treeMinRanks is the smallest group whose all-reduces up to directLimit

@@ -170,16 +170,17 @@ func NewGroupFromEnv(ctx context.Context) (*TCPGroup, error) {
 // one machine (see the package documentation). Over TCP, AllReduce runs a
 // chunked ring (reduce-scatter then all-gather) for large tensors, and for
 // small ones a binomial tree (from 3 ranks) or a direct exchange reduced
-// in rank order (2 ranks); Broadcast passes large tensors along a
-// pipelined chain and small ones down a binomial tree, and Reduce goes up
-// a binomial tree (tree.go); the other collectives exchange directly with
-// the ranks involved.
+// in rank order (2 ranks); ReduceScatter and AllGather go round the same
+// pipelined ring when large (ring.go) and exchange directly when small;
+// Broadcast passes large tensors along a pipelined chain and small ones
+// down a binomial tree, and Reduce goes up a binomial tree (tree.go); the
+// other collectives exchange directly with the ranks involved.
 type TCPGroup struct {
 	rank, size int
 	timeout    atomic.Int64
 	maxFrame   uint64
 	chunk      int
-	direct     int       // AllReduce and Broadcast payloads up to this many bytes skip the ring and the chain (TCP only)
+	direct     int       // AllReduce, Broadcast, ReduceScatter and AllGather payloads up to this many bytes (in all) skip the ring and the chain (TCP only)
 	treeMin    int       // ... over a tree in groups of this many ranks or more (treeMinRanks)
 	bufs       sync.Pool // *[]byte of cap chunk: received payloads, reused
 	peers      []*peer   // by rank in this group; nil at this rank
