@@ -68,6 +68,63 @@ func BenchmarkAllReduceOverLinks(b *testing.B) {
 	runBenchCommands(b, cmds)
 }
 
+// BenchmarkHierarchicalAllReduceOverLinks runs 4 ranks on 2 hosts of a
+// netlab.Lab, 2 on each (links shaped to 1 Gbit/s, or
+// EMBER_DIST_LINK_RATE), as two machines of two processes: each iteration
+// times rank 2 streaming 64 MB to rank 0 over plain TCP (streamMB/s), an
+// all-reduce of 64 MB of float32 in two levels (shared memory within a
+// host, TCP between them: hier-busMB/s, hier-bus/stream), and the same
+// all-reduce as a flat ring over all four ranks (flat-busMB/s,
+// flat-bus/stream), the bus bandwidth of 4 ranks as NCCL defines it
+// either way, and the flat ring's time over the two-level one
+// (flat/hier). It needs root, ip and tc, and is skipped otherwise.
+func BenchmarkHierarchicalAllReduceOverLinks(b *testing.B) {
+	rate := cmp.Or(os.Getenv("EMBER_DIST_LINK_RATE"), "1gbit")
+	lab := netlab.New(b, 2, rate)
+	cmds := rankCommands(b, 4, "machines", lab.Addrs[0], "29518", func(r int) []string { return lab.On(r / 2) })
+	runBenchCommands(b, cmds)
+}
+
+// machinesRank is a rank of BenchmarkHierarchicalAllReduceOverLinks.
+func machinesRank(g *TCPGroup, iters int, host string) error {
+	const n = 16 << 20
+	if g.hier == nil {
+		return fmt.Errorf("rank %d: no two-level all-reduce: the hosts are not two of two ranks each", g.Rank())
+	}
+	stream, err := streamPair(g, host, 2)
+	if err != nil {
+		return err
+	}
+	if stream != nil {
+		defer stream.Close()
+	}
+	x := tensor.Ones([]int{n})
+	var streamSec, hierSec, flatSec float64
+	for range iters {
+		if err := timedRun(g, &streamSec, func() error { return streamBytes(g, stream, 4*n, 2) }); err != nil {
+			return err
+		}
+		if err := timedRun(g, &hierSec, func() error { return g.AllReduce(x, Sum) }); err != nil {
+			return err
+		}
+		h := g.hier
+		g.hier = nil
+		err := timedRun(g, &flatSec, func() error { return g.AllReduce(x, Sum) })
+		g.hier = h
+		if err != nil {
+			return err
+		}
+	}
+	if g.Rank() == 0 {
+		mb := float64(4*n) * float64(iters) / 1e6
+		bus := 2 * mb * float64(g.Size()-1) / float64(g.Size())
+		streamMB, hierMB, flatMB := mb/streamSec, bus/hierSec, bus/flatSec
+		fmt.Printf("bench: streamMB/s=%.0f hier-busMB/s=%.0f hier-bus/stream=%.3f flat-busMB/s=%.0f flat-bus/stream=%.3f flat/hier=%.3f\n",
+			streamMB, hierMB, hierMB/streamMB, flatMB, flatMB/streamMB, flatSec/hierSec)
+	}
+	return nil
+}
+
 // runBenchRanks runs b.N iterations of a benchmark mode of TestHelperRank
 // in ranks processes and reports the metrics rank 0 prints.
 func runBenchRanks(b *testing.B, ranks int, mode string) {
@@ -130,7 +187,7 @@ func benchRank(g *TCPGroup, iters int) error {
 		return err
 	}
 	shared.Fill(1)
-	stream, err := streamPair(g, "127.0.0.1")
+	stream, err := streamPair(g, "127.0.0.1", 1)
 	if err != nil {
 		return err
 	}
@@ -147,7 +204,7 @@ func benchRank(g *TCPGroup, iters int) error {
 			return nil
 		})
 		if err == nil {
-			err = timed(&streamSec, func() error { return streamBytes(g, stream, 4*n) })
+			err = timed(&streamSec, func() error { return streamBytes(g, stream, 4*n, 1) })
 		}
 		if err == nil {
 			err = timed(&plainSec, func() error { return g.AllReduce(plain, Sum) })
@@ -186,7 +243,7 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 		return fmt.Errorf("rank %d shares memory with another: the hosts are not separate", g.Rank())
 	}
 	big := tensor.Ones([]int{n})
-	stream, err := streamPair(g, host)
+	stream, err := streamPair(g, host, 1)
 	if err != nil {
 		return err
 	}
@@ -207,7 +264,7 @@ func linksRank(g *TCPGroup, iters int, host string) error {
 		small[i] = make([]float64, len(smalls))
 	}
 	for range iters {
-		if err := timedRun(g, &streamSec, func() error { return streamBytes(g, stream, 4*n) }); err != nil {
+		if err := timedRun(g, &streamSec, func() error { return streamBytes(g, stream, 4*n, 1) }); err != nil {
 			return err
 		}
 		if err := timedRun(g, &ringSec, func() error { return g.AllReduce(big, Sum) }); err != nil {
@@ -346,9 +403,9 @@ func timedRun(g *TCPGroup, sec *float64, f func() error) error {
 	return nil
 }
 
-// streamBytes sends total bytes (a multiple of 1 MiB) from rank 1 to rank
-// 0 over stream, in 1 MiB writes; other ranks do nothing.
-func streamBytes(g *TCPGroup, stream net.Conn, total int) error {
+// streamBytes sends total bytes (a multiple of 1 MiB) from rank from to
+// rank 0 over stream, in 1 MiB writes; other ranks do nothing.
+func streamBytes(g *TCPGroup, stream net.Conn, total, from int) error {
 	buf := make([]byte, 1<<20)
 	switch g.Rank() {
 	case 0:
@@ -359,7 +416,7 @@ func streamBytes(g *TCPGroup, stream net.Conn, total int) error {
 			}
 			got += k
 		}
-	case 1:
+	case from:
 		for range total / len(buf) {
 			if _, err := stream.Write(buf); err != nil {
 				return err
@@ -369,10 +426,10 @@ func streamBytes(g *TCPGroup, stream net.Conn, total int) error {
 	return nil
 }
 
-// streamPair connects rank 1 to rank 0 at rank 0's address host over TCP,
-// outside the group: rank 0 listens and broadcasts its port. Other ranks
-// get nil.
-func streamPair(g *TCPGroup, host string) (net.Conn, error) {
+// streamPair connects rank from to rank 0 at rank 0's address host over
+// TCP, outside the group: rank 0 listens and broadcasts its port. Other
+// ranks get nil.
+func streamPair(g *TCPGroup, host string, from int) (net.Conn, error) {
 	var ln net.Listener
 	port := tensor.Zeros([]int{1}, tensor.Int64)
 	if g.Rank() == 0 {
@@ -389,7 +446,7 @@ func streamPair(g *TCPGroup, host string) (net.Conn, error) {
 	switch g.Rank() {
 	case 0:
 		return ln.Accept()
-	case 1:
+	case from:
 		return net.Dial("tcp", net.JoinHostPort(host, strconv.Itoa(int(port.Int64s()[0]))))
 	}
 	return nil, nil

@@ -211,17 +211,11 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 					err = g.shmAllReduce(seq, v, op, deadline)
 				}
 				divided = true
-			} else if n*v.elemSize() > g.direct && n >= g.size {
-				err = g.ringAllReduce(seq, v, op, deadline)
+			} else if g.hier != nil {
+				err = g.hierAllReduce(v, op, deadline)
 				divided = true
-			} else if g.size >= g.treeMin {
-				err = g.treeAllReduce(seq, v, op, deadline)
 			} else {
-				var got []vec
-				got, err = g.exchange(opAllReduce, seq, v.dt, n, func(int) vec { return v }, deadline)
-				if err == nil {
-					v = g.reduceInRankOrder(got, v, op)
-				}
+				v, divided, err = g.allReduceTCP(seq, v, op, deadline)
 			}
 			if err != nil {
 				return err
@@ -233,6 +227,25 @@ func (g *TCPGroup) AllReduceAsync(t *tensor.Tensor, op ReduceOp) Work {
 		v.store(t)
 		return nil
 	})
+}
+
+// allReduceTCP all-reduces v over TCP by the route its size picks: the
+// ring past g.direct bytes, else the binomial tree (from g.treeMin ranks)
+// or the direct exchange. It returns the result (v, or a new vec from the
+// direct exchange) and whether it is already divided for Avg.
+func (g *TCPGroup) allReduceTCP(seq uint64, v vec, op ReduceOp, deadline time.Time) (vec, bool, error) {
+	n := v.len()
+	switch {
+	case n*v.elemSize() > g.direct && n >= g.size:
+		return v, true, g.ringAllReduce(seq, v, op, deadline)
+	case g.size >= g.treeMin:
+		return v, false, g.treeAllReduce(seq, v, op, deadline)
+	}
+	got, err := g.exchange(opAllReduce, seq, v.dt, n, func(int) vec { return v }, deadline)
+	if err != nil {
+		return v, false, err
+	}
+	return g.reduceInRankOrder(got, v, op), false, nil
 }
 
 // Broadcast implements ProcessGroup.
@@ -387,7 +400,7 @@ func (g *TCPGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work
 			// that output is written.
 			own := ovs[g.rank]
 			own.decode(0, own.len(), v.encode(0, v.len()))
-			err = g.ringAllGather(opAllGather, seq, v.dt, parts{own}, func(j int) parts { return parts{ovs[j]} }, deadline)
+			err = g.ringAllGather(opAllGather, seq, v.dt, g.byRank(parts{own}, func(j int) parts { return parts{ovs[j]} }), deadline)
 		}
 		if err != nil {
 			return err

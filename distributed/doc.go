@@ -67,6 +67,20 @@
 // can; Config.DisableSharedMemory (EMBER_DIST_SHM=0) turns it off, and
 // subgroups, other systems and big-endian machines use TCP.
 //
+// Ranks spread evenly over several machines (L ranks on each of M ≥ 2,
+// L ≥ 2, as `ember launch -nnodes M -nproc L` starts them) all-reduce in
+// two levels: each rank reduces its 1/L of the tensor from its machine's
+// ranks through shared memory, all-reduces that piece over TCP with the
+// ranks of its local index on the other machines (by the ring, the tree
+// or the direct exchange, as its size picks), and gathers the other
+// pieces from its machine's ranks. Each machine's link then carries what
+// one rank of an M-rank ring would send, where a flat ring over all M·L
+// ranks carries up to twice that, and local ranks never exchange over
+// loopback TCP. Every rank gets the same bits. The group sets this up with
+// M+L subgroups of its own, whose ids come before those of NewSubgroup;
+// every rank must allow shared memory. The other collectives, and
+// ZeroOptimizer's exchanges, stay flat over TCP.
+//
 // Tensors from TCPGroup.SharedZeros (a collective allocation, like NCCL's
 // registered buffers) live in segments that every local rank maps, so an
 // AllReduce of them stages nothing: each rank reduces its 1/N of every

@@ -174,24 +174,22 @@ func (g *TCPGroup) ringRoute(total int) bool { return g.size > 1 && total > g.di
 // completes.
 func (g *TCPGroup) allGatherPartsAsync(dt tensor.DType, own parts, into func(j int) parts) Work {
 	return g.submit(func(deadline time.Time) error {
+		// The shares may differ in length; their total, on which the
+		// route hangs, is the same on every rank.
+		shares := g.byRank(own, into)
+		lens, total := make([]int, g.size), 0
+		for j, ps := range shares {
+			lens[j] = ps.len()
+			total += lens[j]
+		}
 		if g.shm != nil {
-			// The shares may differ in length.
-			dsts, lens := make([]parts, g.size), make([]int, g.size)
-			for j := range lens {
-				if j == g.rank {
-					lens[j] = own.len()
-				} else {
-					dsts[j] = into(j)
-					lens[j] = dsts[j].len()
-				}
-			}
-			return g.shmAllGatherParts(dt, own, dsts, lens, deadline)
+			return g.shmAllGatherParts(dt, own, shares, lens, deadline)
 		}
 		seq := g.nextSeq()
-		if g.ringRoute(own.len() * g.size * dt.Size()) {
-			return g.ringAllGather(opShardAllGather, seq, dt, own, into, deadline)
+		if g.ringRoute(total * dt.Size()) {
+			return g.ringAllGather(opShardAllGather, seq, dt, shares, deadline)
 		}
-		return g.exchangeParts(opShardAllGather, seq, dt, func(int) parts { return own }, into, deadline)
+		return g.exchangeParts(opShardAllGather, seq, dt, func(int) parts { return own }, func(j int) parts { return shares[j] }, deadline)
 	})
 }
 

@@ -273,7 +273,7 @@ func TestHelperRank(t *testing.T) {
 			require.NoError(t, allReduceView(t, g, int(c.op), 1_000_003, c.dt, c.op))
 		}
 		require.NoError(t, g.Barrier())
-	case "bench", "latency", "links":
+	case "bench", "latency", "links", "machines":
 		iters, err := strconv.Atoi(os.Getenv("EMBER_DIST_BENCH_ITERS"))
 		require.NoError(t, err)
 		switch mode {
@@ -281,6 +281,8 @@ func TestHelperRank(t *testing.T) {
 			require.NoError(t, latencyRank(g, iters))
 		case "links":
 			require.NoError(t, linksRank(g, iters, os.Getenv("MASTER_ADDR")))
+		case "machines":
+			require.NoError(t, machinesRank(g, iters, os.Getenv("MASTER_ADDR")))
 		default:
 			require.NoError(t, benchRank(g, iters))
 		}

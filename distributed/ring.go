@@ -291,15 +291,14 @@ func (g *TCPGroup) ringReduceScatter(op byte, seq uint64, dt tensor.DType, send 
 	return g.parallel(sender, receiver)
 }
 
-// ringAllGather sends own to every rank and receives every rank j's share
-// into into(j), around the ring: at step k (0 ≤ k < size-1) a rank sends
-// the share of rank r-k and receives that of rank r-k-1, which it passes
-// on at the next step. The previous rank's read loop writes the shares
-// straight into into's memory where the frames fit. The memory of the
-// parts must not change until it returns.
-func (g *TCPGroup) ringAllGather(op byte, seq uint64, dt tensor.DType, own parts, into func(j int) parts, deadline time.Time) error {
+// ringAllGather sends this rank's share, shares[rank], to every rank and
+// receives every other rank j's into shares[j], around the ring: at step
+// k (0 ≤ k < size-1) a rank sends the share of rank r-k and receives that
+// of rank r-k-1, which it passes on at the next step. The previous rank's
+// read loop writes the shares straight into their memory where the frames
+// fit. The memory of the parts must not change until it returns.
+func (g *TCPGroup) ringAllGather(op byte, seq uint64, dt tensor.DType, shares []parts, deadline time.Time) error {
 	s, r := g.size, g.rank
-	shares := g.byRank(own, into)
 	sendShare := func(k int) int { return mod(r-k, s) }
 	recvShare := func(k int) int { return mod(r-k-1, s) }
 	steps := s - 1

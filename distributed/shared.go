@@ -398,7 +398,7 @@ func (s *shmGroup) quiesce(t uint32, err error) (settled bool) {
 func (s *shmGroup) writers(t uint32) []bool {
 	ws := make([]bool, len(s.segs))
 	for j := range ws {
-		ws[j] = j != s.self && !s.g.links[j].ended()
+		ws[j] = j != s.self && !s.g.peers[j].ended()
 	}
 	atomic.StoreUint32(s.word(s.self, shmFilledOff), t)
 	for j := range ws {
@@ -418,7 +418,7 @@ func (g *TCPGroup) zeroCopyWindows(v vec, op ReduceOp, d shmDesc, k int, peers [
 	w := pw * size
 	windows := (n + w - 1) / w
 	peerErr := func(j int, err error) error {
-		return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: err}
+		return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: s.g.peers[j].global, Reporter: -1, Err: err}
 	}
 	words := *s.desc(s.self, k)
 	if err := s.awaitAll(shmFilledOff, t+1, d, deadline); err != nil {

@@ -220,7 +220,7 @@ func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 		}
 		want = err == nil
 	}
-	info := []int64{boolInt(want), hostID(), int64(pid), int64(fd), int64(size), nonce[0], nonce[1], int64(wakerFD),
+	info := []int64{boolInt(want), cfg.machineID(g.members[g.rank], g.root.size), int64(pid), int64(fd), int64(size), nonce[0], nonce[1], int64(wakerFD),
 		int64(addrOf(probe)), probeNonce[0], probeNonce[1]}
 	got, err := g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, len(info), func(int) vec { return vec{tensor.Int64, info} }, deadline)
 	if err != nil {
@@ -415,9 +415,9 @@ func (s *shmGroup) check(j int, d shmDesc, deadline time.Time) error {
 	default:
 	}
 	fail := func(err error) error {
-		return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: err}
+		return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: g.peers[j].global, Reporter: -1, Err: err}
 	}
-	if g.links[j].ended() {
+	if g.peers[j].ended() {
 		// A rank that aborted names the first failure before it closes.
 		return g.settle(fail(fmt.Errorf("connection closed during a shared-memory %s", opName(d.op))))
 	}
@@ -490,7 +490,7 @@ func (s *shmGroup) checkDescs(k int, words [3]uint64, d shmDesc) error {
 			case diff>>32 != 0:
 				why = fmt.Sprintf("; its root is rank %d and this rank's rank %d", pw[2]>>32, words[2]>>32)
 			}
-			return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: j, Reporter: -1, Err: fmt.Errorf(
+			return &PeerError{Op: opName(d.op), Seq: d.seq, Rank: s.g.peers[j].global, Reporter: -1, Err: fmt.Errorf(
 				"mismatched operation: it runs %s #%d on %d elements of dtype %d while this rank runs %s #%d on %d elements of dtype %d (ranks must issue the same collectives in the same order, on tensors of the same shape and dtype)%s",
 				opName(byte(pw[2])), pw[0], pw[1], byte(pw[2]>>8), opName(d.op), d.seq, d.n, d.dt, why)}
 		}

@@ -61,6 +61,10 @@ type Config struct {
 	// failCrossMemoryProbe makes this rank's cross-memory probe fail, as
 	// a kernel that refuses process_vm_readv would (tests only).
 	failCrossMemoryProbe bool
+	// machines, when positive, makes the ranks of one process pretend to
+	// be on that many machines, ranks numbered machine after machine
+	// (tests only).
+	machines int
 }
 
 // Environment variables read by ConfigFromEnv (torchrun's names, plus
@@ -207,9 +211,14 @@ type TCPGroup struct {
 
 	// shm moves the world group's large collectives through shared
 	// memory when every rank is on this machine; nil otherwise and in
-	// subgroups. Worker goroutine only, then Close.
+	// user subgroups (hier's node groups have it). Worker goroutine only,
+	// then Close.
 	shm       *shmGroup
 	unmapOnce sync.Once
+	// hier splits the world group's all-reduces between shared memory
+	// within each machine and TCP between machines (hier.go); nil where
+	// the ranks are not spread evenly over several machines.
+	hier *hierarchy
 }
 
 // link is the connection to one other rank, shared by every group that
@@ -375,6 +384,10 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 			g.Close()
 			return nil, err
 		}
+		if err := g.setupHierarchy(cfg); err != nil {
+			g.Close()
+			return nil, err
+		}
 	}
 	return g, nil
 }
@@ -394,6 +407,10 @@ func (g *TCPGroup) SetTimeout(d time.Duration) {
 		panic(fmt.Sprintf("distributed.SetTimeout: timeout %v must be positive", d))
 	}
 	g.timeout.Store(int64(d))
+	if g.hier != nil {
+		g.hier.local.SetTimeout(d)
+		g.hier.cross.SetTimeout(d)
+	}
 }
 
 // connect runs the rendezvous and builds the mesh.
@@ -860,6 +877,10 @@ func (g *TCPGroup) Close() error {
 		}
 	}
 	<-g.wdone
+	if g.hier != nil {
+		g.hier.local.Close()
+		g.hier.cross.Close()
+	}
 	g.unmapOnce.Do(func() {
 		if g.shm != nil {
 			g.shm.unmap()

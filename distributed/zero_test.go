@@ -269,3 +269,33 @@ func TestZeroOptimizerFrozenParameter(t *testing.T) {
 		})
 	}
 }
+
+func TestZeroOptimizerUnevenBlocksOverTCP(t *testing.T) {
+	// 66 parameters over 4 ranks: blocks of 16, 17, 16 and 17 elements,
+	// so each rank's share of the parameters' all-gather is 256 or 272
+	// bytes times 4 ranks, 264 in all. With the route's limit between
+	// (260, 268) every rank must still take the same route, which the
+	// total decides.
+	for _, direct := range []int{260, 268} {
+		t.Run(fmt.Sprintf("direct=%d", direct), func(t *testing.T) {
+			gs := tcpGroups(t, 4)
+			got := make([][][]float32, len(gs))
+			requireAll(t, gs, func(g *TCPGroup) error {
+				g.direct = direct
+				m, err := DataParallel(zeroModel(100+uint64(g.Rank())), g, DDPOptions{})
+				if err != nil {
+					return err
+				}
+				opt := NewZeroOptimizer(m, zeroOptimizers[0].make)
+				if err := trainZero(t, m, opt, 12, 0, 3); err != nil {
+					return err
+				}
+				got[g.Rank()] = paramValues(m)
+				return nil
+			})
+			for r := 1; r < len(gs); r++ {
+				assert.Equal(t, got[0], got[r], "rank %d", r)
+			}
+		})
+	}
+}

@@ -1,0 +1,210 @@
+package distributed
+
+import (
+	"time"
+
+	"github.com/emberml/ember/tensor"
+)
+
+// Ranks on several machines, several on each, all-reduce in two levels:
+// within a machine through shared memory, between machines over TCP. Each
+// rank reduces its 1/L of the tensor (L ranks a machine) from its
+// machine's ranks through shared memory, all-reduces that piece over TCP
+// with the ranks of the same local index on the other machines (L
+// all-reduces of 1/L of the tensor each, side by side), and gathers the
+// other pieces from its machine's ranks. Each machine's network link then
+// carries what one rank of a flat group would send (its share of an
+// all-reduce among M machines), where a flat ring over all M·L ranks
+// crosses every machine boundary with the whole ring's traffic, and the
+// ranks of one machine never talk over loopback TCP.
+
+// hierarchy holds the two levels' groups of the world group: this rank's
+// machine, and the ranks of this rank's local index on every machine.
+type hierarchy struct {
+	local *TCPGroup // through shared memory
+	cross *TCPGroup // over TCP
+}
+
+// machineID identifies the machine of world rank rank of size ranks:
+// hostID, or with cfg.machines set (tests) the pretend machine's number.
+func (cfg Config) machineID(rank, size int) int64 {
+	if cfg.machines > 0 {
+		return int64(rank*cfg.machines/size) + 1
+	}
+	return hostID()
+}
+
+// setupHierarchy sets up g.hier where the world group has no shared
+// memory of its own but its ranks sit on two or more machines with the
+// same number of ranks (two or more) on each, and every rank allows
+// shared memory. Every rank runs it after setupShm and takes the same
+// path; only transport failures are errors. The groups it creates take
+// subgroup ids like NewSubgroup's, before the caller's.
+func (g *TCPGroup) setupHierarchy(cfg Config) error {
+	if g.shm != nil || g.size < 4 {
+		return nil
+	}
+	want := shmSupported && nativeLittle && !cfg.DisableSharedMemory
+	info := []int64{boolInt(want), cfg.machineID(g.rank, g.size)}
+	var got []vec
+	err := wait(g.submit(func(deadline time.Time) error {
+		var err error
+		got, err = g.exchange(opShmSetup, g.nextSeq(), tensor.Int64, len(info), func(int) vec { return vec{tensor.Int64, info} }, deadline)
+		return err
+	}))
+	if err != nil {
+		return err
+	}
+	// The machines' world ranks, machines in the order of their lowest.
+	var machines [][]int
+	index := map[int64]int{}
+	for r := range g.size {
+		d := info
+		if r != g.rank {
+			d = got[r].data.([]int64)
+		}
+		if d[0] != 1 {
+			return nil
+		}
+		k, ok := index[d[1]]
+		if !ok {
+			k = len(machines)
+			index[d[1]] = k
+			machines = append(machines, nil)
+		}
+		machines[k] = append(machines[k], r)
+	}
+	per := len(machines[0])
+	if len(machines) < 2 || per < 2 {
+		return nil
+	}
+	for _, m := range machines {
+		if len(m) != per {
+			return nil
+		}
+	}
+	crossing := make([][]int, per) // the ranks of each local index
+	for l := range crossing {
+		for _, m := range machines {
+			crossing[l] = append(crossing[l], m[l])
+		}
+	}
+	// join creates a subgroup for each list of ranks, in order, and
+	// returns the one this rank is in.
+	join := func(lists [][]int) (*TCPGroup, error) {
+		var mine *TCPGroup
+		for _, ranks := range lists {
+			sub, err := g.NewSubgroup(ranks)
+			if err != nil {
+				return nil, err
+			}
+			if sub != nil {
+				mine = sub
+			}
+		}
+		return mine, nil
+	}
+	h := &hierarchy{}
+	closeAll := func() {
+		for _, sub := range []*TCPGroup{h.local, h.cross} {
+			if sub != nil {
+				sub.Close()
+			}
+		}
+	}
+	h.local, err = join(machines)
+	if err == nil {
+		h.cross, err = join(crossing)
+	}
+	if err != nil {
+		closeAll()
+		return err
+	}
+	if err := wait(h.local.submit(func(deadline time.Time) error { return h.local.setupShm(cfg, deadline) })); err != nil {
+		closeAll()
+		return err
+	}
+	// Every rank takes the hierarchy or none does.
+	var all bool
+	err = wait(g.submit(func(deadline time.Time) error {
+		var err error
+		all, err = g.agree(opShmSetup, h.local.shm != nil, deadline)
+		return err
+	}))
+	if err != nil || !all {
+		closeAll()
+		return err
+	}
+	g.hier = h
+	return nil
+}
+
+// hierAllReduce all-reduces v (n ≥ 1 elements) in the two levels: this
+// rank's piece of ⌈n/L⌉ elements (the last ones padded with zeros) is
+// reduced from its machine's ranks through shared memory in local rank
+// order, all-reduced over TCP with the other machines' ranks of its local
+// index by the route its size picks, and the pieces are gathered back
+// through shared memory, so every rank ends with the same bits. For Avg
+// the sums are divided once, at the end.
+func (g *TCPGroup) hierAllReduce(v vec, op ReduceOp, deadline time.Time) error {
+	local, cross := g.hier.local, g.hier.cross
+	n, per := v.len(), local.size
+	c := (n + per - 1) / per
+	sum := op
+	if op == Avg {
+		sum = Sum
+	}
+	piece := func(j int) vec { return vec{v.dt, v.slice(min(j*c, n), min((j+1)*c, n))} }
+	var zeros vec
+	padded := func(j int) parts {
+		p := piece(j)
+		if short := c - p.len(); short > 0 {
+			if zeros.data == nil {
+				zeros = newVec(v.dt, c)
+			}
+			return parts{p, vec{v.dt, zeros.slice(0, short)}}
+		}
+		return parts{p}
+	}
+	// This rank announces itself to its peers on the other machines
+	// first: one that times out waiting for its piece (because a rank of
+	// this machine is silent) then waits for this rank's report naming
+	// that rank instead of blaming this one.
+	seq := cross.nextSeq()
+	h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
+	for _, p := range cross.peers {
+		if p != nil {
+			if err := cross.send(p, h, nil, deadline); err != nil {
+				return err
+			}
+		}
+	}
+	mine := newVec(v.dt, c)
+	if err := local.shmReduceScatterParts(v.dt, padded, padded(local.rank), mine, sum, deadline); err != nil {
+		return err
+	}
+	for _, p := range cross.peers {
+		if p != nil {
+			if err := cross.recvAnnouncement(p, h, deadline); err != nil {
+				return err
+			}
+		}
+	}
+	reduced, _, err := cross.allReduceTCP(seq, mine, sum, deadline)
+	if err != nil {
+		return err
+	}
+	own := piece(local.rank)
+	own.decode(0, own.len(), reduced.encode(0, own.len()))
+	dsts, lens := make([]parts, per), make([]int, per)
+	for j := range dsts {
+		dsts[j], lens[j] = parts{piece(j)}, piece(j).len()
+	}
+	if err := local.shmAllGatherParts(v.dt, parts{own}, dsts, lens, deadline); err != nil {
+		return err
+	}
+	if op == Avg {
+		v.divide(g.size)
+	}
+	return nil
+}
