@@ -77,7 +77,9 @@ func BenchmarkAllReduceOverLinks(b *testing.B) {
 // all-reduce as a flat ring over all four ranks (flat-busMB/s,
 // flat-bus/stream), the bus bandwidth of 4 ranks as NCCL defines it
 // either way, and the flat ring's time over the two-level one
-// (flat/hier). It needs root, ip and tc, and is skipped otherwise.
+// (flat/hier); then the same for ZeroOptimizer's reduce-scatter and
+// all-gather of 64 MB (zero-rs-..., zero-ag-...). It needs root, ip and
+// tc, and is skipped otherwise.
 func BenchmarkHierarchicalAllReduceOverLinks(b *testing.B) {
 	rate := cmp.Or(os.Getenv("EMBER_DIST_LINK_RATE"), "1gbit")
 	lab := netlab.New(b, 2, rate)
@@ -99,28 +101,56 @@ func machinesRank(g *TCPGroup, iters int, host string) error {
 		defer stream.Close()
 	}
 	x := tensor.Ones([]int{n})
-	var streamSec, hierSec, flatSec float64
+	// ZeroOptimizer's exchanges of the same 64 MB: a reduce-scatter of
+	// its blocks from x into out, an all-gather of them back into x.
+	w := g.Size()
+	block := func(j int) parts { return parts{hostVec(x.Narrow(0, j*n/w, n/w))} }
+	out := newVec(tensor.Float32, n/w)
+	var spare []vec
+	for range w - 2 {
+		spare = append(spare, newVec(tensor.Float32, n/w))
+	}
+	ops := []func() error{
+		func() error { return g.AllReduce(x, Sum) },
+		func() error {
+			return wait(g.reduceScatterPartsAsync(tensor.Float32, block, block(g.Rank()), spare, out, Sum))
+		},
+		func() error { return wait(g.allGatherPartsAsync(tensor.Float32, block(g.Rank()), block)) },
+	}
+	var streamSec float64
+	var hierSec, flatSec [3]float64
 	for range iters {
 		if err := timedRun(g, &streamSec, func() error { return streamBytes(g, stream, 4*n, 2) }); err != nil {
 			return err
 		}
-		if err := timedRun(g, &hierSec, func() error { return g.AllReduce(x, Sum) }); err != nil {
-			return err
-		}
-		h := g.hier
-		g.hier = nil
-		err := timedRun(g, &flatSec, func() error { return g.AllReduce(x, Sum) })
-		g.hier = h
-		if err != nil {
-			return err
+		for i, op := range ops {
+			if err := timedRun(g, &hierSec[i], op); err != nil {
+				return err
+			}
+			h := g.hier
+			g.hier = nil
+			err := timedRun(g, &flatSec[i], op)
+			g.hier = h
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if g.Rank() == 0 {
 		mb := float64(4*n) * float64(iters) / 1e6
-		bus := 2 * mb * float64(g.Size()-1) / float64(g.Size())
-		streamMB, hierMB, flatMB := mb/streamSec, bus/hierSec, bus/flatSec
-		fmt.Printf("bench: streamMB/s=%.0f hier-busMB/s=%.0f hier-bus/stream=%.3f flat-busMB/s=%.0f flat-bus/stream=%.3f flat/hier=%.3f\n",
-			streamMB, hierMB, hierMB/streamMB, flatMB, flatMB/streamMB, flatSec/hierSec)
+		share := mb * float64(w-1) / float64(w) // bus bytes of a reduce-scatter or an all-gather
+		streamMB := mb / streamSec
+		fmt.Printf("bench: streamMB/s=%.0f", streamMB)
+		for i, name := range []string{"", "zero-rs-", "zero-ag-"} {
+			bus := share
+			if i == 0 {
+				bus = 2 * share
+			}
+			hierMB, flatMB := bus/hierSec[i], bus/flatSec[i]
+			fmt.Printf(" %shier-busMB/s=%.0f %shier-bus/stream=%.3f %sflat-busMB/s=%.0f %sflat-bus/stream=%.3f %sflat/hier=%.3f",
+				name, hierMB, name, hierMB/streamMB, name, flatMB, name, flatMB/streamMB, name, flatSec[i]/hierSec[i])
+		}
+		fmt.Println()
 	}
 	return nil
 }

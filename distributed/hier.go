@@ -21,8 +21,9 @@ import (
 // hierarchy holds the two levels' groups of the world group: this rank's
 // machine, and the ranks of this rank's local index on every machine.
 type hierarchy struct {
-	local *TCPGroup // through shared memory
-	cross *TCPGroup // over TCP
+	local    *TCPGroup // through shared memory; its rank is the local index
+	cross    *TCPGroup // over TCP; its rank is the machine's index
+	machines [][]int   // the world ranks of each machine, by local index
 }
 
 // machineID identifies the machine of world rank rank of size ranks:
@@ -104,7 +105,7 @@ func (g *TCPGroup) setupHierarchy(cfg Config) error {
 		}
 		return mine, nil
 	}
-	h := &hierarchy{}
+	h := &hierarchy{machines: machines}
 	closeAll := func() {
 		for _, sub := range []*TCPGroup{h.local, h.cross} {
 			if sub != nil {
@@ -207,4 +208,68 @@ func (g *TCPGroup) hierAllReduce(v vec, op ReduceOp, deadline time.Time) error {
 		v.divide(g.size)
 	}
 	return nil
+}
+
+// hierReduceScatter is reduceScatterPartsAsync in two levels: through
+// shared memory, each rank sums from its machine's ranks their
+// contributions to the shares of its local index on every machine; over
+// TCP, the ranks of that local index reduce-scatter those sums
+// (reduceScatterTCP), each keeping its own share. For Avg the sums are
+// divided once, at the end.
+func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp, deadline time.Time) error {
+	h := g.hier
+	machines, n := h.cross.size, dst.len()
+	contrib := func(r int) parts {
+		if r == g.rank {
+			return own
+		}
+		return send(r)
+	}
+	// Local rank j's share: the contributions to the shares of local
+	// index j, machine by machine.
+	localShare := func(j int) parts {
+		var ps parts
+		for _, m := range h.machines {
+			ps = append(ps, contrib(m[j])...)
+		}
+		return ps
+	}
+	sum := op
+	if op == Avg {
+		sum = Sum
+	}
+	sums := newVec(dt, machines*n)
+	if err := h.local.shmReduceScatterParts(dt, localShare, localShare(h.local.rank), sums, sum, deadline); err != nil {
+		return err
+	}
+	piece := func(k int) parts { return parts{vec{dt, sums.slice(k*n, (k+1)*n)}} }
+	if err := h.cross.reduceScatterTCP(h.cross.nextSeq(), dt, piece, piece(h.cross.rank), spare[:max(machines-2, 0)], dst, sum, deadline); err != nil {
+		return err
+	}
+	if op == Avg {
+		dst.divide(g.size)
+	}
+	return nil
+}
+
+// hierAllGather is allGatherPartsAsync in two levels, with every rank's
+// share in shares: over TCP, the ranks of this rank's local index gather
+// their shares (allGatherTCP); through shared memory, each rank gathers
+// from its machine's ranks the shares of their local indices.
+func (g *TCPGroup) hierAllGather(dt tensor.DType, shares []parts, deadline time.Time) error {
+	h := g.hier
+	byMachine := make([]parts, h.cross.size)
+	for k, m := range h.machines {
+		byMachine[k] = shares[m[h.local.rank]]
+	}
+	if err := h.cross.allGatherTCP(h.cross.nextSeq(), dt, byMachine, deadline); err != nil {
+		return err
+	}
+	byIndex := make([]parts, h.local.size)
+	for j := range byIndex {
+		for _, m := range h.machines {
+			byIndex[j] = append(byIndex[j], shares[m[j]]...)
+		}
+	}
+	return h.local.shmAllGatherParts(dt, byIndex[h.local.rank], byIndex, partsLens(byIndex), deadline)
 }

@@ -96,69 +96,79 @@ func (g *TCPGroup) recvParts(p *peer, op byte, seq uint64, dt tensor.DType, dst 
 
 // reduceScatterPartsAsync writes into dst the combination by op of every
 // rank's contribution to this rank's share: this rank's contributions to
-// rank j's share are the pieces send(j) (own for itself). spare holds
-// size-2 buffers of dst's length for received or partial contributions.
-// Over TCP, shares of more than g.direct bytes in all go round the ring
-// (ringReduceScatter, in its order); smaller ones are exchanged directly,
-// the lowest-ranked peer's contribution received straight into dst and
-// the rest combined into it in rank order. The memory of the parts and
-// buffers must not change until the Work completes.
+// rank j's share are the pieces send(j) (own for itself); every rank's
+// share has dst's length. spare holds size-2 buffers of dst's length for
+// received or partial contributions. Ranks of one machine go through
+// shared memory, ranks spread over machines in two levels
+// (hierReduceScatter), others over TCP (reduceScatterTCP). The memory of
+// the parts and buffers must not change until the Work completes.
 func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp) Work {
 	return g.submit(func(deadline time.Time) error {
-		if g.shm != nil {
+		switch {
+		case g.shm != nil:
 			return g.shmReduceScatterParts(dt, send, own, dst, op, deadline)
+		case g.hier != nil:
+			return g.hierReduceScatter(dt, send, own, spare, dst, op, deadline)
 		}
-		seq := g.nextSeq()
-		buf := func(int) vec {
-			v := spare[0]
-			spare = spare[1:]
-			return v
-		}
-		if g.ringRoute(dst.len() * g.size * dt.Size()) {
-			return g.ringReduceScatter(opShardReduceScatter, seq, dt, send, own, buf, dst, op, deadline)
-		}
-		first := 0
-		if g.rank == 0 {
-			first = 1
-		}
-		recv := make([]vec, g.size)
-		for j := range recv {
-			if j != g.rank && j != first {
-				recv[j] = buf(j)
-			}
-		}
-		into := func(j int) parts {
-			if j == first {
-				return parts{dst}
-			}
-			return parts{recv[j]}
-		}
-		if err := g.exchangeParts(opShardReduceScatter, seq, dt, send, into, deadline); err != nil {
-			return err
-		}
-		for j := range g.size {
-			off := 0
-			switch {
-			case g.size == 1:
-				for _, v := range own {
-					dst.decode(off, off+v.len(), v.encode(0, v.len()))
-					off += v.len()
-				}
-			case j == first:
-			case j == g.rank:
-				for _, v := range own {
-					dst.reduceVec(off, off+v.len(), v, op)
-					off += v.len()
-				}
-			default:
-				dst.reduceVec(0, dst.len(), recv[j], op)
-			}
-		}
-		if op == Avg {
-			dst.divide(g.size)
-		}
-		return nil
+		return g.reduceScatterTCP(g.nextSeq(), dt, send, own, spare, dst, op, deadline)
 	})
+}
+
+// reduceScatterTCP is reduceScatterPartsAsync over TCP, operation seq:
+// shares of more than g.direct bytes in all go round the ring
+// (ringReduceScatter, in its order); smaller ones are exchanged directly,
+// the lowest-ranked peer's contribution received straight into dst and
+// the rest combined into it in rank order.
+func (g *TCPGroup) reduceScatterTCP(seq uint64, dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp, deadline time.Time) error {
+	buf := func(int) vec {
+		v := spare[0]
+		spare = spare[1:]
+		return v
+	}
+	if g.ringRoute(dst.len() * g.size * dt.Size()) {
+		return g.ringReduceScatter(opShardReduceScatter, seq, dt, send, own, buf, dst, op, deadline)
+	}
+	first := 0
+	if g.rank == 0 {
+		first = 1
+	}
+	recv := make([]vec, g.size)
+	for j := range recv {
+		if j != g.rank && j != first {
+			recv[j] = buf(j)
+		}
+	}
+	into := func(j int) parts {
+		if j == first {
+			return parts{dst}
+		}
+		return parts{recv[j]}
+	}
+	if err := g.exchangeParts(opShardReduceScatter, seq, dt, send, into, deadline); err != nil {
+		return err
+	}
+	for j := range g.size {
+		off := 0
+		switch {
+		case g.size == 1:
+			for _, v := range own {
+				dst.decode(off, off+v.len(), v.encode(0, v.len()))
+				off += v.len()
+			}
+		case j == first:
+		case j == g.rank:
+			for _, v := range own {
+				dst.reduceVec(off, off+v.len(), v, op)
+				off += v.len()
+			}
+		default:
+			dst.reduceVec(0, dst.len(), recv[j], op)
+		}
+	}
+	if op == Avg {
+		dst.divide(g.size)
+	}
+	return nil
 }
 
 // ringRoute reports whether a reduce-scatter or all-gather of total bytes
@@ -169,28 +179,46 @@ func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) par
 func (g *TCPGroup) ringRoute(total int) bool { return g.size > 1 && total > g.direct }
 
 // allGatherPartsAsync sends own to every peer and receives every peer j's
-// share into into(j), round the ring when the shares total more than
-// g.direct bytes. The memory of the parts must not change until the Work
-// completes.
+// share into into(j): through shared memory between ranks of one machine,
+// in two levels for ranks spread over machines (hierAllGather), else over
+// TCP, round the ring when the shares total more than g.direct bytes. The
+// memory of the parts must not change until the Work completes.
 func (g *TCPGroup) allGatherPartsAsync(dt tensor.DType, own parts, into func(j int) parts) Work {
 	return g.submit(func(deadline time.Time) error {
 		// The shares may differ in length; their total, on which the
 		// route hangs, is the same on every rank.
 		shares := g.byRank(own, into)
-		lens, total := make([]int, g.size), 0
-		for j, ps := range shares {
-			lens[j] = ps.len()
-			total += lens[j]
+		switch {
+		case g.shm != nil:
+			return g.shmAllGatherParts(dt, own, shares, partsLens(shares), deadline)
+		case g.hier != nil:
+			return g.hierAllGather(dt, shares, deadline)
 		}
-		if g.shm != nil {
-			return g.shmAllGatherParts(dt, own, shares, lens, deadline)
-		}
-		seq := g.nextSeq()
-		if g.ringRoute(total * dt.Size()) {
-			return g.ringAllGather(opShardAllGather, seq, dt, shares, deadline)
-		}
-		return g.exchangeParts(opShardAllGather, seq, dt, func(int) parts { return own }, func(j int) parts { return shares[j] }, deadline)
+		return g.allGatherTCP(g.nextSeq(), dt, shares, deadline)
 	})
+}
+
+// allGatherTCP is allGatherPartsAsync over TCP, operation seq, with every
+// rank's share in shares (this rank's the one it sends).
+func (g *TCPGroup) allGatherTCP(seq uint64, dt tensor.DType, shares []parts, deadline time.Time) error {
+	total := 0
+	for _, n := range partsLens(shares) {
+		total += n
+	}
+	if g.ringRoute(total * dt.Size()) {
+		return g.ringAllGather(opShardAllGather, seq, dt, shares, deadline)
+	}
+	own := shares[g.rank]
+	return g.exchangeParts(opShardAllGather, seq, dt, func(int) parts { return own }, func(j int) parts { return shares[j] }, deadline)
+}
+
+// partsLens returns the number of elements of each of ps.
+func partsLens(ps []parts) []int {
+	lens := make([]int, len(ps))
+	for j, p := range ps {
+		lens[j] = p.len()
+	}
+	return lens
 }
 
 // exchangeParts sends send(j) to every peer j and receives from it into

@@ -3,6 +3,8 @@ package distributed
 import (
 	"fmt"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -81,17 +83,21 @@ func TestZeroOptimizerMatchesSingleProcess(t *testing.T) {
 		// direct: ZeroOptimizer's own exchanges of the parameter and
 		// gradient pieces (else the group's ReduceScatter and AllGather);
 		// tcp: without shared memory, the pieces round the ring or
-		// exchanged directly.
+		// exchanged directly, or in two levels between pretend machines.
 		for _, c := range []struct {
 			w      int
 			direct bool
 			after  bool
 			tcp    string
 		}{{1, true, false, ""}, {2, true, false, ""}, {3, true, false, ""}, {4, true, true, ""}, {3, false, false, ""},
-			{2, true, false, "ring"}, {6, true, false, "ring"}, {4, true, true, "ring"}, {4, true, false, "direct"}} {
+			{2, true, false, "ring"}, {6, true, false, "ring"}, {4, true, true, "ring"}, {4, true, false, "direct"},
+			{4, true, false, "machines=2"}, {6, true, true, "machines=3"}, {6, true, false, "machines=2"}} {
 			t.Run(fmt.Sprintf("%s/W=%d/direct=%v/SyncAfterBackward=%v/tcp=%s", o.name, c.w, c.direct, c.after, c.tcp), func(t *testing.T) {
 				gs := localGroups(t, c.w)
-				if c.tcp != "" {
+				if machines, ok := strings.CutPrefix(c.tcp, "machines="); ok {
+					m, _ := strconv.Atoi(machines)
+					gs = machineGroups(t, m, c.w/m)
+				} else if c.tcp != "" {
 					gs = tcpGroups(t, c.w)
 					for _, g := range gs {
 						if c.tcp == "direct" {
