@@ -76,10 +76,11 @@ func BenchmarkAllReduceOverLinks(b *testing.B) {
 // host, TCP between them: hier-busMB/s, hier-bus/stream), and the same
 // all-reduce as a flat ring over all four ranks (flat-busMB/s,
 // flat-bus/stream), the bus bandwidth of 4 ranks as NCCL defines it
-// either way, and the flat ring's time over the two-level one
-// (flat/hier); then the same for ZeroOptimizer's reduce-scatter and
-// all-gather of 64 MB (zero-rs-..., zero-ag-...). It needs root, ip and
-// tc, and is skipped otherwise.
+// either way, the flat ring's time over the two-level one (flat/hier),
+// and the two-level all-reduce's time in one window over its time in
+// windows (one-window/hier); then the same for ZeroOptimizer's
+// reduce-scatter and all-gather of 64 MB (zero-rs-..., zero-ag-...). It
+// needs root, ip and tc, and is skipped otherwise.
 func BenchmarkHierarchicalAllReduceOverLinks(b *testing.B) {
 	rate := cmp.Or(os.Getenv("EMBER_DIST_LINK_RATE"), "1gbit")
 	lab := netlab.New(b, 2, rate)
@@ -117,10 +118,18 @@ func machinesRank(g *TCPGroup, iters int, host string) error {
 		},
 		func() error { return wait(g.allGatherPartsAsync(tensor.Float32, block(g.Rank()), block)) },
 	}
-	var streamSec float64
+	var streamSec, oneSec float64
 	var hierSec, flatSec [3]float64
 	for range iters {
 		if err := timedRun(g, &streamSec, func() error { return streamBytes(g, stream, 4*n, 2) }); err != nil {
+			return err
+		}
+		// The all-reduce in one window, for the overlap's worth.
+		h := g.hier
+		h.window = math.MaxInt / 2
+		err := timedRun(g, &oneSec, ops[0])
+		h.window = hierWindowBytes
+		if err != nil {
 			return err
 		}
 		for i, op := range ops {
@@ -140,7 +149,7 @@ func machinesRank(g *TCPGroup, iters int, host string) error {
 		mb := float64(4*n) * float64(iters) / 1e6
 		share := mb * float64(w-1) / float64(w) // bus bytes of a reduce-scatter or an all-gather
 		streamMB := mb / streamSec
-		fmt.Printf("bench: streamMB/s=%.0f", streamMB)
+		fmt.Printf("bench: streamMB/s=%.0f one-window/hier=%.3f", streamMB, oneSec/hierSec[0])
 		for i, name := range []string{"", "zero-rs-", "zero-ag-"} {
 			bus := share
 			if i == 0 {

@@ -73,7 +73,9 @@
 // ranks through shared memory, all-reduces that piece over TCP with the
 // ranks of its local index on the other machines (by the ring, the tree
 // or the direct exchange, as its size picks), and gathers the other
-// pieces from its machine's ranks. Each machine's link then carries what
+// pieces from its machine's ranks, in windows of 4 MiB pieces so that
+// the shared-memory phases of one window overlap the network phase of
+// another. Each machine's link then carries what
 // one rank of an M-rank ring would send, where a flat ring over all M·L
 // ranks carries up to twice that, and local ranks never exchange over
 // loopback TCP. Every rank gets the same bits. ZeroOptimizer's

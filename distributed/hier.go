@@ -16,7 +16,9 @@ import (
 // carries what one rank of a flat group would send (its share of an
 // all-reduce among M machines), where a flat ring over all M·L ranks
 // crosses every machine boundary with the whole ring's traffic, and the
-// ranks of one machine never talk over loopback TCP.
+// ranks of one machine never talk over loopback TCP. Large tensors go
+// through in windows, so that the shared-memory phases of one window
+// overlap the network phase of another.
 
 // hierarchy holds the two levels' groups of the world group: this rank's
 // machine, and the ranks of this rank's local index on every machine.
@@ -24,6 +26,7 @@ type hierarchy struct {
 	local    *TCPGroup // through shared memory; its rank is the local index
 	cross    *TCPGroup // over TCP; its rank is the machine's index
 	machines [][]int   // the world ranks of each machine, by local index
+	window   int       // bytes of a rank's piece of an all-reduce window (hierWindowBytes)
 }
 
 // machineID identifies the machine of world rank rank of size ranks:
@@ -105,7 +108,7 @@ func (g *TCPGroup) setupHierarchy(cfg Config) error {
 		}
 		return mine, nil
 	}
-	h := &hierarchy{machines: machines}
+	h := &hierarchy{machines: machines, window: hierWindowBytes}
 	closeAll := func() {
 		for _, sub := range []*TCPGroup{h.local, h.cross} {
 			if sub != nil {
@@ -140,68 +143,121 @@ func (g *TCPGroup) setupHierarchy(cfg Config) error {
 	return nil
 }
 
-// hierAllReduce all-reduces v (n ≥ 1 elements) in the two levels: this
-// rank's piece of ⌈n/L⌉ elements (the last ones padded with zeros) is
+// hierWindowBytes is the size of a rank's piece of one window of a
+// two-level all-reduce: the tensor goes through in windows of L such
+// pieces, so that the shared-memory phases of one window overlap the
+// network phase of another.
+const hierWindowBytes = 4 << 20
+
+// hierAllReduce all-reduces v in the two levels, window by window: in
+// each window this rank's piece (the last ones padded with zeros) is
 // reduced from its machine's ranks through shared memory in local rank
 // order, all-reduced over TCP with the other machines' ranks of its local
 // index by the route its size picks, and the pieces are gathered back
-// through shared memory, so every rank ends with the same bits. For Avg
-// the sums are divided once, at the end.
+// through shared memory, so every rank ends with the same bits. One
+// goroutine runs the shared-memory phases (reduce-scatter of window w+1,
+// then all-gather of window w), another the network phase of each window
+// as soon as its reduce-scatter is done. For Avg the sums are divided
+// once, at the end.
 func (g *TCPGroup) hierAllReduce(v vec, op ReduceOp, deadline time.Time) error {
 	local, cross := g.hier.local, g.hier.cross
 	n, per := v.len(), local.size
-	c := (n + per - 1) / per
+	c := max(min(g.hier.window/v.elemSize(), (n+per-1)/per), 1) // elements a piece
+	span := per * c
+	windows := (n + span - 1) / span
 	sum := op
 	if op == Avg {
 		sum = Sum
 	}
-	piece := func(j int) vec { return vec{v.dt, v.slice(min(j*c, n), min((j+1)*c, n))} }
-	var zeros vec
-	padded := func(j int) parts {
-		p := piece(j)
+	piece := func(w, j int) vec {
+		lo := w*span + j*c
+		return vec{v.dt, v.slice(min(lo, n), min(lo+c, n))}
+	}
+	zeros := newVec(v.dt, c)
+	padded := func(w, j int) parts {
+		p := piece(w, j)
 		if short := c - p.len(); short > 0 {
-			if zeros.data == nil {
-				zeros = newVec(v.dt, c)
-			}
 			return parts{p, vec{v.dt, zeros.slice(0, short)}}
 		}
 		return parts{p}
 	}
-	// This rank announces itself to its peers on the other machines
-	// first: one that times out waiting for its piece (because a rank of
-	// this machine is silent) then waits for this rank's report naming
-	// that rank instead of blaming this one.
-	seq := cross.nextSeq()
-	h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
-	for _, p := range cross.peers {
-		if p != nil {
-			if err := cross.send(p, h, nil, deadline); err != nil {
-				return err
-			}
+	mine := make([]vec, windows) // this rank's reduced pieces
+	reduced, crossed := make([]chan struct{}, windows), make([]chan struct{}, windows)
+	for w := range windows {
+		mine[w], reduced[w], crossed[w] = newVec(v.dt, c), make(chan struct{}), make(chan struct{})
+	}
+	await := func(ch chan struct{}) error {
+		select {
+		case <-ch:
+			return nil
+		case <-g.root.done:
+			return g.failure()
 		}
 	}
-	mine := newVec(v.dt, c)
-	if err := local.shmReduceScatterParts(v.dt, padded, padded(local.rank), mine, sum, deadline); err != nil {
-		return err
+	gather := func(w int) error {
+		if err := await(crossed[w]); err != nil {
+			return err
+		}
+		dsts, lens := make([]parts, per), make([]int, per)
+		for j := range dsts {
+			dsts[j], lens[j] = parts{piece(w, j)}, piece(w, j).len()
+		}
+		return local.shmAllGatherParts(v.dt, dsts[local.rank], dsts, lens, deadline)
 	}
-	for _, p := range cross.peers {
-		if p != nil {
-			if err := cross.recvAnnouncement(p, h, deadline); err != nil {
-				return err
+	shared := func() error {
+		for w := range windows + 1 {
+			if w < windows {
+				err := local.shmReduceScatterParts(v.dt, func(j int) parts { return padded(w, j) }, padded(w, local.rank), mine[w], sum, deadline)
+				if err != nil {
+					return err
+				}
+				close(reduced[w])
+			}
+			if w > 0 {
+				if err := gather(w - 1); err != nil {
+					return err
+				}
 			}
 		}
+		return nil
 	}
-	reduced, _, err := cross.allReduceTCP(seq, mine, sum, deadline)
-	if err != nil {
-		return err
+	network := func() error {
+		for w := range windows {
+			// This rank announces itself to its peers on the other
+			// machines before its piece is ready: one that times out
+			// waiting for the piece (because a rank of this machine is
+			// silent) then waits for this rank's report naming that
+			// rank instead of blaming this one.
+			seq := cross.nextSeq()
+			h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
+			for _, p := range cross.peers {
+				if p != nil {
+					if err := cross.send(p, h, nil, deadline); err != nil {
+						return err
+					}
+				}
+			}
+			if err := await(reduced[w]); err != nil {
+				return err
+			}
+			for _, p := range cross.peers {
+				if p != nil {
+					if err := cross.recvAnnouncement(p, h, deadline); err != nil {
+						return err
+					}
+				}
+			}
+			got, _, err := cross.allReduceTCP(seq, mine[w], sum, deadline)
+			if err != nil {
+				return err
+			}
+			own := piece(w, local.rank)
+			own.decode(0, own.len(), got.encode(0, own.len()))
+			close(crossed[w])
+		}
+		return nil
 	}
-	own := piece(local.rank)
-	own.decode(0, own.len(), reduced.encode(0, own.len()))
-	dsts, lens := make([]parts, per), make([]int, per)
-	for j := range dsts {
-		dsts[j], lens[j] = parts{piece(j)}, piece(j).len()
-	}
-	if err := local.shmAllGatherParts(v.dt, parts{own}, dsts, lens, deadline); err != nil {
+	if err := g.parallel(shared, network); err != nil {
 		return err
 	}
 	if op == Avg {

@@ -23,6 +23,7 @@ func machineGroups(t *testing.T, machines, per int) []*TCPGroup {
 		g.direct = 64
 		if g.hier != nil {
 			g.hier.cross.direct = 64
+			g.hier.window = 64 // 16 floats: windows from 33 floats on
 		}
 		t.Cleanup(func() { g.Close() })
 	}
