@@ -118,6 +118,19 @@ func TestAcrossNetworkNamespaces(t *testing.T) {
 	}
 }
 
+func TestTwoLevelsAcrossNetworkNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	// Two namespaces of two processes each: shared memory within each,
+	// TCP between them.
+	lab := netlab.New(t, 2, "")
+	cmds := rankCommands(t, 4, "two-level", lab.Addrs[0], "29514", func(r int) []string { return lab.On(r / 2) })
+	for r, out := range runAll(t, cmds) {
+		assert.Contains(t, out, "two levels: true", "rank %d", r)
+	}
+}
+
 func TestProcessKilledMidAllReduce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -200,6 +213,38 @@ func TestHelperRank(t *testing.T) {
 	fmt.Println("shared memory:", g.shm != nil)
 	fmt.Println("cross memory:", g.shm != nil && g.shm.cma)
 	switch mode {
+	case "two-level":
+		// 2 hosts of 2 ranks: all-reduces, and ZeroOptimizer's
+		// exchanges, in two levels (3,000,001 floats: 2 windows).
+		require.NotNil(t, g.hier)
+		fmt.Println("two levels: true")
+		for _, dt := range allDTypes {
+			for _, size := range []int{5, 999, 70001, 3_000_001} {
+				x := rankTensor(r, 0, size, dt)
+				require.NoError(t, g.AllReduce(x, Sum))
+				assert.Equal(t, roundTo(serialReduce(n, 0, size, dt, Sum), dt), x.Float64s(), "%v %d", dt, size)
+				share := func(j int) parts { return parts{hostVec(rankTensor(r, j, size, dt))} }
+				dst := newVec(dt, size)
+				var spare []vec
+				for range n - 2 {
+					spare = append(spare, newVec(dt, size))
+				}
+				require.NoError(t, wait(g.reduceScatterPartsAsync(dt, share, share(r), spare, dst, Sum)))
+				got := tensor.Zeros([]int{size}, dt)
+				dst.store(got)
+				assert.Equal(t, roundTo(serialReduce(n, r, size, dt, Sum), dt), got.Float64s())
+				outs := make([]*tensor.Tensor, n)
+				for j := range outs {
+					outs[j] = tensor.Zeros([]int{size}, dt)
+				}
+				require.NoError(t, wait(g.allGatherPartsAsync(dt, parts{hostVec(rankTensor(r, 9, size, dt))}, func(j int) parts { return parts{hostVec(outs[j])} })))
+				for j, o := range outs {
+					if j != r {
+						assert.Equal(t, rankTensor(j, 9, size, dt).Float64s(), o.Float64s())
+					}
+				}
+			}
+		}
 	case "collectives":
 		for _, dt := range allDTypes {
 			for _, size := range []int{5, 999, 70001} {
