@@ -1,6 +1,7 @@
 package distributed
 
 import (
+	"slices"
 	"time"
 
 	"github.com/emberml/ember/tensor"
@@ -186,16 +187,8 @@ func (g *TCPGroup) hierAllReduce(v vec, op ReduceOp, deadline time.Time) error {
 	for w := range windows {
 		mine[w], reduced[w], crossed[w] = newVec(v.dt, c), make(chan struct{}), make(chan struct{})
 	}
-	await := func(ch chan struct{}) error {
-		select {
-		case <-ch:
-			return nil
-		case <-g.root.done:
-			return g.failure()
-		}
-	}
 	gather := func(w int) error {
-		if err := await(crossed[w]); err != nil {
+		if err := g.await(crossed[w]); err != nil {
 			return err
 		}
 		dsts, lens := make([]parts, per), make([]int, per)
@@ -224,30 +217,18 @@ func (g *TCPGroup) hierAllReduce(v vec, op ReduceOp, deadline time.Time) error {
 	network := func() error {
 		for w := range windows {
 			// This rank announces itself to its peers on the other
-			// machines before its piece is ready: one that times out
-			// waiting for the piece (because a rank of this machine is
-			// silent) then waits for this rank's report naming that
-			// rank instead of blaming this one.
-			seq := cross.nextSeq()
-			h := frameHeader{op: opAllReduce, seq: seq, dtype: byte(v.dt)}
-			for _, p := range cross.peers {
-				if p != nil {
-					if err := cross.send(p, h, nil, deadline); err != nil {
-						return err
-					}
-				}
-			}
-			if err := await(reduced[w]); err != nil {
+			// machines before its piece is ready (announceAll).
+			h := frameHeader{op: opAllReduce, seq: cross.nextSeq(), dtype: byte(v.dt)}
+			if err := cross.announceAll(h, deadline); err != nil {
 				return err
 			}
-			for _, p := range cross.peers {
-				if p != nil {
-					if err := cross.recvAnnouncement(p, h, deadline); err != nil {
-						return err
-					}
-				}
+			if err := g.await(reduced[w]); err != nil {
+				return err
 			}
-			got, _, err := cross.allReduceTCP(seq, mine[w], sum, deadline)
+			if err := cross.hearAll(h, deadline); err != nil {
+				return err
+			}
+			got, _, err := cross.allReduceTCP(h.seq, mine[w], sum, deadline)
 			if err != nil {
 				return err
 			}
@@ -266,12 +247,12 @@ func (g *TCPGroup) hierAllReduce(v vec, op ReduceOp, deadline time.Time) error {
 	return nil
 }
 
-// hierReduceScatter is reduceScatterPartsAsync in two levels: through
-// shared memory, each rank sums from its machine's ranks their
-// contributions to the shares of its local index on every machine; over
-// TCP, the ranks of that local index reduce-scatter those sums
-// (reduceScatterTCP), each keeping its own share. For Avg the sums are
-// divided once, at the end.
+// hierReduceScatter is reduceScatterPartsAsync in two levels, window by
+// window as hierAllReduce goes: through shared memory, each rank sums from
+// its machine's ranks their contributions to the shares of its local
+// index on every machine; over TCP, the ranks of that local index
+// reduce-scatter those sums (reduceScatterTCP), each keeping its own
+// share. For Avg the sums are divided once, at the end.
 func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp, deadline time.Time) error {
 	h := g.hier
 	machines, n := h.cross.size, dst.len()
@@ -281,25 +262,63 @@ func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, ow
 		}
 		return send(r)
 	}
-	// Local rank j's share: the contributions to the shares of local
-	// index j, machine by machine.
-	localShare := func(j int) parts {
-		var ps parts
-		for _, m := range h.machines {
-			ps = append(ps, contrib(m[j])...)
-		}
-		return ps
-	}
 	sum := op
 	if op == Avg {
 		sum = Sum
 	}
-	sums := newVec(dt, machines*n)
-	if err := h.local.shmReduceScatterParts(dt, localShare, localShare(h.local.rank), sums, sum, deadline); err != nil {
-		return err
+	wn := max(h.window/dt.Size(), 1) // elements of a share a window
+	windows := (n + wn - 1) / wn
+	span := func(w int) (int, int) { return w * wn, min((w+1)*wn, n) }
+	sums, reduced := make([]vec, windows), make([]chan struct{}, windows)
+	for w := range windows {
+		a, b := span(w)
+		sums[w], reduced[w] = newVec(dt, machines*(b-a)), make(chan struct{})
 	}
-	piece := func(k int) parts { return parts{vec{dt, sums.slice(k*n, (k+1)*n)}} }
-	if err := h.cross.reduceScatterTCP(h.cross.nextSeq(), dt, piece, piece(h.cross.rank), spare[:max(machines-2, 0)], dst, sum, deadline); err != nil {
+	shared := func() error {
+		for w := range windows {
+			a, b := span(w)
+			// Local rank j's share: the contributions to the shares of
+			// local index j, machine by machine.
+			localShare := func(j int) parts {
+				var ps parts
+				for _, m := range h.machines {
+					ps = append(ps, contrib(m[j]).sub(a, b)...)
+				}
+				return ps
+			}
+			if err := h.local.shmReduceScatterParts(dt, localShare, localShare(h.local.rank), sums[w], sum, deadline); err != nil {
+				return err
+			}
+			close(reduced[w])
+		}
+		return nil
+	}
+	network := func() error {
+		for w := range windows {
+			a, b := span(w)
+			k := b - a
+			hdr := frameHeader{op: opShardReduceScatter, seq: h.cross.nextSeq(), dtype: byte(dt)}
+			if err := h.cross.announceAll(hdr, deadline); err != nil {
+				return err
+			}
+			if err := g.await(reduced[w]); err != nil {
+				return err
+			}
+			if err := h.cross.hearAll(hdr, deadline); err != nil {
+				return err
+			}
+			piece := func(i int) parts { return parts{vec{dt, sums[w].slice(i*k, (i+1)*k)}} }
+			bufs := make([]vec, max(machines-2, 0))
+			for i := range bufs {
+				bufs[i] = vec{dt, spare[i].slice(0, k)}
+			}
+			if err := h.cross.reduceScatterTCP(hdr.seq, dt, piece, piece(h.cross.rank), bufs, vec{dt, dst.slice(a, b)}, sum, deadline); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := g.parallel(shared, network); err != nil {
 		return err
 	}
 	if op == Avg {
@@ -308,24 +327,86 @@ func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, ow
 	return nil
 }
 
-// hierAllGather is allGatherPartsAsync in two levels, with every rank's
-// share in shares: over TCP, the ranks of this rank's local index gather
-// their shares (allGatherTCP); through shared memory, each rank gathers
-// from its machine's ranks the shares of their local indices.
+// hierAllGather is allGatherPartsAsync in two levels, window by window,
+// with every rank's share in shares: over TCP, the ranks of this rank's
+// local index gather their shares (allGatherTCP); through shared memory,
+// each rank then gathers from its machine's ranks the shares of their
+// local indices.
 func (g *TCPGroup) hierAllGather(dt tensor.DType, shares []parts, deadline time.Time) error {
 	h := g.hier
-	byMachine := make([]parts, h.cross.size)
-	for k, m := range h.machines {
-		byMachine[k] = shares[m[h.local.rank]]
+	longest := slices.Max(partsLens(shares))
+	wn := max(h.window/dt.Size(), 1)
+	windows := (longest + wn - 1) / wn
+	crossed := make([]chan struct{}, windows)
+	for w := range crossed {
+		crossed[w] = make(chan struct{})
 	}
-	if err := h.cross.allGatherTCP(h.cross.nextSeq(), dt, byMachine, deadline); err != nil {
-		return err
+	network := func() error {
+		for w := range windows {
+			byMachine := make([]parts, h.cross.size)
+			for k, m := range h.machines {
+				byMachine[k] = shares[m[h.local.rank]].sub(w*wn, (w+1)*wn)
+			}
+			if err := h.cross.allGatherTCP(h.cross.nextSeq(), dt, byMachine, deadline); err != nil {
+				return err
+			}
+			close(crossed[w])
+		}
+		return nil
 	}
-	byIndex := make([]parts, h.local.size)
-	for j := range byIndex {
-		for _, m := range h.machines {
-			byIndex[j] = append(byIndex[j], shares[m[j]]...)
+	shared := func() error {
+		for w := range windows {
+			if err := g.await(crossed[w]); err != nil {
+				return err
+			}
+			byIndex := make([]parts, h.local.size)
+			for j := range byIndex {
+				for _, m := range h.machines {
+					byIndex[j] = append(byIndex[j], shares[m[j]].sub(w*wn, (w+1)*wn)...)
+				}
+			}
+			if err := h.local.shmAllGatherParts(dt, byIndex[h.local.rank], byIndex, partsLens(byIndex), deadline); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return g.parallel(network, shared)
+}
+
+// await waits until ch is closed, or returns the group's failure.
+func (g *TCPGroup) await(ch <-chan struct{}) error {
+	select {
+	case <-ch:
+		return nil
+	case <-g.root.done:
+		return g.failure()
+	}
+}
+
+// announceAll sends every peer an empty frame of operation h: a peer that
+// times out waiting for this rank's data then waits for this rank's
+// report of what holds it up (the ranks of its machine, before the network
+// phase) instead of blaming this rank. hearAll receives the peers'.
+func (g *TCPGroup) announceAll(h frameHeader, deadline time.Time) error {
+	for _, p := range g.peers {
+		if p != nil {
+			if err := g.send(p, h, nil, deadline); err != nil {
+				return err
+			}
 		}
 	}
-	return h.local.shmAllGatherParts(dt, byIndex[h.local.rank], byIndex, partsLens(byIndex), deadline)
+	return nil
+}
+
+// hearAll receives every peer's announceAll frame of operation h.
+func (g *TCPGroup) hearAll(h frameHeader, deadline time.Time) error {
+	for _, p := range g.peers {
+		if p != nil {
+			if err := g.recvAnnouncement(p, h, deadline); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

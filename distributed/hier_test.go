@@ -23,7 +23,7 @@ func machineGroups(t *testing.T, machines, per int) []*TCPGroup {
 		g.direct = 64
 		if g.hier != nil {
 			g.hier.cross.direct = 64
-			g.hier.window = 64 // 16 floats: windows from 33 floats on
+			g.hier.window = 16 // 4 floats: ZeroOptimizer's shares and all-reduces from 9 floats in windows
 		}
 		t.Cleanup(func() { g.Close() })
 	}

@@ -36,6 +36,18 @@ func (ps parts) overlap(lo, hi int, fn func(p vec, a, e, at int)) {
 	}
 }
 
+// sub returns the pieces of elements [lo, hi) of the logical vector,
+// clipped to its length (none when the range is empty).
+func (ps parts) sub(lo, hi int) parts {
+	var out parts
+	ps.overlap(lo, hi, func(p vec, a, e, _ int) {
+		if a < e {
+			out = append(out, vec{p.dt, p.slice(a, e)})
+		}
+	})
+	return out
+}
+
 // decode overwrites elements [lo, hi) of the logical vector with the
 // little-endian bytes b.
 func (ps parts) decode(lo, hi int, b []byte) {

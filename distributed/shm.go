@@ -422,7 +422,10 @@ func (s *shmGroup) check(j int, d shmDesc, deadline time.Time) error {
 		return g.settle(fail(fmt.Errorf("connection closed during a shared-memory %s", opName(d.op))))
 	}
 	if !time.Now().Before(deadline) {
-		return fail(fmt.Errorf("timed out after %v waiting for it (is it running the same collective?)", g.Timeout()))
+		// The peer may itself be waiting on another rank (in a
+		// two-level collective, one on another machine): give its
+		// report naming that rank a moment to arrive.
+		return g.settle(fail(fmt.Errorf("timed out after %v waiting for it (is it running the same collective?)", g.Timeout())))
 	}
 	return nil
 }
