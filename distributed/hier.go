@@ -17,8 +17,9 @@ import (
 // carries what one rank of a flat group would send (its share of an
 // all-reduce among M machines), where a flat ring over all M·L ranks
 // crosses every machine boundary with the whole ring's traffic, and the
-// ranks of one machine never talk over loopback TCP. Large tensors go
-// through in windows, so that the shared-memory phases of one window
+// ranks of one machine never talk over loopback TCP. ZeroOptimizer's
+// reduce-scatter and all-gather go in the same two levels. Large tensors
+// go through in windows, so that the shared-memory phases of one window
 // overlap the network phase of another.
 
 // hierarchy holds the two levels' groups of the world group: this rank's
@@ -27,7 +28,7 @@ type hierarchy struct {
 	local    *TCPGroup // through shared memory; its rank is the local index
 	cross    *TCPGroup // over TCP; its rank is the machine's index
 	machines [][]int   // the world ranks of each machine, by local index
-	window   int       // bytes of a rank's piece of an all-reduce window (hierWindowBytes)
+	window   int       // bytes of a rank's piece, or of a share, in one window (hierWindowBytes)
 }
 
 // machineID identifies the machine of world rank rank of size ranks:
