@@ -53,15 +53,17 @@ func (g *TCPGroup) parallel(fns ...func() error) error {
 	return first
 }
 
-// sendRange sends elements [lo, hi) of v to p in frames of at most
-// g.chunk bytes (one empty frame when the range is empty).
+// sendRange sends elements [lo, hi) of v to p as one message, in frames
+// of at most g.chunk bytes (one empty frame when the range is empty), the
+// last marked as its end.
 func (g *TCPGroup) sendRange(p *peer, op byte, seq uint64, v vec, lo, hi int, deadline time.Time) error {
-	h := frameHeader{op: op, seq: seq, dtype: byte(v.dt)}
+	h := frameHeader{op: op, seq: seq, dtype: byte(v.dt), end: lo == hi}
 	if lo == hi {
 		return g.send(p, h, nil, deadline)
 	}
 	step := max(g.chunk/v.elemSize(), 1)
 	for at := lo; at < hi; at += step {
+		h.end = at+step >= hi
 		if err := g.send(p, h, v.encode(at, min(at+step, hi)), deadline); err != nil {
 			return err
 		}
@@ -69,17 +71,21 @@ func (g *TCPGroup) sendRange(p *peer, op byte, seq uint64, v vec, lo, hi int, de
 	return nil
 }
 
-// recvRange receives the elements [lo, hi) that p sends with sendRange and
-// hands each piece to use(lo, hi, bytes) as it arrives. The sender's chunk
-// size need not match ours.
+// recvRange receives the elements [lo, hi) that p sends as one message
+// (sendRange) and hands each piece to use(lo, hi, bytes) as it arrives.
+// The sender's chunk size need not match ours; a message that ends before
+// hi or goes on past it (a tensor of another shape) is an error at once.
 func (g *TCPGroup) recvRange(p *peer, op byte, seq uint64, dt tensor.DType, lo, hi int, deadline time.Time, use func(lo, hi int, b []byte)) error {
 	es := dt.Size()
 	if lo == hi {
-		_, _, err := g.recv(p, op, seq, byte(dt), 0, es, deadline)
+		_, _, end, err := g.recv(p, op, seq, byte(dt), 0, es, deadline)
+		if err == nil && !end {
+			err = messageLength(p, op, seq, 0, 0, false)
+		}
 		return err
 	}
 	for at := lo; at < hi; {
-		b, inPlace, err := g.recv(p, op, seq, byte(dt), (hi-at)*es, es, deadline)
+		b, inPlace, end, err := g.recv(p, op, seq, byte(dt), (hi-at)*es, es, deadline)
 		if err != nil {
 			return err
 		}
@@ -89,8 +95,21 @@ func (g *TCPGroup) recvRange(p *peer, op byte, seq uint64, dt tensor.DType, lo, 
 			g.releaseBuf(b)
 		}
 		at += k
+		if end != (at == hi) {
+			return messageLength(p, op, seq, at-lo, hi-lo, end)
+		}
 	}
 	return nil
+}
+
+// messageLength is the error of a message from p that ended after got
+// elements where this rank expects want (ended), or did not end with them.
+func messageLength(p *peer, op byte, seq uint64, got, want int, ended bool) error {
+	err := fmt.Errorf("its message goes on past the %d elements this rank expects (tensors must have the same shape on every rank)", want)
+	if ended {
+		err = fmt.Errorf("its message ended after %d elements where this rank expects %d (tensors must have the same shape on every rank)", got, want)
+	}
+	return &PeerError{Op: opName(op), Seq: seq, Rank: p.global, Reporter: -1, Err: err}
 }
 
 // recvVec receives a whole vec of n elements of dtype dt from p.
@@ -309,13 +328,14 @@ func (g *TCPGroup) chainBroadcast(seq uint64, v vec, root int, deadline time.Tim
 		return err
 	}
 	for at := 0; at < n; {
-		b, inPlace, err := g.recv(prev, opBroadcast, seq, byte(v.dt), (n-at)*es, es, deadline)
+		b, inPlace, end, err := g.recv(prev, opBroadcast, seq, byte(v.dt), (n-at)*es, es, deadline)
 		if err != nil {
 			return err
 		}
 		k := len(b) / es
 		v.decode(at, at+k, b)
 		if next != nil {
+			h.end = end
 			err = g.send(next, h, b, deadline)
 		}
 		if !inPlace {
@@ -325,6 +345,9 @@ func (g *TCPGroup) chainBroadcast(seq uint64, v vec, root int, deadline time.Tim
 			return err
 		}
 		at += k
+		if end != (at == n) {
+			return messageLength(prev, opBroadcast, seq, at, n, end)
+		}
 	}
 	return nil
 }

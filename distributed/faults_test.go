@@ -114,6 +114,75 @@ func TestMismatchedShapes(t *testing.T) {
 	}
 }
 
+func TestMismatchedLengthsFailAtOnce(t *testing.T) {
+	// Over TCP a receiver whose tensor is longer than the sender's learns
+	// from the frame that ends the message, and one whose tensor is
+	// shorter (by whole chunks of 64 floats) from a last frame that does
+	// not end it: both fail at once naming the sender, not after their
+	// timeout.
+	long, short := "ended after", "goes on past"
+	cases := []struct {
+		name   string
+		op     func(g *TCPGroup) error
+		rank   int // the rank that must report
+		sender int
+		want   string
+	}{
+		{"broadcast-chain-longer", func(g *TCPGroup) error {
+			return g.Broadcast(tensor.Ones([]int{1024 + 64*g.Rank()}), 0)
+		}, 1, 0, long},
+		{"broadcast-chain-shorter", func(g *TCPGroup) error {
+			return g.Broadcast(tensor.Ones([]int{1024 - 64*g.Rank()}), 0)
+		}, 1, 0, short},
+		{"broadcast-tree-longer", func(g *TCPGroup) error {
+			return g.Broadcast(tensor.Ones([]int{5 + g.Rank()}), 0)
+		}, 1, 0, long},
+		{"scatter-longer", func(g *TCPGroup) error {
+			return g.Scatter(tensor.Zeros([]int{100 + g.Rank()}), onesList(3, 100), 0)
+		}, 2, 0, long},
+		{"gather-shorter", func(g *TCPGroup) error {
+			n := 128
+			if g.Rank() == 0 {
+				n = 64
+			}
+			return g.Gather(onesList(3, n), tensor.Ones([]int{n}), 0)
+		}, 0, 1, short},
+		{"recv-longer", func(g *TCPGroup) error {
+			switch g.Rank() {
+			case 0:
+				return g.Send(tensor.Ones([]int{100}), 1)
+			case 1:
+				return g.Recv(tensor.Zeros([]int{120}), 0)
+			}
+			return nil
+		}, 1, 0, long},
+		{"recv-shorter", func(g *TCPGroup) error {
+			switch g.Rank() {
+			case 0:
+				return g.Send(tensor.Ones([]int{128}), 1)
+			case 1:
+				return g.Recv(tensor.Zeros([]int{64}), 0)
+			}
+			return nil
+		}, 1, 0, short},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			gs := tcpGroups(t, 3) // 256-byte chunks; broadcasts past 64 bytes along the chain
+			errs := onAll(gs, c.op)
+			var pe *PeerError
+			require.ErrorAs(t, errs[c.rank], &pe, "rank %d", c.rank)
+			assert.Equal(t, c.sender, pe.Rank, "rank %d: %v", c.rank, errs[c.rank])
+			assert.Contains(t, errs[c.rank].Error(), c.want)
+			for r, err := range errs {
+				if err != nil {
+					assert.NotContains(t, err.Error(), "timed out", "rank %d", r)
+				}
+			}
+		})
+	}
+}
+
 func TestWrongTokenIsRejected(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 //
 //	offset size field
 //	0      4    magic "EMBF"
-//	4      1    kind (frameData, frameAbort)
+//	4      1    kind (frameData, frameDataEnd, frameAbort)
 //	5      1    op code of the collective (opBarrier ... opP2P)
 //	6      1    dtype of the payload elements (tensor.DType)
 //	7      1    group id (0: the world group, then subgroups in creation order)
@@ -27,6 +27,11 @@ const (
 
 	frameData  byte = 1
 	frameAbort byte = 2
+	// frameDataEnd is a data frame that ends its message (decoded as
+	// frameData with end set): a receiver that expects more elements,
+	// or fewer, learns at once that the sender's tensor has another
+	// shape instead of waiting out its timeout.
+	frameDataEnd byte = 3
 
 	// maxAbortPayload bounds the reason carried by an abort frame.
 	maxAbortPayload = 4 + 1024
@@ -74,6 +79,7 @@ type frameHeader struct {
 	dtype byte
 	seq   uint64
 	n     uint64
+	end   bool // a data frame that ends its message (frameDataEnd)
 }
 
 // errBadFrame marks a frame that does not follow the wire format.
@@ -83,6 +89,9 @@ var errBadFrame = errors.New("malformed frame")
 func putHeader(b []byte, h frameHeader) {
 	copy(b[0:4], frameMagic)
 	b[4] = h.kind
+	if h.kind == frameData && h.end {
+		b[4] = frameDataEnd
+	}
 	b[5] = h.op
 	b[6] = h.dtype
 	b[7] = h.group
@@ -101,6 +110,9 @@ func parseHeader(b []byte, maxPayload uint64) (frameHeader, error) {
 		return frameHeader{}, fmt.Errorf("%w: bad magic %q", errBadFrame, b[0:4])
 	}
 	h := frameHeader{kind: b[4], op: b[5], dtype: b[6], group: b[7], seq: binary.LittleEndian.Uint64(b[8:16]), n: binary.LittleEndian.Uint64(b[16:24])}
+	if h.kind == frameDataEnd {
+		h.kind, h.end = frameData, true
+	}
 	switch h.kind {
 	case frameData:
 		if h.op < 1 || h.op > opLast {

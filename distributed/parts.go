@@ -77,15 +77,23 @@ func (ps parts) regions() [][]byte {
 	return r
 }
 
-// sendParts sends the parts to p, each in frames of at most g.chunk bytes
-// (one empty frame when there are no elements).
+// sendParts sends the parts to p as one message, each in frames of at
+// most g.chunk bytes (one empty frame when there are no elements), the
+// last marked as its end.
 func (g *TCPGroup) sendParts(p *peer, op byte, seq uint64, dt tensor.DType, ps parts, deadline time.Time) error {
-	if ps.len() == 0 {
-		return g.send(p, frameHeader{op: op, seq: seq, dtype: byte(dt)}, nil, deadline)
+	h := frameHeader{op: op, seq: seq, dtype: byte(dt), end: true}
+	n := ps.len()
+	if n == 0 {
+		return g.send(p, h, nil, deadline)
 	}
+	step := max(g.chunk/dt.Size(), 1)
+	sent := 0
 	for _, v := range ps {
-		if n := v.len(); n > 0 {
-			if err := g.sendRange(p, op, seq, v, 0, n, deadline); err != nil {
+		for at := 0; at < v.len(); at += step {
+			hi := min(at+step, v.len())
+			sent += hi - at
+			h.end = sent == n
+			if err := g.send(p, h, v.encode(at, hi), deadline); err != nil {
 				return err
 			}
 		}

@@ -73,6 +73,7 @@ func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.T
 		for k := range steps {
 			lo, hi := sendSeg(k)
 			if lo == hi {
+				h.end = true
 				if err := g.send(next, h, nil, deadline); err != nil {
 					return err
 				}
@@ -80,6 +81,7 @@ func (g *TCPGroup) ringAllReduce(seq uint64, v vec, op ReduceOp, deadline time.T
 			}
 			for at := lo; at < hi; at += step {
 				end := min(at+step, hi)
+				h.end = end == hi // each step's segment is one message
 				if k > 0 {
 					// Elements [lo, end) of this segment were received
 					// at step k-1; wait until they are processed.
@@ -204,9 +206,9 @@ func (g *TCPGroup) ringSend(p *peer, op byte, seq uint64, dt tensor.DType, rp *r
 }
 
 // sendForwarded sends ps, what the receiver got at step k-1, to p as step
-// k, each chunk once the receiver has processed it.
+// k's message, each chunk once the receiver has processed it.
 func (g *TCPGroup) sendForwarded(p *peer, op byte, seq uint64, dt tensor.DType, ps parts, rp *ringProgress, k int, deadline time.Time) error {
-	h := frameHeader{op: op, seq: seq, dtype: byte(dt)}
+	h := frameHeader{op: op, seq: seq, dtype: byte(dt), end: true}
 	n := ps.len()
 	if n == 0 {
 		return g.send(p, h, nil, deadline)
@@ -217,14 +219,12 @@ func (g *TCPGroup) sendForwarded(p *peer, op byte, seq uint64, dt tensor.DType, 
 		if err := rp.await(k-1, end); err != nil {
 			return err
 		}
-		var err error
-		ps.overlap(at, end, func(v vec, a, e, _ int) {
-			if err == nil && a < e {
-				err = g.send(p, h, v.encode(a, e), deadline)
+		pieces := ps.sub(at, end)
+		for i, v := range pieces {
+			h.end = end == n && i == len(pieces)-1
+			if err := g.send(p, h, v.encode(0, v.len()), deadline); err != nil {
+				return err
 			}
-		})
-		if err != nil {
-			return err
 		}
 	}
 	return nil

@@ -976,8 +976,8 @@ func (g *TCPGroup) settleUntil(when time.Time, err error) error {
 // (op, seq) and has dtype dt; its payload must be empty when maxN is 0,
 // else hold between 1 and maxN bytes in whole units of unit bytes. inPlace
 // reports a payload a sink placed in the receiver's memory (not to be
-// released to the pool).
-func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, deadline time.Time) (payload []byte, inPlace bool, err error) {
+// released to the pool); end, a frame that ends its message.
+func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, deadline time.Time) (payload []byte, inPlace, end bool, err error) {
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 	fail := func(err error) error {
@@ -993,7 +993,7 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 		select {
 		case <-notify:
 		case <-g.done:
-			return nil, false, g.failure()
+			return nil, false, false, g.failure()
 		case <-timer.C:
 			err := fail(fmt.Errorf("timed out after %v waiting for its message (is it running the same collective?)", g.Timeout()))
 			if p.heardSeq == seq {
@@ -1001,9 +1001,9 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 				// silent rank itself (over the ring, rank r hears only
 				// from r-1): its own timer fires by one timeout after
 				// its first message, and its abort names that rank.
-				return nil, false, g.settleUntil(p.heardAt.Add(g.Timeout()+settleDelay), err)
+				return nil, false, false, g.settleUntil(p.heardAt.Add(g.Timeout()+settleDelay), err)
 			}
-			return nil, false, err
+			return nil, false, false, err
 		}
 	}
 	if f.err != nil {
@@ -1011,7 +1011,7 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 		if errors.As(f.err, &pe) && pe.Op == "" {
 			pe.Op, pe.Seq = opName(op), seq
 		}
-		return nil, false, g.settle(f.err)
+		return nil, false, false, g.settle(f.err)
 	}
 	if f.op == op && f.seq == seq && p.heardSeq != seq {
 		p.heardSeq, p.heardAt = seq, time.Now()
@@ -1019,11 +1019,11 @@ func (g *TCPGroup) recv(p *peer, op byte, seq uint64, dt byte, maxN, unit int, d
 	n := len(f.payload)
 	switch {
 	case f.op != op || f.seq != seq:
-		return nil, false, fail(fmt.Errorf("mismatched operation: it sent %s #%d while this rank runs %s #%d (ranks must issue the same collectives in the same order)", opName(f.op), f.seq, opName(op), seq))
+		return nil, false, false, fail(fmt.Errorf("mismatched operation: it sent %s #%d while this rank runs %s #%d (ranks must issue the same collectives in the same order)", opName(f.op), f.seq, opName(op), seq))
 	case f.dtype != dt:
-		return nil, false, fail(fmt.Errorf("dtype code %d, this rank has %d (tensors must have the same dtype on every rank)", f.dtype, dt))
+		return nil, false, false, fail(fmt.Errorf("dtype code %d, this rank has %d (tensors must have the same dtype on every rank)", f.dtype, dt))
 	case maxN == 0 && n != 0, maxN > 0 && (n == 0 || n > maxN || n%unit != 0):
-		return nil, false, fail(fmt.Errorf("message of %d bytes where this rank expects %d (tensors must have the same shape on every rank)", n, maxN))
+		return nil, false, false, fail(fmt.Errorf("message of %d bytes where this rank expects %d (tensors must have the same shape on every rank)", n, maxN))
 	}
-	return f.payload, f.inPlace, nil
+	return f.payload, f.inPlace, f.end, nil
 }

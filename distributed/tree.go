@@ -113,7 +113,7 @@ func (t treeNode) down(v vec, deadline time.Time) error {
 // header h (tree.go, chainBroadcast): after it, a timeout waiting on p waits
 // for p's own abort.
 func (g *TCPGroup) recvAnnouncement(p *peer, h frameHeader, deadline time.Time) error {
-	_, _, err := g.recv(p, h.op, h.seq, h.dtype, 0, 1, deadline)
+	_, _, _, err := g.recv(p, h.op, h.seq, h.dtype, 0, 1, deadline)
 	return err
 }
 
