@@ -114,6 +114,20 @@ func TestMismatchedShapes(t *testing.T) {
 	}
 }
 
+// sendRecv returns an operation in which rank 0 sends sent floats to
+// rank 1, which receives them into a tensor of received floats.
+func sendRecv(sent, received int) func(g *TCPGroup) error {
+	return func(g *TCPGroup) error {
+		switch g.Rank() {
+		case 0:
+			return g.Send(tensor.Ones([]int{sent}), 1)
+		case 1:
+			return g.Recv(tensor.Zeros([]int{received}), 0)
+		}
+		return nil
+	}
+}
+
 func TestMismatchedLengthsFailAtOnce(t *testing.T) {
 	// Over TCP a receiver whose tensor is longer than the sender's learns
 	// from the frame that ends the message, and one whose tensor is
@@ -147,24 +161,8 @@ func TestMismatchedLengthsFailAtOnce(t *testing.T) {
 			}
 			return g.Gather(onesList(3, n), tensor.Ones([]int{n}), 0)
 		}, 0, 1, short},
-		{"recv-longer", func(g *TCPGroup) error {
-			switch g.Rank() {
-			case 0:
-				return g.Send(tensor.Ones([]int{100}), 1)
-			case 1:
-				return g.Recv(tensor.Zeros([]int{120}), 0)
-			}
-			return nil
-		}, 1, 0, long},
-		{"recv-shorter", func(g *TCPGroup) error {
-			switch g.Rank() {
-			case 0:
-				return g.Send(tensor.Ones([]int{128}), 1)
-			case 1:
-				return g.Recv(tensor.Zeros([]int{64}), 0)
-			}
-			return nil
-		}, 1, 0, short},
+		{"recv-longer", sendRecv(100, 120), 1, 0, long},
+		{"recv-shorter", sendRecv(128, 64), 1, 0, short},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
