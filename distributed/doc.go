@@ -167,8 +167,10 @@
 // to one timeout and a quarter second after that message, for the peer's
 // own abort, so that the silent rank is the one named; with equal
 // timeouts on every rank a failure is reported within twice the timeout
-// and a quarter second. NewLocalGroups runs a
-// whole group inside one process for tests.
+// and a quarter second. Every message over TCP marks its last frame, so a
+// rank whose tensor is longer or shorter than its peer's fails at once
+// with a *PeerError saying so, rather than waiting out its timeout.
+// NewLocalGroups runs a whole group inside one process for tests.
 //
 // TCPGroup.NewSubgroup makes groups of some of the ranks over the same
 // connections, MPIGroup.NewSubgroup over a communicator of those ranks. SaveCheckpoint and LoadCheckpoint write and restore a model
