@@ -114,6 +114,14 @@ func TestMismatchedShapes(t *testing.T) {
 	}
 }
 
+// oneIf returns 1 if b, else 0.
+func oneIf(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // sendRecv returns an operation in which rank 0 sends sent floats to
 // rank 1, which receives them into a tensor of received floats.
 func sendRecv(sent, received int) func(g *TCPGroup) error {
@@ -133,7 +141,8 @@ func TestMismatchedLengthsFailAtOnce(t *testing.T) {
 	// from the frame that ends the message, and one whose tensor is
 	// shorter (by whole chunks of 64 floats) from a last frame that does
 	// not end it: both fail at once naming the sender, not after their
-	// timeout.
+	// timeout. One rank's tensor differs from the others', so that it is
+	// the one to find out.
 	long, short := "ended after", "goes on past"
 	cases := []struct {
 		name   string
@@ -143,21 +152,21 @@ func TestMismatchedLengthsFailAtOnce(t *testing.T) {
 		want   string
 	}{
 		{"broadcast-chain-longer", func(g *TCPGroup) error {
-			return g.Broadcast(tensor.Ones([]int{1024 + 64*g.Rank()}), 0)
+			return g.Broadcast(tensor.Ones([]int{1024 + 64*oneIf(g.Rank() == 1)}), 0)
 		}, 1, 0, long},
 		{"broadcast-chain-shorter", func(g *TCPGroup) error {
-			return g.Broadcast(tensor.Ones([]int{1024 - 64*g.Rank()}), 0)
+			return g.Broadcast(tensor.Ones([]int{1024 - 64*oneIf(g.Rank() == 1)}), 0)
 		}, 1, 0, short},
 		{"broadcast-tree-longer", func(g *TCPGroup) error {
-			return g.Broadcast(tensor.Ones([]int{5 + g.Rank()}), 0)
+			return g.Broadcast(tensor.Ones([]int{5 + oneIf(g.Rank() == 1)}), 0)
 		}, 1, 0, long},
 		{"scatter-longer", func(g *TCPGroup) error {
-			return g.Scatter(tensor.Zeros([]int{100 + g.Rank()}), onesList(3, 100), 0)
+			return g.Scatter(tensor.Zeros([]int{100 + 10*oneIf(g.Rank() == 2)}), onesList(3, 100), 0)
 		}, 2, 0, long},
 		{"gather-shorter", func(g *TCPGroup) error {
-			n := 128
-			if g.Rank() == 0 {
-				n = 64
+			n := 64 // rank 1 sends 128
+			if g.Rank() == 1 {
+				n = 128
 			}
 			return g.Gather(onesList(3, n), tensor.Ones([]int{n}), 0)
 		}, 0, 1, short},
