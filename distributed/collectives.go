@@ -399,7 +399,7 @@ func (g *TCPGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work
 	return g.submit(func(deadline time.Time) error {
 		seq := g.nextSeq()
 		v := hostVec(in)
-		if g.shm == nil && !g.ringRoute(v.len()*g.size*v.elemSize()) {
+		if g.shm == nil && g.hier == nil && !g.ringRoute(v.len()*g.size*v.elemSize()) {
 			got, err := g.exchange(opAllGather, seq, v.dt, v.len(), func(int) vec { return v }, deadline)
 			if err != nil {
 				return err
@@ -423,7 +423,12 @@ func (g *TCPGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work
 			// that output is written.
 			own := ovs[g.rank]
 			own.decode(0, own.len(), v.encode(0, v.len()))
-			err = g.ringAllGather(opAllGather, seq, v.dt, g.byRank(parts{own}, func(j int) parts { return parts{ovs[j]} }), deadline)
+			shares := g.byRank(parts{own}, func(j int) parts { return parts{ovs[j]} })
+			if g.hier != nil {
+				err = g.hierAllGather(v.dt, shares, deadline)
+			} else {
+				err = g.ringAllGather(opAllGather, seq, v.dt, shares, deadline)
+			}
 		}
 		if err != nil {
 			return err
@@ -464,7 +469,7 @@ func (g *TCPGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, 
 			vs[j] = hostVec(t)
 		}
 		dt, n := out.DType(), out.Numel()
-		if g.shm == nil && !g.ringRoute(n*g.size*dt.Size()) {
+		if g.shm == nil && g.hier == nil && !g.ringRoute(n*g.size*dt.Size()) {
 			got, err := g.exchange(opReduceScatter, seq, dt, n, func(j int) vec { return vs[j] }, deadline)
 			if err != nil {
 				return err
@@ -485,11 +490,18 @@ func (g *TCPGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, 
 				break
 			}
 		}
+		send := func(j int) parts { return parts{vs[j]} }
 		var err error
-		if g.shm != nil {
+		switch {
+		case g.shm != nil:
 			err = g.shmReduceScatter(seq, dst, vs, op, deadline)
-		} else {
-			send := func(j int) parts { return parts{vs[j]} }
+		case g.hier != nil:
+			spare := make([]vec, max(g.hier.cross.size-2, 0))
+			for i := range spare {
+				spare[i] = newVec(dt, n)
+			}
+			err = g.hierReduceScatter(dt, send, parts{vs[g.rank]}, spare, dst, op, deadline)
+		default:
 			work := func(int) vec { return newVec(dt, n) }
 			err = g.ringReduceScatter(opReduceScatter, seq, dt, send, parts{vs[g.rank]}, work, dst, op, deadline)
 		}

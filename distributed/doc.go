@@ -78,14 +78,15 @@
 // another. Each machine's link then carries what
 // one rank of an M-rank ring would send, where a flat ring over all M·L
 // ranks carries up to twice that, and local ranks never exchange over
-// loopback TCP. Every rank gets the same bits. ZeroOptimizer's
-// reduce-scatter and all-gather go in the same two levels (each rank sums
-// from its machine's ranks the blocks of its local index on every
-// machine, and those ranks reduce-scatter the sums over TCP; the
-// all-gather goes the other way round). The group sets this up with M+L
-// subgroups of its own, whose ids come before those of NewSubgroup; every
-// rank must allow shared memory. The other collectives stay flat over
-// TCP.
+// loopback TCP. Every rank gets the same bits. ReduceScatter and
+// AllGather, and ZeroOptimizer's exchanges, go in the same two levels
+// (each rank sums from its machine's ranks their contributions to the
+// shares of its local index on every machine, and those ranks
+// reduce-scatter the sums over TCP; the all-gather goes the other way
+// round). The group sets this up with M+L subgroups of its own, whose ids
+// come before those of NewSubgroup; every rank must allow shared memory.
+// Broadcast, Reduce, Gather and Scatter stay flat over TCP (a broadcast's
+// chain crosses each machine boundary once anyway).
 //
 // Tensors from TCPGroup.SharedZeros (a collective allocation, like NCCL's
 // registered buffers) live in segments that every local rank maps, so an

@@ -17,8 +17,8 @@ import (
 // carries what one rank of a flat group would send (its share of an
 // all-reduce among M machines), where a flat ring over all M·L ranks
 // crosses every machine boundary with the whole ring's traffic, and the
-// ranks of one machine never talk over loopback TCP. ZeroOptimizer's
-// reduce-scatter and all-gather go in the same two levels. Large tensors
+// ranks of one machine never talk over loopback TCP. ReduceScatter and
+// AllGather, and ZeroOptimizer's exchanges, go in the same two levels. Large tensors
 // go through in windows, so that the shared-memory phases of one window
 // overlap the network phase of another.
 

@@ -139,17 +139,21 @@ func TestSharedMemoryMatchesTCPBits(t *testing.T) {
 
 func TestInPlaceOutputs(t *testing.T) {
 	// The output aliases an input: the result must be computed from the
-	// inputs as they were, through shared memory, round the TCP ring
-	// and in the direct exchange.
-	for _, route := range []string{"shm", "ring", "direct"} {
+	// inputs as they were, through shared memory, round the TCP ring,
+	// in the direct exchange and in two levels between pretend machines.
+	for _, route := range []string{"shm", "ring", "direct", "two-level"} {
 		t.Run(route, func(t *testing.T) { testInPlaceOutputs(t, route) })
 	}
 }
 
 func testInPlaceOutputs(t *testing.T, route string) {
-	const n, size = 3, 200
+	const size = 200
+	n := 3
 	gs := localGroups(t, n)
-	if route != "shm" {
+	if route == "two-level" {
+		n = 4
+		gs = machineGroups(t, 2, 2)
+	} else if route != "shm" {
 		gs = tcpGroups(t, n)
 		if route == "direct" {
 			for _, g := range gs {
