@@ -178,7 +178,9 @@ func NewGroupFromEnv(ctx context.Context) (*TCPGroup, error) {
 // pipelined ring when large (ring.go) and exchange directly when small;
 // Broadcast passes large tensors along a pipelined chain and small ones
 // down a binomial tree, and Reduce goes up a binomial tree (tree.go); the
-// other collectives exchange directly with the ranks involved.
+// other collectives exchange directly with the ranks involved. Where the
+// ranks sit evenly on several machines, AllReduce, ReduceScatter and
+// AllGather go in two levels, shared memory within each (hier.go).
 type TCPGroup struct {
 	rank, size int
 	timeout    atomic.Int64
