@@ -45,6 +45,15 @@ func onEveryRank(groups []*distributed.TCPGroup, fn func(g *distributed.TCPGroup
 	}
 }
 
+// flatParameters returns m's parameters, one after the other.
+func flatParameters(m nn.Module) []float32 {
+	var all []float32
+	for _, p := range m.Parameters() {
+		all = append(all, p.Value().Float32s()...)
+	}
+	return all
+}
+
 // Four ranks in one process (as tests use them) sum a tensor: every rank
 // holds rank+1 and ends with 1+2+3+4. In a real job each rank is a process
 // that calls NewGroupFromEnv (started by `ember launch` or torchrun) and
@@ -178,11 +187,7 @@ func ExampleDataParallel() {
 			}
 			losses[g.Rank()] = loss.Value().Item()
 		}
-		var all []float32
-		for _, p := range model.Parameters() {
-			all = append(all, p.Value().Float32s()...)
-		}
-		weights[g.Rank()] = all
+		weights[g.Rank()] = flatParameters(model)
 		return nil
 	})
 	same := fmt.Sprint(weights[0]) == fmt.Sprint(weights[1])
@@ -231,11 +236,7 @@ func ExampleNewZeroOptimizer() {
 				return err
 			}
 		}
-		var all []float32
-		for _, p := range model.Parameters() {
-			all = append(all, p.Value().Float32s()...)
-		}
-		weights[g.Rank()] = all
+		weights[g.Rank()] = flatParameters(model)
 		return nil
 	})
 	fmt.Println("parameters each rank's Adam updates:", shard, "of", len(weights[0]))

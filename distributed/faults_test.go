@@ -114,14 +114,6 @@ func TestMismatchedShapes(t *testing.T) {
 	}
 }
 
-// oneIf returns 1 if b, else 0.
-func oneIf(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // sendRecv returns an operation in which rank 0 sends sent floats to
 // rank 1, which receives them into a tensor of received floats.
 func sendRecv(sent, received int) func(g *TCPGroup) error {
@@ -152,16 +144,16 @@ func TestMismatchedLengthsFailAtOnce(t *testing.T) {
 		want   string
 	}{
 		{"broadcast-chain-longer", func(g *TCPGroup) error {
-			return g.Broadcast(tensor.Ones([]int{1024 + 64*oneIf(g.Rank() == 1)}), 0)
+			return g.Broadcast(tensor.Ones([]int{1024 + 64*int(boolInt(g.Rank() == 1))}), 0)
 		}, 1, 0, long},
 		{"broadcast-chain-shorter", func(g *TCPGroup) error {
-			return g.Broadcast(tensor.Ones([]int{1024 - 64*oneIf(g.Rank() == 1)}), 0)
+			return g.Broadcast(tensor.Ones([]int{1024 - 64*int(boolInt(g.Rank() == 1))}), 0)
 		}, 1, 0, short},
 		{"broadcast-tree-longer", func(g *TCPGroup) error {
-			return g.Broadcast(tensor.Ones([]int{5 + oneIf(g.Rank() == 1)}), 0)
+			return g.Broadcast(tensor.Ones([]int{5 + int(boolInt(g.Rank() == 1))}), 0)
 		}, 1, 0, long},
 		{"scatter-longer", func(g *TCPGroup) error {
-			return g.Scatter(tensor.Zeros([]int{100 + 10*oneIf(g.Rank() == 2)}), onesList(3, 100), 0)
+			return g.Scatter(tensor.Zeros([]int{100 + 10*int(boolInt(g.Rank() == 2))}), onesList(3, 100), 0)
 		}, 2, 0, long},
 		{"gather-shorter", func(g *TCPGroup) error {
 			n := 64 // rank 1 sends 128

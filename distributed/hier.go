@@ -175,10 +175,15 @@ func (g *TCPGroup) hierAllReduce(v vec, op ReduceOp, deadline time.Time) error {
 		lo := w*span + j*c
 		return vec{v.dt, v.slice(min(lo, n), min(lo+c, n))}
 	}
-	zeros := newVec(v.dt, c)
+	// Only the last window's pieces can fall short of c: the zeros that
+	// pad them are allocated then (by the shared-memory goroutine alone).
+	var zeros vec
 	padded := func(w, j int) parts {
 		p := piece(w, j)
 		if short := c - p.len(); short > 0 {
+			if zeros.data == nil {
+				zeros = newVec(v.dt, c)
+			}
 			return parts{p, vec{v.dt, zeros.slice(0, short)}}
 		}
 		return parts{p}
