@@ -93,6 +93,39 @@ func BenchmarkReduceScatterOverTCP(b *testing.B) {
 	}
 }
 
+// BenchmarkSubgroupAllReduce times all-reduces in a subgroup of 2 of 4
+// goroutine ranks, through the subgroup's own shared memory (as
+// NewSubgroup sets it up) and over loopback TCP (as subgroups were).
+func BenchmarkSubgroupAllReduce(b *testing.B) {
+	for _, n := range []int{16 << 10, 1 << 20, 16 << 20} {
+		for _, shared := range []bool{true, false} {
+			b.Run(fmt.Sprintf("floats=%d/shared=%v", n, shared), func(b *testing.B) {
+				gs, xs := benchGroups(b, 4, n, Config{})
+				subs := make([]*TCPGroup, len(gs))
+				var wg sync.WaitGroup
+				for r, g := range gs {
+					wg.Go(func() {
+						var err error
+						if shared {
+							subs[r], err = g.NewSubgroup([]int{1, 3})
+						} else {
+							subs[r], err = g.newSubgroup([]int{1, 3})
+						}
+						if err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				members := []*TCPGroup{subs[1], subs[3]}
+				b.SetBytes(int64(4 * n))
+				b.ResetTimer()
+				onEveryRankN(b, members, func(g *TCPGroup) error { return g.AllReduce(xs[g.Rank()], Sum) })
+			})
+		}
+	}
+}
+
 // setRoute makes g's all-reduces over TCP take route: "direct", "tree" or
 // "ring" up to directLimit, or the group's own choice ("auto"); it returns
 // a function that restores the group's choice. Call it between

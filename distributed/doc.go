@@ -63,9 +63,11 @@
 // windows in flight. Waits spin briefly, then sleep on a pipe the runtime
 // polls, so that a waiting rank holds no thread from computation; the TCP
 // connections stay the control channel, so timeouts, dead peers and
-// mismatched collectives are reported as on TCP. The group uses shared memory only if every rank
-// can; Config.DisableSharedMemory (EMBER_DIST_SHM=0) turns it off, and
-// subgroups, other systems and big-endian machines use TCP.
+// mismatched collectives are reported as on TCP. A group uses shared
+// memory only if every rank can; a subgroup whose members share a machine
+// sets up its own when NewSubgroup creates it, whatever the world group
+// has. Config.DisableSharedMemory (EMBER_DIST_SHM=0) turns it off, and
+// other systems and big-endian machines use TCP.
 //
 // Ranks spread evenly over several machines (L ranks on each of M ≥ 2,
 // L ≥ 2, as `ember launch -nnodes M -nproc L` starts them) all-reduce in

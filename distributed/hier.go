@@ -100,7 +100,7 @@ func (g *TCPGroup) setupHierarchy(cfg Config) error {
 	join := func(lists [][]int) (*TCPGroup, error) {
 		var mine *TCPGroup
 		for _, ranks := range lists {
-			sub, err := g.NewSubgroup(ranks)
+			sub, err := g.newSubgroup(ranks)
 			if err != nil {
 				return nil, err
 			}

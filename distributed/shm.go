@@ -107,7 +107,7 @@ const (
 	shmQuiesce = time.Second
 )
 
-// shmGroup is the world group's shared-memory state.
+// shmGroup is a group's shared-memory state.
 type shmGroup struct {
 	g    *TCPGroup
 	self int

@@ -17,19 +17,17 @@ import (
 
 func TestLocalRanksShareMemory(t *testing.T) {
 	gs := localGroups(t, 3)
-	subs := make([]*TCPGroup, 3)
 	for r, g := range gs {
 		require.NotNil(t, g.shm, "rank %d", r)
 		assert.Len(t, g.shm.segs, 3)
-		var err error
-		subs[r], err = g.NewSubgroup([]int{2, 0})
-		require.NoError(t, err)
 	}
-	// Subgroups keep to TCP, next to the world group's shared memory.
+	// A subgroup sets up shared memory of its own.
+	subs := subgroupOnAll(t, gs, []int{2, 0})
 	require.Nil(t, subs[1])
 	members := []*TCPGroup{subs[0], subs[2]}
 	requireAll(t, members, func(g *TCPGroup) error {
-		assert.Nil(t, g.shm)
+		require.NotNil(t, g.shm)
+		assert.Len(t, g.shm.segs, 2)
 		x := rankTensor(g.Rank(), 0, 1000, tensor.Float64)
 		if err := g.AllReduce(x, Sum); err != nil {
 			return err
@@ -37,8 +35,13 @@ func TestLocalRanksShareMemory(t *testing.T) {
 		assert.Equal(t, roundTo(serialReduce(2, 0, 1000, tensor.Float64, Sum), tensor.Float64), x.Float64s())
 		return nil
 	})
+	// Without shared memory in the world's Config, neither the world nor
+	// its subgroups have any.
 	gs, err := newLocalGroups(context.Background(), 2, Config{DisableSharedMemory: true})
 	require.NoError(t, err)
+	for _, sub := range subgroupOnAll(t, gs, []int{0, 1}) {
+		assert.Nil(t, sub.shm)
+	}
 	for _, g := range gs {
 		assert.Nil(t, g.shm)
 		require.NoError(t, g.Close())

@@ -3,6 +3,7 @@ package distributed
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // maxGroups bounds the number of subgroups of one world group (the group
@@ -13,15 +14,32 @@ const maxGroups = 255
 // PyTorch's new_group: ranks[i] becomes rank i of the subgroup. Every rank
 // of the world group must call NewSubgroup for every subgroup, members or
 // not, in the same order (that order numbers the subgroups on the wire); a
-// rank outside ranks gets nil. It panics on a rank out of range or listed
-// twice, or when called on a subgroup.
+// rank outside ranks gets nil at once, a member once every member has
+// called it. It panics on a rank out of range or listed twice, or when
+// called on a subgroup.
 //
-// A subgroup shares the world group's connections and failure state: a
-// failure in any group aborts them all, and closing the world group ends
-// its subgroups. Each group runs its own operations in order, independent
-// of the others, so ranks may interleave collectives of different groups
-// in different orders.
+// A subgroup whose members are all on one machine moves its collectives
+// through shared memory, as the world group does (unless the world's
+// Config disables it); others go over TCP. A subgroup shares the world
+// group's connections and failure state: a failure in any group aborts
+// them all, and closing the world group closes its subgroups. Each group
+// runs its own operations in order, independent of the others, so ranks
+// may interleave collectives of different groups in different orders.
 func (g *TCPGroup) NewSubgroup(ranks []int) (*TCPGroup, error) {
+	sub, err := g.newSubgroup(ranks)
+	if sub == nil || err != nil || sub.size < 2 {
+		return sub, err
+	}
+	if err := wait(sub.submit(func(deadline time.Time) error { return sub.setupShm(g.cfg, deadline) })); err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return sub, nil
+}
+
+// newSubgroup is NewSubgroup without shared memory: the subgroup goes
+// over TCP until the caller sets it up.
+func (g *TCPGroup) newSubgroup(ranks []int) (*TCPGroup, error) {
 	checkSubgroupRanks(g.root == g, g.size, ranks)
 	g.subMu.Lock()
 	defer g.subMu.Unlock()
@@ -46,6 +64,7 @@ func (g *TCPGroup) NewSubgroup(ranks []int) (*TCPGroup, error) {
 			sub.peers[i] = &peer{rank: i, link: g.links[r]}
 		}
 	}
+	g.subs = append(g.subs, sub)
 	go sub.worker()
 	return sub, nil
 }

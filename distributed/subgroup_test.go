@@ -1,9 +1,14 @@
 package distributed
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/tensor"
 )
@@ -70,4 +75,69 @@ func TestSubgroups(t *testing.T) {
 	requireAll(t, gs, func(g *TCPGroup) error { return g.Barrier() })
 	assert.Panics(t, func() { gs[0].NewSubgroup([]int{0, 0}) })
 	assert.Panics(t, func() { gs[0].NewSubgroup([]int{5}) })
+}
+
+// subgroupOnAll calls NewSubgroup(ranks) on every world group at once (a
+// member's call returns once every member has made it) and returns the
+// subgroups by world rank, nil for the ranks outside.
+func subgroupOnAll(t *testing.T, gs []*TCPGroup, ranks []int) []*TCPGroup {
+	t.Helper()
+	subs := make([]*TCPGroup, len(gs))
+	requireAll(t, gs, func(g *TCPGroup) error {
+		var err error
+		subs[g.Rank()], err = g.NewSubgroup(ranks)
+		return err
+	})
+	return subs
+}
+
+func TestSubgroupsOfOneMachineShareMemory(t *testing.T) {
+	// 2 pretend machines of 3 ranks: the world group has two levels and
+	// no shared memory of its own. A subgroup within one machine sets up
+	// its own, one across machines keeps to TCP, and on each every
+	// collective gives the serial results.
+	gs := machineGroups(t, 2, 3)
+	for _, c := range []struct {
+		ranks  []int
+		shared bool
+	}{
+		{[]int{2, 0}, true},
+		{[]int{3, 4, 5}, true},
+		{[]int{1, 4}, false},
+		{[]int{5, 0, 4, 1}, false},
+		{[]int{5}, false},
+	} {
+		t.Run(fmt.Sprint(c.ranks), func(t *testing.T) {
+			subs := subgroupOnAll(t, gs, c.ranks)
+			var members []*TCPGroup
+			for r, sub := range subs {
+				if !slices.Contains(c.ranks, r) {
+					assert.Nil(t, sub, "rank %d", r)
+					continue
+				}
+				require.NotNil(t, sub, "rank %d", r)
+				assert.Equal(t, c.shared, sub.shm != nil, "rank %d", r)
+				assert.Nil(t, sub.hier, "rank %d", r)
+				sub.direct = 64 // the ring from 64 bytes on
+				members = append(members, sub)
+			}
+			requireAll(t, members, func(g *TCPGroup) error { return collectiveSuite(t, g, []int{1, 0, 7, 61, 333}) })
+			requireSameRandomAvg(t, members)
+		})
+	}
+}
+
+func TestClosingWorldClosesSubgroups(t *testing.T) {
+	gs, err := newLocalGroups(context.Background(), 2, Config{Timeout: 20 * time.Second})
+	require.NoError(t, err)
+	subs := subgroupOnAll(t, gs, []int{1, 0})
+	for r, g := range gs {
+		require.NotNil(t, subs[r].shm)
+		require.NoError(t, g.Close())
+	}
+	for r, sub := range subs {
+		assert.Nil(t, sub.shm.segs, "rank %d: segments still mapped", r)
+		assert.ErrorIs(t, sub.AllReduce(tensor.Ones([]int{10}), Sum), ErrClosed, "rank %d", r)
+		assert.NoError(t, sub.Close(), "rank %d: closing again", r)
+	}
 }

@@ -197,8 +197,10 @@ type TCPGroup struct {
 	gid     byte
 	members []int   // world ranks of this group's ranks
 	links   []*link // world group only: by world rank
+	cfg     Config  // world group only: what subgroups set up shared memory by
 	subMu   sync.Mutex
 	nextGID int
+	subs    []*TCPGroup // world group only: its subgroups, closed with it
 
 	// failure state: done is closed by the first abort or Close.
 	failMu sync.Mutex
@@ -211,10 +213,9 @@ type TCPGroup struct {
 
 	seq uint64 // collective sequence number; worker goroutine only
 
-	// shm moves the world group's large collectives through shared
-	// memory when every rank is on this machine; nil otherwise and in
-	// user subgroups (hier's node groups have it). Worker goroutine only,
-	// then Close.
+	// shm moves the group's large collectives through shared memory when
+	// every rank is on this machine; nil otherwise (and in hier's groups
+	// between machines). Worker goroutine only, then Close.
 	shm       *shmGroup
 	unmapOnce sync.Once
 	// hier splits the world group's all-reduces between shared memory
@@ -355,7 +356,7 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 		peers: make([]*peer, cfg.WorldSize), links: make([]*link, cfg.WorldSize), members: make([]int, cfg.WorldSize),
 		done: make(chan struct{}), wdone: make(chan struct{}),
 	}
-	g.root = g
+	g.root, g.cfg = g, cfg
 	for r := range g.members {
 		g.members[r] = r
 	}
@@ -861,8 +862,8 @@ func sendAbort(p *link, msg []byte) {
 
 // Close implements ProcessGroup: pending operations fail with ErrClosed.
 // Closing the world group (the one NewTCPGroup returned) closes the
-// connections and so ends its subgroups too; closing a subgroup only stops
-// its own operations.
+// connections and its subgroups too; closing a subgroup only stops its own
+// operations. Close may be called more than once.
 func (g *TCPGroup) Close() error {
 	g.queue.close()
 	if g.root == g {
@@ -879,9 +880,15 @@ func (g *TCPGroup) Close() error {
 		}
 	}
 	<-g.wdone
-	if g.hier != nil {
-		g.hier.local.Close()
-		g.hier.cross.Close()
+	if g.root == g {
+		// Its subgroups, hier's among them: their operations have failed
+		// with the connections, and their segments go with the group.
+		g.subMu.Lock()
+		subs := g.subs
+		g.subMu.Unlock()
+		for _, sub := range subs {
+			sub.Close()
+		}
 	}
 	g.unmapOnce.Do(func() {
 		if g.shm != nil {
