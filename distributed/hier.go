@@ -29,6 +29,19 @@ type hierarchy struct {
 	cross    *TCPGroup // over TCP; its rank is the machine's index
 	machines [][]int   // the world ranks of each machine, by local index
 	window   int       // bytes of a rank's piece, or of a share, in one window (hierWindowBytes)
+	// sums holds hierReduceScatter's window sums from one call to the
+	// next (ZeroOptimizer reduce-scatters every bucket every step).
+	// The world group's worker goroutine only.
+	sums []int64
+}
+
+// scratch returns bytes bytes of h.sums, grown if short, aligned for every
+// dtype.
+func (h *hierarchy) scratch(bytes int) []byte {
+	if words := (bytes + 7) / 8; len(h.sums) < words {
+		h.sums = make([]int64, words)
+	}
+	return sliceBytes(h.sums)[:bytes]
 }
 
 // machineID identifies the machine of world rank rank of size ranks:
@@ -275,10 +288,13 @@ func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, ow
 	wn := max(h.window/dt.Size(), 1) // elements of a share a window
 	windows := (n + wn - 1) / wn
 	span := func(w int) (int, int) { return w * wn, min((w+1)*wn, n) }
+	// Window w's sums (machines pieces of its elements) lie side by side
+	// in memory kept from call to call.
 	sums, reduced := make([]vec, windows), make([]chan struct{}, windows)
+	all, es := h.scratch(machines*n*dt.Size()), dt.Size()
 	for w := range windows {
 		a, b := span(w)
-		sums[w], reduced[w] = newVec(dt, machines*(b-a)), make(chan struct{})
+		sums[w], reduced[w] = bytesVec(dt, all[machines*a*es:machines*b*es]), make(chan struct{})
 	}
 	shared := func() error {
 		for w := range windows {
