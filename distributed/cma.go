@@ -1,8 +1,10 @@
 package distributed
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 	"unsafe"
 )
@@ -38,6 +40,9 @@ import (
 // ranks of this process.
 func (g *TCPGroup) cmaAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
 	s, own := g.shm, sliceBytes(v.data)
+	if slices.Contains(s.local, false) {
+		s.huge.prepare(own, s.collapse)
+	}
 	err := g.zeroCopyAllReduce(seq, v, op, 0, [2]uint64{uint64(addrOf(own)), uint64(len(own))}, func(j int, where [2]uint64) (peerTensor, error) {
 		if where[1] != uint64(len(own)) {
 			return peerTensor{}, fmt.Errorf("mismatched operation: it all-reduces %d bytes while this rank all-reduces %d", where[1], len(own))
@@ -92,4 +97,94 @@ func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData(b
 func addrBytes(addr uintptr, n int) []byte {
 	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
 	return unsafe.Slice((*byte)(p), n)
+}
+
+// Huge pages.
+//
+// The kernel's cross-memory copies pin and copy the peer's memory page by
+// page. From a Go heap on 4 KiB pages they ran at 0.26 to 0.35 of memmove
+// here, from memory on 2 MiB pages at 0.52 to 0.60, and the all-reduce of
+// 64 MB across 4 processes went 1.46 to 1.80 times as fast
+// (BenchmarkAllReduceProcesses). The Go runtime leaves its heap on small
+// pages (the kernel's default gives huge pages only where asked), so a
+// rank asks the kernel to move a tensor it all-reduces in place onto huge
+// pages (madvise MADV_COLLAPSE, Linux 6.1), keeping its contents. The
+// first time costs the kernel a copy and free huge pages (20 to 400 ms for
+// 64 MB here, by how readily it found them), later times a few
+// microseconds, so only a tensor that was all-reduced before (the
+// gradients of a training loop) is moved; one all-reduced once is left
+// alone. A collapse that fails (no huge page to be had) is not retried for
+// that tensor; where the kernel does not know the advice the group stops
+// asking.
+
+const (
+	// hugePageBytes is the size of the pages asked for.
+	hugePageBytes = 2 << 20
+	// hugeMinBytes is the smallest tensor moved: two huge pages.
+	hugeMinBytes = 2 * hugePageBytes
+	// hugeRemember is how many all-reduces a tensor is remembered for.
+	hugeRemember = 256
+)
+
+// errNoHugePages is what collapseHugePages returns where the kernel cannot
+// collapse memory into huge pages.
+var errNoHugePages = errors.New("the kernel cannot collapse memory into huge pages")
+
+// hugeTracker remembers the tensors a group all-reduced in place across
+// processes (worker goroutine only).
+type hugeTracker struct {
+	off       bool   // the kernel does not know the advice
+	calls     uint64 // tensors prepared so far
+	collapsed int    // collapses that succeeded
+	seen      map[[2]uintptr]hugeSeen
+}
+
+// hugeSeen is what hugeTracker knows of a tensor, by address and length.
+type hugeSeen struct {
+	last   uint64 // the call that last saw it
+	failed bool   // its collapse failed: not tried again
+}
+
+// prepare is called with the bytes of a tensor about to be all-reduced in
+// place; it calls collapse on them if the tensor was seen before.
+func (h *hugeTracker) prepare(b []byte, collapse func([]byte) error) {
+	if h.off || len(b) < hugeMinBytes {
+		return
+	}
+	h.calls++
+	key := [2]uintptr{addrOf(b), uintptr(len(b))}
+	e, ok := h.seen[key]
+	if ok && !e.failed {
+		if err := collapse(b); errors.Is(err, errNoHugePages) {
+			h.off, h.seen = true, nil
+			return
+		} else if err != nil {
+			e.failed = true
+		} else {
+			h.collapsed++
+		}
+	}
+	e.last = h.calls
+	if h.seen == nil {
+		h.seen = map[[2]uintptr]hugeSeen{}
+	}
+	h.seen[key] = e
+	if len(h.seen) > hugeRemember {
+		for k, s := range h.seen {
+			if s.last+hugeRemember <= h.calls {
+				delete(h.seen, k)
+			}
+		}
+	}
+}
+
+// hugeInterior is the part [lo, hi) of the n bytes at addr that covers
+// whole huge pages; lo >= hi when there is none.
+func hugeInterior(addr uintptr, n int) (lo, hi int) {
+	first := (addr + hugePageBytes - 1) &^ (hugePageBytes - 1)
+	end := (addr + uintptr(n)) &^ (hugePageBytes - 1)
+	if end <= first {
+		return 0, 0
+	}
+	return int(first - addr), int(end - addr)
 }

@@ -74,6 +74,9 @@ func TestCollectivesAcrossProcesses(t *testing.T) {
 			for r, out := range runAll(t, cmds) {
 				assert.Contains(t, out, "shared memory: true", "rank %d", r)
 				assert.Contains(t, out, fmt.Sprintf("cross memory: %v", cma), "rank %d", r)
+				if i := strings.Index(out, "huge pages:"); i >= 0 {
+					t.Logf("rank %d: %s", r, strings.SplitN(out[i:], "\n", 2)[0])
+				}
 			}
 		})
 	}
@@ -316,6 +319,18 @@ func TestHelperRank(t *testing.T) {
 		}
 		for _, c := range largeCases {
 			require.NoError(t, allReduceView(t, g, int(c.op), 1_000_003, c.dt, c.op))
+		}
+		// One tensor all-reduced again and again, as gradients are: from
+		// the second time on, it is moved onto huge pages first.
+		const bigN = 3*hugePageBytes/4 + 1001
+		big := tensor.Zeros([]int{bigN}, tensor.Float32)
+		for k := range 3 {
+			big.CopyFrom(rankTensor(r, k, bigN, tensor.Float32))
+			require.NoError(t, g.AllReduce(big, Sum))
+			assert.Equal(t, roundTo(serialReduce(n, k, bigN, tensor.Float32, Sum), tensor.Float32), big.Float64s(), "again %d", k)
+		}
+		if g.shm != nil && g.shm.cma {
+			fmt.Printf("huge pages: %d collapses, kernel refused: %v\n", g.shm.huge.collapsed, g.shm.huge.off)
 		}
 		require.NoError(t, g.Barrier())
 	case "bench", "latency", "links", "machines":

@@ -149,3 +149,19 @@ func remoteCopy(name string, call func(int, []unix.Iovec, []unix.RemoteIovec, ui
 	}
 	return nil
 }
+
+// collapseHugePages asks the kernel to move b's whole 2 MiB pages onto
+// huge pages now (madvise MADV_COLLAPSE, Linux 6.1), keeping their
+// contents. It returns errNoHugePages where the kernel does not know the
+// advice.
+func collapseHugePages(b []byte) error {
+	lo, hi := hugeInterior(addrOf(b), len(b))
+	if lo >= hi {
+		return nil
+	}
+	err := unix.Madvise(b[lo:hi], unix.MADV_COLLAPSE)
+	if err == unix.EINVAL || err == unix.ENOSYS {
+		return fmt.Errorf("%w: %w", errNoHugePages, err)
+	}
+	return err
+}

@@ -43,3 +43,6 @@ func readRemote(int, uintptr, []byte) error { return errNoShm }
 
 // writeRemote is unavailable outside Linux.
 func writeRemote(int, uintptr, []byte) error { return errNoShm }
+
+// collapseHugePages is unavailable outside Linux.
+func collapseHugePages([]byte) error { return errNoHugePages }
