@@ -74,6 +74,9 @@ func TestCollectivesAcrossProcesses(t *testing.T) {
 			for r, out := range runAll(t, cmds) {
 				assert.Contains(t, out, "shared memory: true", "rank %d", r)
 				assert.Contains(t, out, fmt.Sprintf("cross memory: %v", cma), "rank %d", r)
+				if r != 1 {
+					assert.Contains(t, out, "subgroup shared memory: true", "rank %d", r)
+				}
 				if i := strings.Index(out, "huge pages:"); i >= 0 {
 					t.Logf("rank %d: %s", r, strings.SplitN(out[i:], "\n", 2)[0])
 				}
@@ -331,6 +334,34 @@ func TestHelperRank(t *testing.T) {
 		}
 		if g.shm != nil && g.shm.cma {
 			fmt.Printf("huge pages: %d collapses, kernel refused: %v\n", g.shm.huge.collapsed, g.shm.huge.off)
+		}
+		// A subgroup of two of the processes sets up shared memory of its
+		// own: an ordinary tensor in place, a SharedZeros one, a broadcast.
+		sub, err := g.NewSubgroup([]int{2, 0})
+		require.NoError(t, err)
+		if sub != nil {
+			defer sub.Close()
+			require.Equal(t, g.shm != nil, sub.shm != nil)
+			sum := func(k, size int) []float64 {
+				a, b := rankTensor(2, k, size, tensor.Float32).Float64s(), rankTensor(0, k, size, tensor.Float32).Float64s()
+				for i := range a {
+					a[i] += b[i]
+				}
+				return a
+			}
+			x := rankTensor(r, 0, 1_000_003, tensor.Float32)
+			require.NoError(t, sub.AllReduce(x, Sum))
+			assert.Equal(t, sum(0, 1_000_003), x.Float64s(), "subgroup, ordinary tensor")
+			y, err := sub.SharedZeros([]int{70001}, tensor.Float32)
+			require.NoError(t, err)
+			require.Equal(t, sub.shm != nil, isShared(sub, y))
+			y.CopyFrom(rankTensor(r, 1, 70001, tensor.Float32))
+			require.NoError(t, sub.AllReduce(y, Sum))
+			assert.Equal(t, sum(1, 70001), y.Float64s(), "subgroup, SharedZeros tensor")
+			z := rankTensor(r, 2, 999, tensor.Int64)
+			require.NoError(t, sub.Broadcast(z, 0))
+			assert.Equal(t, rankTensor(2, 2, 999, tensor.Int64).Float64s(), z.Float64s())
+			fmt.Println("subgroup shared memory:", sub.shm != nil)
 		}
 		require.NoError(t, g.Barrier())
 	case "bench", "latency", "links", "machines":

@@ -397,6 +397,11 @@ func (s *shmGroup) await(j, off int, want uint32, d shmDesc, deadline time.Time)
 			continue
 		}
 		if err := s.check(j, d, deadline); err != nil {
+			// A peer that reached the counter and went on to close its
+			// group (it finished the collective first) did not fail.
+			if reached(atomic.LoadUint32(w), want) {
+				return nil
+			}
 			return err
 		}
 		mark, bit := s.sleepers(j, s.self)

@@ -290,3 +290,24 @@ func TestSharedMemorySpinsLongOnlyWithACPUPerThread(t *testing.T) {
 		assert.Equal(t, shmSpin, g.shm.spin)
 	}
 }
+
+func TestAwaitPeerThatFinishedAndClosed(t *testing.T) {
+	// Rank 1 publishes the counter rank 0 waits for and closes at once, as
+	// a rank that finishes a collective first and closes its group does:
+	// rank 0, which looked at the counter before and sees the connection
+	// gone when it checks, must not fail.
+	gs := localGroups(t, 2)
+	s := gs[0].shm
+	s.spins = 0 // check the peer after the first look
+	w := s.word(1, shmFilledOff)
+	want := atomic.LoadUint32(w) + 1
+	require.NoError(t, gs[1].Close())
+	require.Eventually(t, func() bool { return gs[0].peers[1].ended() }, 10*time.Second, time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.await(1, shmFilledOff, want, shmDesc{op: opBarrier, dt: tensor.Float32}, time.Now().Add(10*time.Second))
+	}()
+	time.Sleep(settleDelay / 5) // rank 0 has looked, and is settling the closed connection
+	atomic.StoreUint32(w, want)
+	assert.NoError(t, <-done)
+}
