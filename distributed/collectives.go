@@ -425,7 +425,7 @@ func (g *TCPGroup) AllGatherAsync(outs []*tensor.Tensor, in *tensor.Tensor) Work
 			own.decode(0, own.len(), v.encode(0, v.len()))
 			shares := g.byRank(parts{own}, func(j int) parts { return parts{ovs[j]} })
 			if g.hier != nil {
-				err = g.hierAllGather(v.dt, shares, deadline)
+				err = g.hierAllGather(opAllGather, v.dt, shares, deadline)
 			} else {
 				err = g.ringAllGather(opAllGather, seq, v.dt, shares, deadline)
 			}
@@ -500,7 +500,7 @@ func (g *TCPGroup) ReduceScatterAsync(out *tensor.Tensor, ins []*tensor.Tensor, 
 			for i := range spare {
 				spare[i] = newVec(dt, n)
 			}
-			err = g.hierReduceScatter(dt, send, parts{vs[g.rank]}, spare, dst, op, deadline)
+			err = g.hierReduceScatter(opReduceScatter, dt, send, parts{vs[g.rank]}, spare, dst, op, deadline)
 		default:
 			work := func(int) vec { return newVec(dt, n) }
 			err = g.ringReduceScatter(opReduceScatter, seq, dt, send, parts{vs[g.rank]}, work, dst, op, deadline)

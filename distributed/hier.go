@@ -214,12 +214,12 @@ func (g *TCPGroup) hierAllReduce(v vec, op ReduceOp, deadline time.Time) error {
 		for j := range dsts {
 			dsts[j], lens[j] = parts{piece(w, j)}, piece(w, j).len()
 		}
-		return local.shmAllGatherParts(v.dt, dsts[local.rank], dsts, lens, deadline)
+		return local.shmAllGatherParts(opAllReduce, v.dt, dsts[local.rank], dsts, lens, deadline)
 	}
 	shared := func() error {
 		for w := range windows + 1 {
 			if w < windows {
-				err := local.shmReduceScatterParts(v.dt, func(j int) parts { return padded(w, j) }, padded(w, local.rank), mine[w], sum, deadline)
+				err := local.shmReduceScatterParts(opAllReduce, v.dt, func(j int) parts { return padded(w, j) }, padded(w, local.rank), mine[w], sum, deadline)
 				if err != nil {
 					return err
 				}
@@ -271,8 +271,9 @@ func (g *TCPGroup) hierAllReduce(v vec, op ReduceOp, deadline time.Time) error {
 // its machine's ranks their contributions to the shares of its local
 // index on every machine; over TCP, the ranks of that local index
 // reduce-scatter those sums (reduceScatterTCP), each keeping its own
-// share. For Avg the sums are divided once, at the end.
-func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp, deadline time.Time) error {
+// share. For Avg the sums are divided once, at the end. opc names the
+// collective it serves, in descriptors, frames and errors.
+func (g *TCPGroup) hierReduceScatter(opc byte, dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp, deadline time.Time) error {
 	h := g.hier
 	machines, n := h.cross.size, dst.len()
 	contrib := func(r int) parts {
@@ -308,7 +309,7 @@ func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, ow
 				}
 				return ps
 			}
-			if err := h.local.shmReduceScatterParts(dt, localShare, localShare(h.local.rank), sums[w], sum, deadline); err != nil {
+			if err := h.local.shmReduceScatterParts(opc, dt, localShare, localShare(h.local.rank), sums[w], sum, deadline); err != nil {
 				return err
 			}
 			close(reduced[w])
@@ -319,7 +320,7 @@ func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, ow
 		for w := range windows {
 			a, b := span(w)
 			k := b - a
-			hdr := frameHeader{op: opShardReduceScatter, seq: h.cross.nextSeq(), dtype: byte(dt)}
+			hdr := frameHeader{op: opc, seq: h.cross.nextSeq(), dtype: byte(dt)}
 			if err := h.cross.announceAll(hdr, deadline); err != nil {
 				return err
 			}
@@ -334,7 +335,7 @@ func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, ow
 			for i := range bufs {
 				bufs[i] = vec{dt, spare[i].slice(0, k)}
 			}
-			if err := h.cross.reduceScatterTCP(hdr.seq, dt, piece, piece(h.cross.rank), bufs, vec{dt, dst.slice(a, b)}, sum, deadline); err != nil {
+			if err := h.cross.reduceScatterTCP(opc, hdr.seq, dt, piece, piece(h.cross.rank), bufs, vec{dt, dst.slice(a, b)}, sum, deadline); err != nil {
 				return err
 			}
 		}
@@ -353,8 +354,8 @@ func (g *TCPGroup) hierReduceScatter(dt tensor.DType, send func(j int) parts, ow
 // with every rank's share in shares: over TCP, the ranks of this rank's
 // local index gather their shares (allGatherTCP); through shared memory,
 // each rank then gathers from its machine's ranks the shares of their
-// local indices.
-func (g *TCPGroup) hierAllGather(dt tensor.DType, shares []parts, deadline time.Time) error {
+// local indices. opc names the collective it serves.
+func (g *TCPGroup) hierAllGather(opc byte, dt tensor.DType, shares []parts, deadline time.Time) error {
 	h := g.hier
 	longest := slices.Max(partsLens(shares))
 	wn := max(h.window/dt.Size(), 1)
@@ -369,7 +370,7 @@ func (g *TCPGroup) hierAllGather(dt tensor.DType, shares []parts, deadline time.
 			for k, m := range h.machines {
 				byMachine[k] = shares[m[h.local.rank]].sub(w*wn, (w+1)*wn)
 			}
-			if err := h.cross.allGatherTCP(h.cross.nextSeq(), dt, byMachine, deadline); err != nil {
+			if err := h.cross.allGatherTCP(opc, h.cross.nextSeq(), dt, byMachine, deadline); err != nil {
 				return err
 			}
 			close(crossed[w])
@@ -387,7 +388,7 @@ func (g *TCPGroup) hierAllGather(dt tensor.DType, shares []parts, deadline time.
 					byIndex[j] = append(byIndex[j], shares[m[j]].sub(w*wn, (w+1)*wn)...)
 				}
 			}
-			if err := h.local.shmAllGatherParts(dt, byIndex[h.local.rank], byIndex, partsLens(byIndex), deadline); err != nil {
+			if err := h.local.shmAllGatherParts(opc, dt, byIndex[h.local.rank], byIndex, partsLens(byIndex), deadline); err != nil {
 				return err
 			}
 		}

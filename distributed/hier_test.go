@@ -84,3 +84,58 @@ func TestHierarchicalAllReduceNamesSilentRank(t *testing.T) {
 		assert.Equal(t, 3, pe.Rank, "rank %d: %v", r, err)
 	}
 }
+
+func TestHierarchicalErrorsNameTheCollective(t *testing.T) {
+	// In two levels, the public ReduceScatter and AllGather go through the
+	// exchanges ZeroOptimizer uses; a mismatch must name the collective
+	// the caller ran, and an AllReduce against a ReduceScatter both.
+	for _, c := range []struct {
+		name       string
+		op         func(g *TCPGroup, n int) error
+		other      func(g *TCPGroup, n int) error
+		want, also string
+	}{
+		{"ReduceScatter lengths", reduceScatterOf, reduceScatterOf, "ReduceScatter", ""},
+		{"AllGather lengths", allGatherOf, allGatherOf, "AllGather", ""},
+		{"AllReduce against ReduceScatter", func(g *TCPGroup, n int) error { return g.AllReduce(tensor.Ones([]int{4 * n}), Sum) }, reduceScatterOf, "AllReduce", "ReduceScatter"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			gs := machineGroups(t, 2, 2)
+			for _, g := range gs {
+				g.SetTimeout(2 * time.Second)
+			}
+			errs := onAll(gs, func(g *TCPGroup) error {
+				if g.Rank() == 3 {
+					return c.other(g, 11)
+				}
+				return c.op(g, 10)
+			})
+			var all string
+			for r, err := range errs {
+				require.Error(t, err, "rank %d", r)
+				assert.NotContains(t, err.Error(), "ZeroOptimizer", "rank %d", r)
+				all += err.Error() + "\n"
+			}
+			assert.Contains(t, all, c.want)
+			assert.Contains(t, all, c.also)
+		})
+	}
+}
+
+// reduceScatterOf reduce-scatters 4 float32 tensors of n ones into one.
+func reduceScatterOf(g *TCPGroup, n int) error {
+	ins := make([]*tensor.Tensor, g.Size())
+	for j := range ins {
+		ins[j] = tensor.Ones([]int{n})
+	}
+	return g.ReduceScatter(tensor.Zeros([]int{n}, tensor.Float32), ins, Sum)
+}
+
+// allGatherOf all-gathers a float32 tensor of n ones.
+func allGatherOf(g *TCPGroup, n int) error {
+	outs := make([]*tensor.Tensor, g.Size())
+	for j := range outs {
+		outs[j] = tensor.Zeros([]int{n}, tensor.Float32)
+	}
+	return g.AllGather(outs, tensor.Ones([]int{n}))
+}

@@ -126,11 +126,11 @@ func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) par
 	return g.submit(func(deadline time.Time) error {
 		switch {
 		case g.shm != nil:
-			return g.shmReduceScatterParts(dt, send, own, dst, op, deadline)
+			return g.shmReduceScatterParts(opShardReduceScatter, dt, send, own, dst, op, deadline)
 		case g.hier != nil:
-			return g.hierReduceScatter(dt, send, own, spare, dst, op, deadline)
+			return g.hierReduceScatter(opShardReduceScatter, dt, send, own, spare, dst, op, deadline)
 		}
-		return g.reduceScatterTCP(g.nextSeq(), dt, send, own, spare, dst, op, deadline)
+		return g.reduceScatterTCP(opShardReduceScatter, g.nextSeq(), dt, send, own, spare, dst, op, deadline)
 	})
 }
 
@@ -138,15 +138,16 @@ func (g *TCPGroup) reduceScatterPartsAsync(dt tensor.DType, send func(j int) par
 // shares of more than g.direct bytes in all go round the ring
 // (ringReduceScatter, in its order); smaller ones are exchanged directly,
 // the lowest-ranked peer's contribution received straight into dst and
-// the rest combined into it in rank order.
-func (g *TCPGroup) reduceScatterTCP(seq uint64, dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp, deadline time.Time) error {
+// the rest combined into it in rank order. opc names the collective it
+// serves.
+func (g *TCPGroup) reduceScatterTCP(opc byte, seq uint64, dt tensor.DType, send func(j int) parts, own parts, spare []vec, dst vec, op ReduceOp, deadline time.Time) error {
 	buf := func(int) vec {
 		v := spare[0]
 		spare = spare[1:]
 		return v
 	}
 	if g.ringRoute(dst.len() * g.size * dt.Size()) {
-		return g.ringReduceScatter(opShardReduceScatter, seq, dt, send, own, buf, dst, op, deadline)
+		return g.ringReduceScatter(opc, seq, dt, send, own, buf, dst, op, deadline)
 	}
 	first := 0
 	if g.rank == 0 {
@@ -164,7 +165,7 @@ func (g *TCPGroup) reduceScatterTCP(seq uint64, dt tensor.DType, send func(j int
 		}
 		return parts{recv[j]}
 	}
-	if err := g.exchangeParts(opShardReduceScatter, seq, dt, send, into, deadline); err != nil {
+	if err := g.exchangeParts(opc, seq, dt, send, into, deadline); err != nil {
 		return err
 	}
 	for j := range g.size {
@@ -210,26 +211,27 @@ func (g *TCPGroup) allGatherPartsAsync(dt tensor.DType, own parts, into func(j i
 		shares := g.byRank(own, into)
 		switch {
 		case g.shm != nil:
-			return g.shmAllGatherParts(dt, own, shares, partsLens(shares), deadline)
+			return g.shmAllGatherParts(opShardAllGather, dt, own, shares, partsLens(shares), deadline)
 		case g.hier != nil:
-			return g.hierAllGather(dt, shares, deadline)
+			return g.hierAllGather(opShardAllGather, dt, shares, deadline)
 		}
-		return g.allGatherTCP(g.nextSeq(), dt, shares, deadline)
+		return g.allGatherTCP(opShardAllGather, g.nextSeq(), dt, shares, deadline)
 	})
 }
 
 // allGatherTCP is allGatherPartsAsync over TCP, operation seq, with every
-// rank's share in shares (this rank's the one it sends).
-func (g *TCPGroup) allGatherTCP(seq uint64, dt tensor.DType, shares []parts, deadline time.Time) error {
+// rank's share in shares (this rank's the one it sends); opc names the
+// collective it serves.
+func (g *TCPGroup) allGatherTCP(opc byte, seq uint64, dt tensor.DType, shares []parts, deadline time.Time) error {
 	total := 0
 	for _, n := range partsLens(shares) {
 		total += n
 	}
 	if g.ringRoute(total * dt.Size()) {
-		return g.ringAllGather(opShardAllGather, seq, dt, shares, deadline)
+		return g.ringAllGather(opc, seq, dt, shares, deadline)
 	}
 	own := shares[g.rank]
-	return g.exchangeParts(opShardAllGather, seq, dt, func(int) parts { return own }, func(j int) parts { return shares[j] }, deadline)
+	return g.exchangeParts(opc, seq, dt, func(int) parts { return own }, func(j int) parts { return shares[j] }, deadline)
 }
 
 // partsLens returns the number of elements of each of ps.

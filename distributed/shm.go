@@ -867,8 +867,8 @@ func (g *TCPGroup) shmBarrier(seq uint64, deadline time.Time) error {
 
 // shmReduceScatterParts is reduceScatterPartsAsync's shared-memory form:
 // like shmReduceScatter, with this rank's contributions for rank j in the
-// pieces send(j) (own for itself).
-func (g *TCPGroup) shmReduceScatterParts(dt tensor.DType, send func(j int) parts, own parts, dst vec, op ReduceOp, deadline time.Time) error {
+// pieces send(j) (own for itself); opc names the collective it serves.
+func (g *TCPGroup) shmReduceScatterParts(opc byte, dt tensor.DType, send func(j int) parts, own parts, dst vec, op ReduceOp, deadline time.Time) error {
 	s, es, n, size := g.shm, dt.Size(), dst.len(), g.size
 	c := s.slot / es / size
 	window := func(r int) (int, int) { return span(r, c, n) }
@@ -878,7 +878,7 @@ func (g *TCPGroup) shmReduceScatterParts(dt tensor.DType, send func(j int) parts
 			srcs[j] = send(j)
 		}
 	}
-	return s.run(shmDesc{seq: g.nextSeq(), n: uint64(n), op: opShardReduceScatter, dt: dt}, (n+c-1)/c, shmPhases{
+	return s.run(shmDesc{seq: g.nextSeq(), n: uint64(n), op: opc, dt: dt}, (n+c-1)/c, shmPhases{
 		fill: func(r int, stage []byte) {
 			lo, hi := window(r)
 			for j, ps := range srcs {
@@ -906,7 +906,7 @@ func (g *TCPGroup) shmReduceScatterParts(dt tensor.DType, send func(j int) parts
 // shmAllGatherParts is allGatherPartsAsync's shared-memory form: every
 // peer j's own pieces are copied into dsts[j]. The shares may differ in
 // length: lens holds every rank's.
-func (g *TCPGroup) shmAllGatherParts(dt tensor.DType, own parts, dsts []parts, lens []int, deadline time.Time) error {
+func (g *TCPGroup) shmAllGatherParts(opc byte, dt tensor.DType, own parts, dsts []parts, lens []int, deadline time.Time) error {
 	s, es := g.shm, dt.Size()
 	w := s.slot / es
 	n, total := 0, 0
@@ -915,7 +915,7 @@ func (g *TCPGroup) shmAllGatherParts(dt tensor.DType, own parts, dsts []parts, l
 	}
 	// window returns round r's elements of a share of length l.
 	window := func(r, l int) (int, int) { return min(r*w, l), min((r+1)*w, l) }
-	return s.run(shmDesc{seq: g.nextSeq(), n: uint64(total), op: opShardAllGather, dt: dt}, (n+w-1)/w, shmPhases{
+	return s.run(shmDesc{seq: g.nextSeq(), n: uint64(total), op: opc, dt: dt}, (n+w-1)/w, shmPhases{
 		fill: func(r int, stage []byte) {
 			lo, hi := window(r, lens[s.self])
 			own.copyOut(lo, hi, stage)
