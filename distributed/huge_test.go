@@ -102,7 +102,7 @@ func TestCollapseHugePagesKeepsContents(t *testing.T) {
 		b[i] = byte(i*7 + i>>13)
 	}
 	want := bytes.Clone(b)
-	before, err := anonHugeKB(addrOf(b))
+	before, err := anonHugeKB(addrOf(b), len(b))
 	if err != nil {
 		t.Skipf("no smaps: %v", err)
 	}
@@ -112,40 +112,47 @@ func TestCollapseHugePagesKeepsContents(t *testing.T) {
 	}
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(want, b), "contents changed")
-	after, err := anonHugeKB(addrOf(b))
+	after, err := anonHugeKB(addrOf(b), len(b))
 	require.NoError(t, err)
 	lo, hi := hugeInterior(addrOf(b), len(b))
 	assert.GreaterOrEqual(t, after-before, (hi-lo)>>10, "huge pages of the mapping, kB")
 }
 
-// anonHugeKB reads AnonHugePages of the mapping of this process that holds
-// addr from /proc/self/smaps.
-func anonHugeKB(addr uintptr) (int, error) {
+// anonHugeKB sums AnonHugePages over the mappings of this process that
+// overlap the n bytes at addr, from /proc/self/smaps.
+func anonHugeKB(addr uintptr, n int) (int, error) {
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	in := false
+	in, found, kb := false, false, 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		line := sc.Text()
-		fields := strings.Fields(line)
+		fields := strings.Fields(sc.Text())
 		if len(fields) == 0 {
 			continue
 		}
 		if lo, hi, ok := strings.Cut(fields[0], "-"); ok && !strings.HasSuffix(fields[0], ":") {
 			a, err1 := strconv.ParseUint(lo, 16, 64)
 			e, err2 := strconv.ParseUint(hi, 16, 64)
-			in = err1 == nil && err2 == nil && uint64(addr) >= a && uint64(addr) < e
+			in = err1 == nil && err2 == nil && uint64(addr) < e && uint64(addr)+uint64(n) > a
+			found = found || in
 			continue
 		}
 		if in && fields[0] == "AnonHugePages:" && len(fields) >= 2 {
-			return strconv.Atoi(fields[1])
+			k, err := strconv.Atoi(fields[1])
+			if err != nil {
+				return 0, err
+			}
+			kb += k
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("no mapping holds %#x", addr)
+	if !found {
+		return 0, fmt.Errorf("no mapping holds %#x", addr)
+	}
+	return kb, nil
 }
