@@ -101,22 +101,11 @@ func BenchmarkSubgroupAllReduce(b *testing.B) {
 		for _, shared := range []bool{true, false} {
 			b.Run(fmt.Sprintf("floats=%d/shared=%v", n, shared), func(b *testing.B) {
 				gs, xs := benchGroups(b, 4, n, Config{})
-				subs := make([]*TCPGroup, len(gs))
-				var wg sync.WaitGroup
-				for r, g := range gs {
-					wg.Go(func() {
-						var err error
-						if shared {
-							subs[r], err = g.NewSubgroup([]int{1, 3})
-						} else {
-							subs[r], err = g.newSubgroup([]int{1, 3})
-						}
-						if err != nil {
-							b.Error(err)
-						}
-					})
+				create := (*TCPGroup).NewSubgroup
+				if !shared {
+					create = (*TCPGroup).newSubgroup
 				}
-				wg.Wait()
+				subs := subgroupsBy(b, gs, []int{1, 3}, create)
 				members := []*TCPGroup{subs[1], subs[3]}
 				b.SetBytes(int64(4 * n))
 				b.ResetTimer()

@@ -41,7 +41,7 @@ import (
 func (g *TCPGroup) cmaAllReduce(seq uint64, v vec, op ReduceOp, deadline time.Time) error {
 	s, own := g.shm, sliceBytes(v.data)
 	if slices.Contains(s.local, false) {
-		s.huge.prepare(own, s.collapse)
+		s.huge.prepare(own, collapseHugePages)
 	}
 	err := g.zeroCopyAllReduce(seq, v, op, 0, [2]uint64{uint64(addrOf(own)), uint64(len(own))}, func(j int, where [2]uint64) (peerTensor, error) {
 		if where[1] != uint64(len(own)) {

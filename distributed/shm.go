@@ -138,9 +138,8 @@ type shmGroup struct {
 	pids    []int
 	local   []bool
 	// huge moves tensors all-reduced in place across processes again and
-	// again onto huge pages by calling collapse (cma.go).
-	huge     hugeTracker
-	collapse func([]byte) error
+	// again onto huge pages (cma.go).
+	huge hugeTracker
 	// held keeps the tensors of failed in-place all-reduces that a peer
 	// may still touch by address (a process stalled past shmQuiesce, a
 	// goroutine rank): their memory must not go back to the allocator.
@@ -192,7 +191,7 @@ func shmSlotBytes(chunk, size int) int {
 func (g *TCPGroup) setupShm(cfg Config, deadline time.Time) error {
 	slot := shmSlotBytes(g.chunk, g.size)
 	size := shmHeaderBytes + 4*slot
-	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, cmaFrom: cmaMinBytes, collapse: collapseHugePages, wakerW: -1, wakers: make([]int, g.size), spin: shmSpin, spins: shmSpins}
+	s := &shmGroup{g: g, self: g.rank, segs: make([][]byte, g.size), slot: slot, streamFrom: shmStreamBytes, cmaFrom: cmaMinBytes, wakerW: -1, wakers: make([]int, g.size), spin: shmSpin, spins: shmSpins}
 	if g.size*runtime.GOMAXPROCS(0) <= runtime.NumCPU() {
 		s.spin, s.spins = shmSpinLong, math.MaxInt
 	}

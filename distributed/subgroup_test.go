@@ -80,14 +80,22 @@ func TestSubgroups(t *testing.T) {
 // subgroupOnAll calls NewSubgroup(ranks) on every world group at once (a
 // member's call returns once every member has made it) and returns the
 // subgroups by world rank, nil for the ranks outside.
-func subgroupOnAll(t *testing.T, gs []*TCPGroup, ranks []int) []*TCPGroup {
+func subgroupOnAll(t testing.TB, gs []*TCPGroup, ranks []int) []*TCPGroup {
+	t.Helper()
+	return subgroupsBy(t, gs, ranks, (*TCPGroup).NewSubgroup)
+}
+
+// subgroupsBy is subgroupOnAll creating each rank's subgroup with create.
+func subgroupsBy(t testing.TB, gs []*TCPGroup, ranks []int, create func(*TCPGroup, []int) (*TCPGroup, error)) []*TCPGroup {
 	t.Helper()
 	subs := make([]*TCPGroup, len(gs))
-	requireAll(t, gs, func(g *TCPGroup) error {
+	for r, err := range onAll(gs, func(g *TCPGroup) error {
 		var err error
-		subs[g.Rank()], err = g.NewSubgroup(ranks)
+		subs[g.Rank()], err = create(g, ranks)
 		return err
-	})
+	}) {
+		require.NoError(t, err, "rank %d", r)
+	}
 	return subs
 }
 
