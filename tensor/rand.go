@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,18 +14,79 @@ import (
 // ToDevice (or ToDeviceOf) copy; ops that draw for a device input (Dropout,
 // Bernoulli) make that copy themselves. A Generator may be shared between goroutines
 // (it locks), but one per goroutine keeps results reproducible.
+//
+// A generator's state can be saved with MarshalBinary and restored with
+// UnmarshalBinary (into any Generator, the zero value included), so that a
+// resumed run draws exactly what the uninterrupted run would have drawn;
+// Seed restarts it from a seed. Use NewGenerator, Seed or UnmarshalBinary
+// before drawing: a zero Generator has no state to draw from.
 type Generator struct {
 	mu  sync.Mutex
+	src *rand.PCG // the state; rng draws from it and holds nothing else
 	rng *rand.Rand
 }
 
+// generatorStream is the PCG stream constant mixed into every seed.
+const generatorStream = 0x9e3779b97f4a7c15
+
 // NewGenerator returns a generator seeded with seed.
 func NewGenerator(seed uint64) *Generator {
-	return &Generator{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	g := &Generator{}
+	g.Seed(seed)
+	return g
+}
+
+// Seed restarts the generator from seed: afterwards it draws the same
+// sequence as NewGenerator(seed).
+func (g *Generator) Seed(seed uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.setSource(rand.NewPCG(seed, seed^generatorStream))
+}
+
+func (g *Generator) setSource(src *rand.PCG) {
+	g.src, g.rng = src, rand.New(src)
+}
+
+// MarshalBinary returns the generator's state (16 bytes of PCG state behind
+// a short tag), for UnmarshalBinary to restore. It implements
+// encoding.BinaryMarshaler.
+func (g *Generator) MarshalBinary() ([]byte, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.src == nil {
+		return nil, errors.New("tensor.Generator.MarshalBinary: the generator was never seeded (use NewGenerator)")
+	}
+	return g.src.MarshalBinary()
+}
+
+// UnmarshalBinary restores a state returned by MarshalBinary: afterwards
+// the generator draws what the marshalled one would have drawn next. A
+// malformed state returns an error and leaves the generator unchanged. It
+// implements encoding.BinaryUnmarshaler.
+func (g *Generator) UnmarshalBinary(state []byte) error {
+	src := &rand.PCG{}
+	if err := src.UnmarshalBinary(state); err != nil {
+		return fmt.Errorf("tensor.Generator.UnmarshalBinary: not a generator state (%d bytes): %w", len(state), err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.setSource(src)
+	return nil
+}
+
+// lock locks the generator for drawing, panicking with a clear message if
+// it was never seeded.
+func (g *Generator) lock() {
+	g.mu.Lock()
+	if g.rng == nil {
+		g.mu.Unlock()
+		panic("tensor.Generator: drawing from a generator that was never seeded; use tensor.NewGenerator(seed), Seed or UnmarshalBinary")
+	}
 }
 
 func (g *Generator) fill(n int, f func(r *rand.Rand) float64) []float64 {
-	g.mu.Lock()
+	g.lock()
 	defer g.mu.Unlock()
 	v := make([]float64, n)
 	for i := range v {
@@ -35,7 +97,7 @@ func (g *Generator) fill(n int, f func(r *rand.Rand) float64) []float64 {
 
 // Uint64 returns a random 64-bit value, for seeding derived generators.
 func (g *Generator) Uint64() uint64 {
-	g.mu.Lock()
+	g.lock()
 	defer g.mu.Unlock()
 	return g.rng.Uint64()
 }
@@ -83,7 +145,7 @@ func (g *Generator) RandInt(shape []int, lo, hi int64) *Tensor {
 		panic(fmt.Sprintf("tensor.RandInt: empty range [%d, %d)", lo, hi))
 	}
 	checkShape("RandInt", shape)
-	g.mu.Lock()
+	g.lock()
 	v := make([]int64, numel(shape))
 	for i := range v {
 		v[i] = lo + g.rng.Int64N(hi-lo)
@@ -96,7 +158,7 @@ func (g *Generator) RandInt(shape []int, lo, hi int64) *Tensor {
 // elementwise, on p's device (p is read and the values drawn on the host).
 func (g *Generator) Bernoulli(p *Tensor) *Tensor {
 	probs := p.Float64s()
-	g.mu.Lock()
+	g.lock()
 	for i, q := range probs {
 		if q < 0 || q > 1 || math.IsNaN(q) {
 			g.mu.Unlock()
@@ -123,7 +185,7 @@ func (g *Generator) Permutation(n int) *Tensor {
 
 // Perm returns a random permutation of 0..n-1 as a Go slice.
 func (g *Generator) Perm(n int) []int64 {
-	g.mu.Lock()
+	g.lock()
 	defer g.mu.Unlock()
 	p := make([]int64, n)
 	for i := range p {
