@@ -154,11 +154,17 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 			g = New(g.value)
 		}
 		ig := n.backward(g, in, out)
+		if len(ig) != len(n.inputs) {
+			// A rule that drops or adds a gradient would leave an input
+			// silently without one (or credit the wrong input); PyTorch
+			// raises here too.
+			return nil, fmt.Errorf("autograd: the backward rule of %s returned %d gradients for its %d inputs; return exactly one per input, nil for an input that gets none", n.op, len(ig), len(n.inputs))
+		}
 		// gOwned: nothing outside this pass has seen g, so a gradient that
 		// is a dense view of it may be handed on exclusively.
 		gOwned := (isOwned || isExclusive) && !hooked && !want[v]
 		for i, x := range n.inputs {
-			if x == nil || !x.requiresGrad || i >= len(ig) || ig[i] == nil {
+			if x == nil || !x.requiresGrad || ig[i] == nil {
 				continue
 			}
 			gi := ig[i]

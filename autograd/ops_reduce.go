@@ -169,9 +169,22 @@ func (v *Var) Var(axes []int, correction int, keepDim bool) *Var {
 	return d.Mul(d).Sum(axes, keepDim).DivScalar(float64(max(n-correction, 0)))
 }
 
-// Std returns the standard deviation over axes.
+// Std returns the standard deviation over axes. Where the deviation is zero
+// (a constant lane) its gradient is zero, as in PyTorch, rather than the
+// infinite slope of the square root times a zero (NaN).
 func (v *Var) Std(axes []int, correction int, keepDim bool) *Var {
-	return v.Var(axes, correction, keepDim).Sqrt()
+	return v.Var(axes, correction, keepDim).stdRoot()
+}
+
+// stdRoot is Sqrt (recorded as the op "Sqrt": its value is the square root)
+// whose gradient is zero where the root is zero, PyTorch's std_backward. The
+// rule is written in Var operations, so higher-order gradients still work.
+func (v *Var) stdRoot() *Var {
+	out := v.value.Sqrt()
+	return record("Sqrt", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, root *Var) []*Var {
+		zero := root.value.Eq(tensor.ZerosLike(root.value))
+		return []*Var{g.Div(root.Where0(zero).MulScalar(2)).MaskedZero(zero)}
+	})
 }
 
 // LogSumExp returns log(sum(exp(v))) over axes, computed stably; its
