@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-		"strings"
+	"strings"
 	"testing"
 	"time"
 
