@@ -19,11 +19,26 @@ import (
 //
 // A scheduler's base learning rates are the optimizer's learning rates when
 // it is created (PyTorch's initial_lr).
+//
+// A scheduler's position is state: StateDict and LoadStateDict save and
+// restore it (as an optimizer's), so that a run resumed from a checkpoint
+// continues the schedule exactly where it stopped. ReduceLROnPlateau, which
+// steps on a metric rather than by Step, has the same two methods.
 type Scheduler interface {
 	// Step advances the schedule by one step and sets the learning rates.
 	Step()
 	// LastLR returns the learning rates the last step set, one per group.
 	LastLR() []float64
+	// StateDict returns the schedule's position (step counts, base and last
+	// learning rates and whatever else the schedule carries from step to
+	// step) as tensors. Hyperparameters are not included: they come from
+	// the code that creates the scheduler.
+	StateDict() map[string]*tensor.Tensor
+	// LoadStateDict restores a state dict from StateDict of a scheduler of
+	// the same kind over as many parameter groups; on error the scheduler
+	// is unchanged. It does not set the optimizer's learning rates: load
+	// the optimizer's state dict for those.
+	LoadStateDict(sd map[string]*tensor.Tensor) error
 }
 
 // lrRule is implemented by each epoch-indexed schedule.
@@ -288,8 +303,17 @@ func NewLinearLR(opt Optimizer, startFactor, endFactor float64, totalIters int) 
 
 // NewLinearWarmup returns a LinearLR that warms the learning rates up
 // linearly from startFactor times their base values to the base values
-// over steps steps, then holds them. Combine it with another scheduler with
-// NewSequentialLR (milestone steps).
+// over steps steps, then holds them. To decay after the warm-up, create the
+// decaying scheduler on the same optimizer and join the two with
+// NewSequentialLR at milestone steps, which restarts the second from the
+// base learning rates:
+//
+//	warm := optim.NewLinearWarmup(opt, 100, 0.01)
+//	cosine := optim.NewCosineAnnealingLR(opt, 900, 0)
+//	sched := optim.NewSequentialLR([]optim.Scheduler{warm, cosine}, []int{100})
+//
+// and step only sched. Save sched's StateDict (it holds both) with the
+// optimizer's to resume the schedule.
 func NewLinearWarmup(opt Optimizer, steps int, startFactor float64) *LinearLR {
 	return NewLinearLR(opt, startFactor, 1, steps)
 }
@@ -909,44 +933,26 @@ func (s *lrSched) StateDict() map[string]*tensor.Tensor {
 // optimizer's learning rates (load the optimizer's state dict for those).
 // On error the scheduler is unchanged.
 func (s *lrSched) LoadStateDict(sd map[string]*tensor.Tensor) error {
-	errf := func(format string, a ...any) error {
-		return fmt.Errorf("optim."+s.name+".LoadStateDict: "+format, a...)
-	}
 	n := len(s.baseLRs)
-	keys := []string{"last_epoch", "base_lrs", "last_lr"}
+	r := &stateReader{sd: sd}
+	epoch := r.count("last_epoch", -1)
+	baseLRs := r.floats("base_lrs", n)
+	lastLR := r.floats("last_lr", n)
 	wr, isWR := s.rule.(*CosineAnnealingWarmRestarts)
+	var tI int
+	var tCur float64
 	if isWR {
-		keys = append(keys, "T_cur", "T_i")
-	}
-	for _, k := range keys {
-		t := sd[k]
-		if t == nil {
-			return errf("missing key %q", k)
-		}
-		want := 1
-		if k == "base_lrs" || k == "last_lr" {
-			want = n
-		}
-		if !t.DType().IsFloat() || t.Numel() != want {
-			return errf("%q must hold %d floats, got %s %v", k, want, t.DType(), t.Shape())
+		tI, tCur = r.count("T_i", 1), r.scalar("T_cur")
+		if r.err == nil && !(tCur >= 0 && tCur < float64(tI)) {
+			r.fail(`"T_cur" %v is not in [0, T_i=%d)`, tCur, tI)
 		}
 	}
-	if len(sd) != len(keys) {
-		return errf("state dict has %d keys, want %d (%v)", len(sd), len(keys), keys)
-	}
-	epoch := sd["last_epoch"].Item()
-	if epoch != math.Trunc(epoch) || epoch < -1 {
-		return errf("last_epoch %v is not a step index", epoch)
+	if err := r.done(); err != nil {
+		return fmt.Errorf("optim.%s.LoadStateDict: %w", s.name, err)
 	}
 	if isWR {
-		ti := sd["T_i"].Item()
-		if ti != math.Trunc(ti) || ti < 1 {
-			return errf("T_i %v is not a positive integer", ti)
-		}
-		wr.tI, wr.tCur = int(ti), sd["T_cur"].Item()
+		wr.tI, wr.tCur = tI, tCur
 	}
-	s.lastEpoch = int(epoch)
-	s.baseLRs = sd["base_lrs"].To(tensor.Float64).Float64s()
-	s.lastLR = sd["last_lr"].To(tensor.Float64).Float64s()
+	s.lastEpoch, s.baseLRs, s.lastLR = epoch, baseLRs, lastLR
 	return nil
 }
