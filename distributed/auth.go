@@ -18,11 +18,15 @@ import (
 // role; each end checks the other's. Fresh random nonces in the hellos stop
 // replay, and the role byte stops a peer from reflecting our own proof back.
 //
-//	hello: "EMBH" | version (1) | purpose | role | rank int32 | size int32 | nonce [32]
+//	hello: "EMBH" | version (2) | purpose | role | rank int32 | size int32 | nonce [32]
+//
+// Version 2 added the reply byte of rank 0's store (rendezvous.go), so that
+// the store can tell the ranks that the job cannot start instead of sending
+// the address table.
 const (
 	helloLen     = 4 + 1 + 1 + 1 + 4 + 4 + 32
 	helloMagic   = "EMBH"
-	helloVersion = 1
+	helloVersion = 2
 
 	purposeStore byte = 'S' // rendezvous with rank 0's store
 	purposeMesh  byte = 'M' // rank-to-rank data connection
@@ -33,8 +37,15 @@ const (
 	authLabel = "ember-dist-auth-v1"
 )
 
-// errAuth marks a failed authentication.
-var errAuth = errors.New("authentication failed (is EMBER_DIST_TOKEN the same on every rank?)")
+// errAuth marks a failed authentication (wrapped by authFailure, which
+// names the two ranks).
+var errAuth = errors.New("authentication failed")
+
+// authFailure is the error of a failed authentication between rank and
+// peer: one of them holds another token.
+func authFailure(rank, peer int) error {
+	return fmt.Errorf("%w between rank %d and rank %d: their tokens (%s) differ", errAuth, rank, peer, EnvToken)
+}
 
 // hello is a decoded handshake greeting.
 type hello struct {
@@ -106,7 +117,7 @@ func handshake(conn net.Conn, token string, purpose, role byte, rank, size, want
 		return h, fmt.Errorf("reading handshake proof: %w (the peer may have rejected our token)", err)
 	}
 	if !hmac.Equal(got, proof(token, h.role, theirs, mine)) {
-		return h, errAuth
+		return h, authFailure(rank, h.rank)
 	}
 	return h, nil
 }

@@ -3,7 +3,6 @@ package distributed
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -600,126 +599,6 @@ func acceptPeers(ctx context.Context, ln net.Listener, want int, check func(c ne
 		}
 	}
 	return got, nil
-}
-
-// maxAddrLen bounds an address in the rendezvous messages.
-const maxAddrLen = 512
-
-// writeString writes a length-prefixed string.
-func writeString(w io.Writer, s string) error {
-	b := binary.LittleEndian.AppendUint16(nil, uint16(len(s)))
-	_, err := w.Write(append(b, s...))
-	return err
-}
-
-// readString reads a length-prefixed string of at most maxAddrLen bytes.
-func readString(r io.Reader) (string, error) {
-	var lb [2]byte
-	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return "", err
-	}
-	n := binary.LittleEndian.Uint16(lb[:])
-	if n > maxAddrLen {
-		return "", fmt.Errorf("address of %d bytes is too long", n)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return "", err
-	}
-	return string(b), nil
-}
-
-// serveRendezvous runs rank 0's one-shot store: it collects every rank's
-// listen address and sends the full table to each.
-func serveRendezvous(ctx context.Context, ln net.Listener, cfg Config, own string) ([]string, error) {
-	defer ln.Close()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	addrs := make([]string, cfg.WorldSize)
-	addrs[0] = own
-	conns := make([]net.Conn, cfg.WorldSize)
-	defer func() {
-		for _, c := range conns {
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
-	got, err := acceptPeers(ctx, ln, cfg.WorldSize-1, func(c net.Conn, deadline time.Time) (int, string, error) {
-		h, err := handshake(c, cfg.Token, purposeStore, roleAccept, 0, cfg.WorldSize, -1, deadline)
-		if err != nil {
-			return 0, "", err
-		}
-		if h.rank == 0 {
-			return 0, "", errors.New("a second rank 0")
-		}
-		c.SetDeadline(deadline)
-		a, err := readString(c)
-		return h.rank, a, err
-	})
-	for _, a := range got {
-		addrs[a.rank], conns[a.rank] = a.addr, a.conn
-	}
-	if err != nil {
-		return nil, fmt.Errorf("distributed: rank 0: rendezvous: %w", err)
-	}
-	var table []byte
-	for _, a := range addrs {
-		table = binary.LittleEndian.AppendUint16(table, uint16(len(a)))
-		table = append(table, a...)
-	}
-	for r, c := range conns {
-		if c == nil {
-			continue
-		}
-		if _, err := c.Write(table); err != nil {
-			return nil, &PeerError{Op: "rendezvous", Rank: r, Reporter: -1, Err: err}
-		}
-	}
-	return addrs, nil
-}
-
-// joinRendezvous registers own with rank 0's store (retrying until it is
-// up) and returns the address table.
-func joinRendezvous(ctx context.Context, cfg Config, own string) ([]string, error) {
-	deadline, _ := ctx.Deadline()
-	var c net.Conn
-	backoff := 20 * time.Millisecond
-	for {
-		var d net.Dialer
-		var err error
-		c, err = d.DialContext(ctx, "tcp", cfg.MasterAddr)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("distributed: rank %d: reaching rank 0 at %s: %w (last error: %v)", cfg.Rank, cfg.MasterAddr, ctx.Err(), err)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, time.Second)
-	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	if _, err := handshake(c, cfg.Token, purposeStore, roleDial, cfg.Rank, cfg.WorldSize, 0, deadline); err != nil {
-		return nil, &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: err}
-	}
-	c.SetDeadline(deadline)
-	if err := writeString(c, own); err != nil {
-		return nil, &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: err}
-	}
-	addrs := make([]string, cfg.WorldSize)
-	for i := range addrs {
-		a, err := readString(c)
-		if err != nil {
-			return nil, &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: fmt.Errorf("reading the address table: %w", ctxErr(ctx, err))}
-		}
-		addrs[i] = a
-	}
-	return addrs, nil
 }
 
 // readLoop reads l's frames into the inboxes of their groups until the

@@ -1,0 +1,122 @@
+package distributed
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// rendezvousRanks starts the ranks of a world of size n (those in ranks)
+// on a fresh store address, with token(r) as rank r's token, and returns
+// each rank's error from NewTCPGroup and the time it took (groups that
+// form are closed).
+type rendezvousJob struct {
+	t       *testing.T
+	n       int
+	store   net.Listener
+	timeout time.Duration
+	token   func(rank int) string
+	wg      sync.WaitGroup
+	errs    []error
+	took    []time.Duration
+}
+
+func newRendezvousJob(t *testing.T, n int, timeout time.Duration, token func(int) string) *rendezvousJob {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return &rendezvousJob{t: t, n: n, store: ln, timeout: timeout, token: token, errs: make([]error, n), took: make([]time.Duration, n)}
+}
+
+// start runs rank r's NewTCPGroup in a goroutine; done is closed when it
+// returns.
+func (j *rendezvousJob) start(r int) (done chan struct{}) {
+	done = make(chan struct{})
+	cfg := Config{Rank: r, WorldSize: j.n, MasterAddr: j.store.Addr().String(), ListenAddr: "127.0.0.1",
+		Token: j.token(r), Timeout: j.timeout, DisableSharedMemory: true}
+	var ln net.Listener
+	if r == 0 {
+		ln = j.store
+	}
+	j.wg.Go(func() {
+		defer close(done)
+		begin := time.Now()
+		g, err := newTCPGroup(context.Background(), cfg, ln)
+		j.took[r] = time.Since(begin)
+		if g != nil {
+			g.Close()
+		}
+		j.errs[r] = err
+	})
+	return done
+}
+
+func TestWrongTokenFailsEveryRankNamingIt(t *testing.T) {
+	// One rank with another token: every rank fails, naming rank 2 and
+	// authentication, without waiting for the (long) timeout.
+	const n = 4
+	job := newRendezvousJob(t, n, 2*time.Minute, func(r int) string {
+		if r == 2 {
+			return "wrong"
+		}
+		return "right"
+	})
+	for r := range n {
+		job.start(r)
+	}
+	job.wg.Wait()
+	for r, err := range job.errs {
+		require.Error(t, err, "rank %d", r)
+		assert.ErrorIs(t, err, errAuth, "rank %d", r)
+		assert.Contains(t, err.Error(), "authentication failed between rank 2 and rank 0", "rank %d", r)
+		t.Logf("rank %d returned after %v: %v", r, job.took[r], err)
+	}
+	assert.EqualError(t, job.errs[1], "distributed: rendezvous: rank 2 failed (reported by rank 0): authentication failed between rank 2 and rank 0: their tokens (EMBER_DIST_TOKEN) differ")
+	for _, r := range []int{0, 1, 3} {
+		var pe *PeerError
+		require.ErrorAs(t, job.errs[r], &pe, "rank %d", r)
+		assert.Equal(t, 2, pe.Rank, "rank %d blames rank 2", r)
+	}
+}
+
+func TestLateRankHearsOfAuthenticationFailure(t *testing.T) {
+	// Rank 3 starts after rank 1's authentication has failed: rank 0 still
+	// tells it, and returns once it has.
+	const n = 4
+	job := newRendezvousJob(t, n, 2*time.Minute, func(r int) string {
+		if r == 1 {
+			return "wrong"
+		}
+		return "right"
+	})
+	rank0 := job.start(0)
+	<-job.start(1)
+	<-job.start(2)
+	select {
+	case <-rank0:
+		t.Fatal("rank 0 returned before telling rank 3")
+	default:
+	}
+	job.start(3)
+	job.wg.Wait()
+	for r, err := range job.errs {
+		assert.ErrorIs(t, err, errAuth, "rank %d", r)
+		assert.Contains(t, err.Error(), "between rank 1 and rank 0", "rank %d", r)
+	}
+	assert.Contains(t, job.errs[3].Error(), "rank 1 failed (reported by rank 0)")
+}
+
+func TestMissingRankIsNamedToEveryRank(t *testing.T) {
+	// Rank 2 never starts: rank 0 gives up a little before the others and
+	// tells rank 1 which rank is missing.
+	job := newRendezvousJob(t, 3, 2*time.Second, func(int) string { return "t" })
+	job.start(0)
+	job.start(1)
+	job.wg.Wait()
+	assert.EqualError(t, job.errs[0], "distributed: rendezvous: peer rank 2: 2 of 3 ranks registered with rank 0; missing rank(s) 2: context deadline exceeded")
+	assert.EqualError(t, job.errs[1], "distributed: rendezvous: rank 2 failed (reported by rank 0): rank 2 had not registered with rank 0 when rank 0's timeout passed (is it running, with the same MASTER_ADDR and WORLD_SIZE?)")
+}
