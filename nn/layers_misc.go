@@ -71,18 +71,28 @@ func NewEmbedding(g *tensor.Generator, num, dim int, opt EmbeddingOptions, dt ..
 // Forward looks up the integer ids (a Var wrapping an integer tensor of any
 // shape) and returns ids.Shape() + [dim]. With MaxNorm the looked-up rows
 // are first renormalized in place (without gradient), as PyTorch does.
-func (e *Embedding) Forward(ids *autograd.Var) *autograd.Var { return e.Lookup(ids.Value()) }
+// When ids is marked autograd.NoGrad nothing is recorded and the result is
+// marked too.
+func (e *Embedding) Forward(ids *autograd.Var) *autograd.Var {
+	if ids.IsNoGrad() {
+		return e.lookup(ids.Value(), autograd.NoGrad(e.Weight))
+	}
+	return e.Lookup(ids.Value())
+}
 
 // Lookup is Forward on a plain integer tensor of ids.
-func (e *Embedding) Lookup(ids *tensor.Tensor) *autograd.Var {
+func (e *Embedding) Lookup(ids *tensor.Tensor) *autograd.Var { return e.lookup(ids, e.Weight) }
+
+// lookup gathers the rows of w (Weight, or a no-grad view of it) named by
+// ids.
+func (e *Embedding) lookup(ids *tensor.Tensor, w *autograd.Var) *autograd.Var {
 	if ids.DType().IsFloat() {
 		panic(fmt.Sprintf("nn.Embedding.Forward: ids must be integers, got %s", ids.DType()))
 	}
 	if e.MaxNorm > 0 {
 		e.renorm(ids)
 	}
-	w := e.Weight
-	if e.PaddingIdx >= 0 && w.RequiresGrad() {
+	if e.PaddingIdx >= 0 && autograd.NeedsGrad(w) {
 		// The padding row takes part with its value but no gradient.
 		mask := make([]float64, e.NumEmbeddings)
 		for i := range mask {
@@ -156,6 +166,17 @@ func (d *Dropout2d) Forward(x *autograd.Var) *autograd.Var {
 	return autograd.Dropout2d(x, d.P, d.IsTraining(), d.gen)
 }
 
+// Generator returns the generator Dropout2d draws its channel masks from.
+func (d *Dropout2d) Generator() *tensor.Generator { return d.gen }
+
+// SetGenerator makes Dropout2d draw its channel masks from g from now on (to resume a
+// run, restoring the old generator's state with UnmarshalBinary works as
+// well). It panics if g is nil.
+func (d *Dropout2d) SetGenerator(g *tensor.Generator) {
+	checkGen("Dropout2d.SetGenerator", g)
+	d.gen = g
+}
+
 // String describes the module as PyTorch prints it.
 func (d *Dropout2d) String() string { return fmt.Sprintf("Dropout2d(p=%g, inplace=False)", d.P) }
 
@@ -178,6 +199,17 @@ func NewAlphaDropout(p float64, g *tensor.Generator) *AlphaDropout {
 // Forward applies alpha dropout in training mode.
 func (d *AlphaDropout) Forward(x *autograd.Var) *autograd.Var {
 	return autograd.AlphaDropout(x, d.P, d.IsTraining(), d.gen)
+}
+
+// Generator returns the generator AlphaDropout draws its dropout masks from.
+func (d *AlphaDropout) Generator() *tensor.Generator { return d.gen }
+
+// SetGenerator makes AlphaDropout draw its dropout masks from g from now on (to resume a
+// run, restoring the old generator's state with UnmarshalBinary works as
+// well). It panics if g is nil.
+func (d *AlphaDropout) SetGenerator(g *tensor.Generator) {
+	checkGen("AlphaDropout.SetGenerator", g)
+	d.gen = g
 }
 
 // String describes the module as PyTorch prints it.

@@ -41,6 +41,17 @@ func (r *RReLU) Forward(x *autograd.Var) *autograd.Var {
 	return x.Mul(autograd.New(scale))
 }
 
+// Generator returns the generator RReLU draws its training slopes from.
+func (r *RReLU) Generator() *tensor.Generator { return r.gen }
+
+// SetGenerator makes RReLU draw its training slopes from g from now on (to resume a
+// run, restoring the old generator's state with UnmarshalBinary works as
+// well). It panics if g is nil.
+func (r *RReLU) SetGenerator(g *tensor.Generator) {
+	checkGen("RReLU.SetGenerator", g)
+	r.gen = g
+}
+
 // String describes the module as PyTorch prints it.
 func (r *RReLU) String() string {
 	return "RReLU(lower=" + pyFloat(r.Lower) + ", upper=" + pyFloat(r.Upper) + ")"
