@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -29,42 +29,10 @@ const (
 // WriteFileAtomic writes data to path so that a reader sees either the old
 // file or the complete new one, even if the process dies midway: it writes
 // a temporary file in the same directory, syncs it to disk, renames it over
-// path and syncs the directory.
+// path and syncs the directory. The next save of path removes the temporary
+// files that killed earlier saves left behind.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // best effort: not every platform can sync a directory
-		d.Close()
-	}
-	return nil
+	return atomicfile.WriteFile(path, data, perm)
 }
 
 // SaveCheckpoint writes the module's state dict and, when opt is not nil,

@@ -1,11 +1,13 @@
 package nn
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"os"
 
+	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/internal/safetensors"
 	"github.com/emberml/ember/tensor"
 )
@@ -54,12 +56,22 @@ func DecodeTensors(b []byte) (map[string]*tensor.Tensor, map[string]string, erro
 }
 
 // SaveTensors writes tensors and metadata to the safetensors file at path.
+// The save is atomic: a reader, or a program restarted after a crash or a
+// kill, finds either the previous file or the complete new one.
 func SaveTensors(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
-	var buf bytes.Buffer
-	if err := EncodeTensors(&buf, tensors, metadata); err != nil {
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, buf.Bytes(), 0o644)
+	defer f.Close() // removes the temporary unless Commit succeeded
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err := EncodeTensors(bw, tensors, metadata); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return f.Commit()
 }
 
 // LoadTensors reads the safetensors file at path.

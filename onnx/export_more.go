@@ -3,10 +3,10 @@ package onnx
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 
 	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -222,11 +222,11 @@ func ExportFile(path string, model nn.Module, exampleInputs []*tensor.Tensor, op
 		return err
 	}
 	if data != nil {
-		if err := os.WriteFile(filepath.Join(filepath.Dir(path), dataName), data, 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(filepath.Dir(path), dataName), data, 0o644); err != nil {
 			return fmt.Errorf("onnx.ExportFile: %w", err)
 		}
 	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("onnx.ExportFile: %w", err)
 	}
 	if data != nil && !opts.SkipCheck {

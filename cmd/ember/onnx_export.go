@@ -5,11 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/nn/models"
 	"github.com/emberml/ember/onnx"
@@ -196,5 +196,5 @@ func exportZooModel(spec exportModel, shape []int, weights, out string, opset in
 	if err := onnx.Export(m, []*tensor.Tensor{x}, &buf, opts); err != nil {
 		return err
 	}
-	return os.WriteFile(out, buf.Bytes(), 0o644)
+	return atomicfile.WriteFile(out, buf.Bytes(), 0o644)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/onnx"
 	"github.com/emberml/ember/tensor"
 )
@@ -178,15 +179,15 @@ func writeNpyStrings(w io.Writer, s onnx.Strings) error {
 	return err
 }
 
-// saveNpyStrings writes s to the file at path.
+// saveNpyStrings writes s to the file at path atomically.
 func saveNpyStrings(path string, s onnx.Strings) error {
-	f, err := os.Create(path)
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
+	defer f.Close() // removes the temporary unless Commit succeeded
 	if err := writeNpyStrings(f, s); err != nil {
-		f.Close()
 		return err
 	}
-	return f.Close()
+	return f.Commit()
 }

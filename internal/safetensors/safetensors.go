@@ -32,6 +32,8 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/emberml/ember/internal/atomicfile"
 )
 
 // MetadataKey is the reserved header key holding free-form string metadata.
@@ -398,20 +400,20 @@ func ReadFile(path string) (map[string]Tensor, map[string]string, error) {
 }
 
 // WriteFile encodes tensors and metadata in safetensors format to the file
-// at path, creating or truncating it.
-func WriteFile(path string, tensors map[string]Tensor, metadata map[string]string) (err error) {
-	f, err := os.Create(path)
+// at path atomically (see package atomicfile): readers find either the old
+// file or the complete new one, never a partial save.
+func WriteFile(path string, tensors map[string]Tensor, metadata map[string]string) error {
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	bw := bufio.NewWriter(f)
+	defer f.Close() // removes the temporary unless Commit succeeded
+	bw := bufio.NewWriterSize(f, 1<<20)
 	if err := Encode(bw, tensors, metadata); err != nil {
 		return err
 	}
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return f.Commit()
 }

@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/internal/safeio"
 )
 
@@ -396,20 +397,20 @@ func ReadFile(path string) (Array, error) {
 	return Read(bufio.NewReader(f))
 }
 
-// WriteFile writes a to the .npy file at path, creating or truncating it.
-func WriteFile(path string, a Array) (err error) {
-	f, err := os.Create(path)
+// WriteFile writes a to the .npy file at path atomically (see package
+// atomicfile): readers find either the old file or the complete new one.
+func WriteFile(path string, a Array) error {
+	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	bw := bufio.NewWriter(f)
+	defer f.Close() // removes the temporary unless Commit succeeded
+	bw := bufio.NewWriterSize(f, 1<<20)
 	if err := Write(bw, a); err != nil {
 		return err
 	}
-	return bw.Flush()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	return f.Commit()
 }
