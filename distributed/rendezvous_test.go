@@ -11,25 +11,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rendezvousRanks starts the ranks of a world of size n (those in ranks)
-// on a fresh store address, with token(r) as rank r's token, and returns
-// each rank's error from NewTCPGroup and the time it took (groups that
-// form are closed).
+// rendezvousJob starts ranks of a world of n ranks on a fresh store
+// address, rank r with token(r), and keeps each rank's error from
+// NewTCPGroup and the time it took (groups that form are closed).
 type rendezvousJob struct {
-	t       *testing.T
-	n       int
-	store   net.Listener
-	timeout time.Duration
-	token   func(rank int) string
-	wg      sync.WaitGroup
-	errs    []error
-	took    []time.Duration
+	n           int
+	store       net.Listener
+	timeout     time.Duration
+	token       func(rank int) string
+	failureFile func(rank int) string // nil: none
+	wg          sync.WaitGroup
+	errs        []error
+	took        []time.Duration
 }
 
 func newRendezvousJob(t *testing.T, n int, timeout time.Duration, token func(int) string) *rendezvousJob {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	return &rendezvousJob{t: t, n: n, store: ln, timeout: timeout, token: token, errs: make([]error, n), took: make([]time.Duration, n)}
+	return &rendezvousJob{n: n, store: ln, timeout: timeout, token: token, errs: make([]error, n), took: make([]time.Duration, n)}
 }
 
 // start runs rank r's NewTCPGroup in a goroutine; done is closed when it
@@ -38,6 +37,9 @@ func (j *rendezvousJob) start(r int) (done chan struct{}) {
 	done = make(chan struct{})
 	cfg := Config{Rank: r, WorldSize: j.n, MasterAddr: j.store.Addr().String(), ListenAddr: "127.0.0.1",
 		Token: j.token(r), Timeout: j.timeout, DisableSharedMemory: true}
+	if j.failureFile != nil {
+		cfg.FailureFile = j.failureFile(r)
+	}
 	var ln net.Listener
 	if r == 0 {
 		ln = j.store

@@ -56,6 +56,11 @@ type Config struct {
 	// reading the peers' tensors in place (see the package doc). The
 	// in-place path is used only when every rank allows it.
 	DisableCrossMemory bool
+	// FailureFile, when set, names a file to which the group writes a
+	// FailureReport (JSON) when it fails: the rank at fault, the rank that
+	// reported it, when, and the error. ember launch sets it through
+	// EMBER_DIST_FAILURE_FILE to name the rank that failed first.
+	FailureFile string
 
 	// failCrossMemoryProbe makes this rank's cross-memory probe fail, as
 	// a kernel that refuses process_vm_readv would (tests only).
@@ -69,16 +74,17 @@ type Config struct {
 // Environment variables read by ConfigFromEnv (torchrun's names, plus
 // Ember's token and listen address).
 const (
-	EnvMasterAddr = "MASTER_ADDR"
-	EnvMasterPort = "MASTER_PORT"
-	EnvRank       = "RANK"
-	EnvWorldSize  = "WORLD_SIZE"
-	EnvLocalRank  = "LOCAL_RANK"
-	EnvToken      = "EMBER_DIST_TOKEN"
-	EnvListenAddr = "EMBER_DIST_LISTEN"
-	EnvTimeout    = "EMBER_DIST_TIMEOUT"
-	EnvShm        = "EMBER_DIST_SHM"
-	EnvCMA        = "EMBER_DIST_CMA"
+	EnvMasterAddr  = "MASTER_ADDR"
+	EnvMasterPort  = "MASTER_PORT"
+	EnvRank        = "RANK"
+	EnvWorldSize   = "WORLD_SIZE"
+	EnvLocalRank   = "LOCAL_RANK"
+	EnvToken       = "EMBER_DIST_TOKEN"
+	EnvListenAddr  = "EMBER_DIST_LISTEN"
+	EnvTimeout     = "EMBER_DIST_TIMEOUT"
+	EnvShm         = "EMBER_DIST_SHM"
+	EnvCMA         = "EMBER_DIST_CMA"
+	EnvFailureFile = "EMBER_DIST_FAILURE_FILE"
 )
 
 // ConfigFromEnv reads a Config from the torchrun-compatible environment:
@@ -86,7 +92,8 @@ const (
 // defaults to RANK, EMBER_DIST_TOKEN is the shared secret,
 // EMBER_DIST_LISTEN the optional listen address, EMBER_DIST_TIMEOUT an
 // optional time.Duration string, EMBER_DIST_SHM=0 sets
-// DisableSharedMemory and EMBER_DIST_CMA=0 DisableCrossMemory.
+// DisableSharedMemory, EMBER_DIST_CMA=0 DisableCrossMemory, and
+// EMBER_DIST_FAILURE_FILE is the FailureFile.
 func ConfigFromEnv() (Config, error) {
 	get := func(k string) (string, error) {
 		v, ok := os.LookupEnv(k)
@@ -132,6 +139,7 @@ func ConfigFromEnv() (Config, error) {
 	c.DisableSharedMemory = os.Getenv(EnvShm) == "0"
 	c.DisableCrossMemory = os.Getenv(EnvCMA) == "0"
 	c.ListenAddr = os.Getenv(EnvListenAddr)
+	c.FailureFile = os.Getenv(EnvFailureFile)
 	if v := os.Getenv(EnvTimeout); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
@@ -205,6 +213,9 @@ type TCPGroup struct {
 	failMu sync.Mutex
 	err    error
 	done   chan struct{}
+	// reportOnce writes the FailureReport of the first failure (world
+	// group only).
+	reportOnce sync.Once
 
 	// the operation queue and its worker.
 	queue opQueue[*work]
@@ -338,6 +349,7 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 		if storeLn != nil {
 			storeLn.Close()
 		}
+		writeFailureReport(cfg.FailureFile, newFailureReport(cfg.Rank, err, -1))
 		return nil, err
 	}
 	if cfg.Timeout == 0 {
@@ -369,6 +381,7 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 					l.conn.Close()
 				}
 			}
+			g.report(err, -1)
 			return nil, err
 		}
 	} else if storeLn != nil {
@@ -383,10 +396,12 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 	go g.worker()
 	if cfg.WorldSize > 1 {
 		if err := wait(g.submit(func(deadline time.Time) error { return g.setupShm(cfg, deadline) })); err != nil {
+			g.report(err, -1) // (the abort has reported it)
 			g.Close()
 			return nil, err
 		}
 		if err := g.setupHierarchy(cfg); err != nil {
+			g.report(err, -1)
 			g.Close()
 			return nil, err
 		}
@@ -700,6 +715,9 @@ func (g *TCPGroup) abortBlaming(err error, failed int) {
 		return
 	}
 	g.err = err
+	// The report is written before anything can return err, so that it is
+	// there when the rank exits.
+	g.report(err, failed)
 	close(g.done)
 	g.failMu.Unlock()
 	payload := abortPayload(failed, err.Error())
