@@ -26,7 +26,34 @@ type NodeInfo struct {
 	// Inputs are the op's Var inputs in order; an optional input that was
 	// not given (a nil bias) is nil.
 	Inputs []*Var
+	// Key identifies an op defined outside this package: recorded by
+	// Custom or a Function, or marked by Annotate or AnnotateOp. It is nil
+	// exactly for the ops this package records and the composites it marks
+	// itself, so a reader gives Op its built-in meaning only when Key is
+	// nil: a user's op may carry any name, "Tanh" included.
+	Key *OpKey
+	// Forward is set for ops recorded by a Function: its forward in Var
+	// operations. Calling it on Inputs computes the op again, recording the
+	// primitives it is made of when an input requires a gradient (this is
+	// how onnx.Export traces a Function).
+	Forward func(in []*Var) *Var
 }
+
+// OpKey identifies an operation defined outside this package. Keys compare
+// by identity: two keys made with the same name are different ops, so a
+// graph reader that knows what one key means cannot mistake another op for
+// it. Name is for messages and for lookups the user sets up by name (such
+// as onnx.ExportOptions.CustomOps).
+type OpKey struct{ name string }
+
+// NewOpKey returns a new key for the op named name.
+func NewOpKey(name string) *OpKey { return &OpKey{name: name} }
+
+// Name returns the name the key was made with.
+func (k *OpKey) Name() string { return k.name }
+
+// String returns the key's name.
+func (k *OpKey) String() string { return k.name }
 
 // Node returns the recorded op that made v, or false for a leaf (or for a
 // Var computed while no input required a gradient).
@@ -34,7 +61,8 @@ func (v *Var) Node() (NodeInfo, bool) {
 	if v.node == nil {
 		return NodeInfo{}, false
 	}
-	return NodeInfo{Op: v.node.op, Attrs: maps.Clone(v.node.attrs), Inputs: slices.Clone(v.node.inputs)}, true
+	n := v.node
+	return NodeInfo{Op: n.op, Attrs: maps.Clone(n.attrs), Inputs: slices.Clone(n.inputs), Key: n.key, Forward: n.forward}, true
 }
 
 // Composite returns the higher-level op whose output v is when v was built
@@ -48,7 +76,7 @@ func (v *Var) Composite() (NodeInfo, bool) {
 		return NodeInfo{}, false
 	}
 	c := v.node.composite
-	return NodeInfo{Op: c.Op, Attrs: maps.Clone(c.Attrs), Inputs: slices.Clone(c.Inputs)}, true
+	return NodeInfo{Op: c.Op, Attrs: maps.Clone(c.Attrs), Inputs: slices.Clone(c.Inputs), Key: c.Key}, true
 }
 
 // recordAttrs is record that also stores the op's non-tensor arguments.
@@ -70,13 +98,24 @@ func annotate(out *Var, op string, attrs map[string]any, inputs ...*Var) *Var {
 }
 
 // Annotate marks out, computed from inputs by primitives, as the result of
-// the composite op named op with the given attributes, as the composite
-// activations (LeakyReLU, HardSwish, ...) mark themselves: Composite then
-// returns that op, and graph readers such as onnx.Export can translate the
-// whole computation at once. Layers built from several ops (the recurrent
-// layers of package nn) use it. It does nothing when out was recorded by no
-// op (a leaf, or no input required a gradient) or is already annotated. It
-// returns out.
+// the composite op named op with the given attributes: Composite then
+// returns that op, under a new OpKey of that name. The primitives stay
+// recorded and define what out is: a graph reader that has been given a
+// translation for the name (onnx.ExportOptions.CustomOps) may use it, and
+// one that has not reads the primitives (onnx.Export exports them). Use
+// AnnotateOp to mark several results as the same op. It does nothing when
+// out was recorded by no op (a leaf, or no input required a gradient) or
+// is already annotated. It returns out.
 func Annotate(out *Var, op string, attrs map[string]any, inputs ...*Var) *Var {
-	return annotate(out, op, attrs, inputs...)
+	return AnnotateOp(out, NewOpKey(op), attrs, inputs...)
+}
+
+// AnnotateOp is Annotate with an op identified by key: a package that
+// defines composite ops (nn's recurrent layers) makes one key per op and
+// its readers (onnx.Export) recognise the key itself, never its name.
+func AnnotateOp(out *Var, key *OpKey, attrs map[string]any, inputs ...*Var) *Var {
+	if out.node != nil && out.node.composite == nil {
+		out.node.composite = &NodeInfo{Op: key.name, Attrs: attrs, Inputs: inputs, Key: key}
+	}
+	return out
 }

@@ -52,6 +52,12 @@ type node struct {
 	// external marks a node recorded through Custom: its rule may return
 	// tensors the caller keeps, so backward never takes ownership of them.
 	external bool
+	// key identifies an op defined outside this package (Custom, Function);
+	// nil for the ops this package records itself. See trace.go.
+	key *OpKey
+	// forward is a Function's forward in Var operations, which graph
+	// readers re-run on the node's inputs to trace it; nil otherwise.
+	forward func(in []*Var) *Var
 }
 
 // savedVersion remembers the storage version a saved tensor had when the op
@@ -204,6 +210,7 @@ func Custom(op string, out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor
 	v := record(op, out, inputs, saved, backward)
 	if v.node != nil {
 		v.node.external = true
+		v.node.key = NewOpKey(op)
 	}
 	return v
 }

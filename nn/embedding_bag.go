@@ -117,7 +117,7 @@ func (e *EmbeddingBag) Bag(ids, offsets, perSampleWeights *tensor.Tensor) *autog
 	if e.MaxNorm > 0 {
 		attrs["maxNorm"] = e.MaxNorm
 	}
-	return autograd.Annotate(out, "EmbeddingBag", attrs, e.Weight)
+	return autograd.AnnotateOp(out, EmbeddingBagOp, attrs, e.Weight)
 }
 
 // bag computes Bag.
@@ -270,3 +270,8 @@ func (e *EmbeddingBag) String() string {
 	}
 	return s + ")"
 }
+
+// EmbeddingBagOp is the composite op EmbeddingBag marks its output with
+// (autograd.AnnotateOp), which onnx.Export recognises by identity. Do not
+// reassign it.
+var EmbeddingBagOp = autograd.NewOpKey("EmbeddingBag")

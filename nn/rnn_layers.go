@@ -241,7 +241,7 @@ func (r *recurrent) annotate(out, hn, cn, x, h0, c0 *autograd.Var, lengths []int
 			"output":        i,
 			"call":          call,
 		}
-		autograd.Annotate(v, op, attrs, inputs...)
+		autograd.AnnotateOp(v, recurrentOps[op], attrs, inputs...)
 	}
 }
 
@@ -395,3 +395,16 @@ func (r *GRU) ForwardState(x, h0 *autograd.Var, lengths []int) (output, hn *auto
 
 // String describes the layer as PyTorch prints it.
 func (r *GRU) String() string { return r.describe("GRU") }
+
+// The composite ops the recurrent layers mark their outputs with
+// (autograd.AnnotateOp): graph readers such as onnx.Export recognise these
+// keys, never an op's name, so a user's op named "LSTM" is not taken for
+// one. Do not reassign them.
+var (
+	RNNOp  = autograd.NewOpKey("RNN")
+	LSTMOp = autograd.NewOpKey("LSTM")
+	GRUOp  = autograd.NewOpKey("GRU")
+)
+
+// recurrentOps maps the layers' op names to their keys.
+var recurrentOps = map[string]*autograd.OpKey{"RNN": RNNOp, "LSTM": LSTMOp, "GRU": GRUOp}

@@ -40,6 +40,14 @@ type ExportOptions struct {
 	// writes external data to; empty means the model's file name plus
 	// ".data".
 	ExternalDataName string
+	// CustomOps maps the names of ops defined outside package autograd
+	// (autograd.Custom, autograd.NewFunction, autograd.Annotate) to how
+	// they are written in ONNX. An op without an entry is written as the
+	// nodes of its traced forward (a Function) or as the primitives it wraps
+	// (an Annotate); a Custom op without one fails the export unless its
+	// inputs are constants. A name here never changes how the ops of this
+	// library are written: a custom op called "Tanh" is not ONNX's Tanh.
+	CustomOps map[string]CustomOpExport
 	// Warn, when not nil, receives the exporter's warnings: traced values
 	// used as constants where they might have depended on the inputs (a
 	// reshape that cannot follow a dynamic axis, a Where mask).
@@ -147,7 +155,9 @@ func exportModel(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.Na
 		tensorName: map[*tensor.Tensor]string{},
 		used:       map[string]bool{},
 		warn:       opts.Warn,
-		graph:      &exGraph{name: "ember"},
+		graph:      &exGraph{name: "ember", domains: map[string]int{}},
+		custom:     opts.CustomOps,
+		inlined:    map[*autograd.Var]*autograd.Var{},
 	}
 	// Every parameter must record for the trace to be complete.
 	for _, p := range params {
@@ -238,6 +248,10 @@ func exportModel(fn func(inputs []*autograd.Var) []*autograd.Var, params []nn.Na
 		if err != nil {
 			return nil, nil, fmt.Errorf("onnx.Export: the exported model does not parse: %w", err)
 		}
+		if len(e.graph.domains) > 0 {
+			// Custom domains run only where their kernels are registered.
+			return b, nil, nil
+		}
 		if _, err := m.NewSession(SessionOptions{}); err != nil {
 			return nil, nil, fmt.Errorf("onnx.Export: the exported model does not load: %w", err)
 		}
@@ -286,6 +300,8 @@ type exporter struct {
 	nConsts    int
 	rnnOuts    map[any][]string                 // recurrent composite call → its output values
 	poolOf     map[*tensor.Tensor]*autograd.Var // MaxPool2dWithIndices indices → the pooled Var
+	custom     map[string]CustomOpExport        // ExportOptions.CustomOps
+	inlined    map[*autograd.Var]*autograd.Var  // Function output → its forward traced again
 }
 
 // fresh returns an unused value name built from base.
@@ -363,20 +379,15 @@ func (e *exporter) warnf(format string, args ...any) {
 	}
 }
 
-// exportInputs returns the Vars the translation of v reads and its view.
-func exportInputs(v *autograd.Var) (autograd.NodeInfo, bool) {
-	if c, ok := v.Composite(); ok {
-		return c, true
-	}
-	return v.Node()
-}
-
 // visit translates v and everything it depends on, once.
 func (e *exporter) visit(v *autograd.Var) error {
 	if _, ok := e.names[v]; ok {
 		return nil
 	}
-	n, ok := exportInputs(v)
+	n, ok := e.source(v)
+	if ok && !builtin(n) {
+		return e.visitCustom(v, n)
+	}
 	if !ok {
 		if name, ok := e.params[v]; ok {
 			e.names[v] = e.init(name, v.Value())
@@ -560,7 +571,7 @@ func (e *exporter) translate(v *autograd.Var, n autograd.NodeInfo, in []string) 
 	if n.Op == "MatMul" && x.Dim() == 2 {
 		// x @ W.T for a 2-d W, as nn.Linear computes it: Gemm with transB
 		// reads W itself (the Transpose node is then pruned).
-		if t, ok := n.Inputs[1].Node(); ok && t.Op == "Transpose" && t.Inputs[0].Dim() == 2 {
+		if t, ok := n.Inputs[1].Node(); ok && builtin(t) && t.Op == "Transpose" && t.Inputs[0].Dim() == 2 {
 			return e.node("Gemm", []string{in[0], e.names[t.Inputs[0]]}, attrI("transB", 1)), nil
 		}
 	}

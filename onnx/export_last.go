@@ -219,7 +219,7 @@ func (e *exporter) checkOutside(v *autograd.Var, n autograd.NodeInfo) error {
 		if in == nil {
 			continue
 		}
-		if _, traced := exportInputs(in); traced {
+		if _, traced := e.source(in); traced {
 			continue
 		}
 		if _, isParam := e.params[in]; isParam || e.known(in.Value()) {
@@ -251,11 +251,19 @@ func (e *exporter) findPools(outs []*autograd.Var) {
 			continue
 		}
 		seen[v] = true
-		n, ok := exportInputs(v)
+		n, ok := e.source(v)
 		if !ok {
 			continue
 		}
-		if idx, ok := n.Attrs["indices"].(*tensor.Tensor); ok && n.Op == "MaxPool2d" {
+		if !builtin(n) && n.Forward != nil {
+			if _, mapped := e.custom[n.Key.Name()]; !mapped {
+				if inl, err := e.inline(v, n); err == nil {
+					stack = append(stack, inl)
+				}
+				continue
+			}
+		}
+		if idx, ok := n.Attrs["indices"].(*tensor.Tensor); ok && builtin(n) && n.Op == "MaxPool2d" {
 			e.poolOf[idx] = v
 		}
 		stack = append(stack, n.Inputs...)

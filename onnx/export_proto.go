@@ -2,7 +2,9 @@ package onnx
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/emberml/ember/tensor"
@@ -20,11 +22,15 @@ type exGraph struct {
 	inits   []exInit
 	inputs  []exValue
 	outputs []exValue
+	// domains are the opset imports besides the default domain's: domain →
+	// version (custom ops' nodes).
+	domains map[string]int
 }
 
 // exNode is one NodeProto.
 type exNode struct {
 	op, name        string
+	domain          string // empty for the default domain
 	inputs, outputs []string
 	attrs           []exAttr
 }
@@ -117,6 +123,12 @@ func encodeModel(g *exGraph, opset int, producer, producerVersion string, ext *e
 	os = appendStringField(os, 1, "")           // domain
 	os = appendVarintField(os, 2, int64(opset)) // version
 	b = appendBytesField(b, 8, os)              // opset_import
+	for _, d := range slices.Sorted(maps.Keys(g.domains)) {
+		var imp []byte
+		imp = appendStringField(imp, 1, d)
+		imp = appendVarintField(imp, 2, int64(g.domains[d]))
+		b = appendBytesField(b, 8, imp)
+	}
 	return b, nil
 }
 
@@ -157,6 +169,9 @@ func encodeNode(n *exNode) []byte {
 	b = appendStringField(b, 4, n.op)
 	for _, a := range n.attrs {
 		b = appendBytesField(b, 5, encodeAttr(a))
+	}
+	if n.domain != "" {
+		b = appendStringField(b, 7, n.domain)
 	}
 	return b
 }
