@@ -12,9 +12,12 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/emberml/ember/distributed"
 )
 
 // runLaunch implements "ember launch": it starts -nproc copies of a program
@@ -22,7 +25,10 @@ import (
 // environment the distributed package reads (RANK, LOCAL_RANK, WORLD_SIZE,
 // MASTER_ADDR, MASTER_PORT, EMBER_DIST_TOKEN). Each output line is prefixed
 // with its rank; SIGINT and SIGTERM are forwarded to the ranks; when one rank
-// fails, the others are killed and the failure is reported.
+// fails, the others are killed and the failure is reported, naming the rank
+// that failed first: each rank's process group writes a failure report
+// (EMBER_DIST_FAILURE_FILE) naming the rank at fault, so that a rank that
+// hangs is named rather than the peer that gave up on it and exited.
 func runLaunch(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("launch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -84,6 +90,13 @@ func launch(prog []string, nproc, nnodes, nodeRank int, master string, stdout, s
 		token = hex.EncodeToString(b[:])
 	}
 
+	reports, err := os.MkdirTemp("", "ember-launch-")
+	if err != nil {
+		return fmt.Errorf("making the folder of the ranks' failure reports: %w", err)
+	}
+	defer os.RemoveAll(reports)
+	reportFile := func(r int) string { return filepath.Join(reports, fmt.Sprintf("rank-%d.json", r)) }
+
 	var outMu, errMu sync.Mutex
 	var copiers sync.WaitGroup
 	prefix := func(r int, w io.Writer, mu *sync.Mutex) io.WriteCloser {
@@ -114,7 +127,8 @@ func launch(prog []string, nproc, nnodes, nodeRank int, master string, stdout, s
 		c := exec.Command(prog[0], prog[1:]...)
 		c.Env = append(os.Environ(),
 			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(l), "WORLD_SIZE="+strconv.Itoa(world),
-			"MASTER_ADDR="+host, "MASTER_PORT="+port, "EMBER_DIST_TOKEN="+token)
+			"MASTER_ADDR="+host, "MASTER_PORT="+port, "EMBER_DIST_TOKEN="+token,
+			distributed.EnvFailureFile+"="+reportFile(r))
 		o, e := prefix(r, stdout, &outMu), prefix(r, stderr, &errMu)
 		pipes = append(pipes, o, e)
 		c.Stdout, c.Stderr = o, e
@@ -146,7 +160,7 @@ func launch(prog []string, nproc, nnodes, nodeRank int, master string, stdout, s
 		case e := <-exits:
 			left--
 			if e.err != nil && first == nil {
-				first = fmt.Errorf("rank %d failed (%v); stopped the other ranks", e.rank, e.err)
+				first = firstFailure(e.rank, e.err, earliestReport(reportFile, nodeRank*nproc, nproc))
 				killAll(cmds)
 			}
 		}
@@ -161,4 +175,43 @@ func killAll(cmds []*exec.Cmd) {
 			c.Process.Kill()
 		}
 	}
+}
+
+// earliestReport returns the earliest failure report of the local ranks
+// [from, from+n) (reportFile names each rank's), or nil if none wrote one
+// (a program that does not use the distributed package writes none).
+func earliestReport(reportFile func(rank int) string, from, n int) *distributed.FailureReport {
+	var first *distributed.FailureReport
+	for r := from; r < from+n; r++ {
+		rep, err := distributed.ReadFailureReport(reportFile(r))
+		if err != nil || rep.Rank != r {
+			continue
+		}
+		if first == nil || rep.Time.Before(first.Time) {
+			first = &rep
+		}
+	}
+	return first
+}
+
+// maxReasonLen bounds the error text of a report quoted in launch's error.
+const maxReasonLen = 1000
+
+// firstFailure is launch's error when rank exited first, with exitErr;
+// first is the earliest failure report of the local ranks, if any. The rank
+// named is the one the earliest report blames (a hung rank never exits: its
+// peers time out on it and exit), else the rank that exited.
+func firstFailure(rank int, exitErr error, first *distributed.FailureReport) error {
+	if first == nil {
+		return fmt.Errorf("rank %d failed (%v); stopped the other ranks", rank, exitErr)
+	}
+	reason := first.Error
+	if len(reason) > maxReasonLen {
+		reason = reason[:maxReasonLen] + "..."
+	}
+	if first.FailedRank == rank && first.Rank == rank {
+		return fmt.Errorf("rank %d failed (%v): %s; stopped the other ranks", rank, exitErr, reason)
+	}
+	return fmt.Errorf("rank %d failed first (rank %d reported: %s); rank %d exited (%v); stopped the other ranks",
+		first.FailedRank, first.Rank, reason, rank, exitErr)
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -12,11 +15,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/emberml/ember/distributed"
 	"github.com/emberml/ember/internal/netlab"
+	"github.com/emberml/ember/tensor"
 )
 
 func TestLaunchSetsEnvironmentAndPrefixesOutput(t *testing.T) {
@@ -38,6 +44,115 @@ func TestLaunchStopsEveryRankWhenOneFails(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errb.String(), "[rank 1] boom")
 	assert.Contains(t, errb.String(), "rank 1 failed (exit status 3); stopped the other ranks")
+}
+
+// launchRankMode, when set in the environment, makes this test binary a
+// rank of the jobs the launch tests start (TestLaunchHelperRank).
+const launchRankMode = "EMBER_LAUNCH_TEST_RANK"
+
+// TestLaunchHelperRank is a rank of the jobs that the launch tests start
+// (the test binary runs itself under launch); in a plain test run it is
+// skipped. Every rank joins the group and all-reduces once, except rank 1:
+// with mode "hang" it joins but never all-reduces, with mode
+// "wrong-token" it holds another token.
+func TestLaunchHelperRank(t *testing.T) {
+	mode := os.Getenv(launchRankMode)
+	if mode == "" {
+		t.Skip("a rank of the launch tests' jobs")
+	}
+	os.Exit(launchTestRank(mode))
+}
+
+// launchTestRank runs a rank of a launch test's job and returns its exit
+// code.
+func launchTestRank(mode string) int {
+	cfg, err := distributed.ConfigFromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if mode == "wrong-token" && cfg.Rank == 1 {
+		cfg.Token = "not the job's token"
+	}
+	g, err := distributed.NewTCPGroup(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer g.Close()
+	g.SetTimeout(time.Second)
+	if mode == "hang" && cfg.Rank == 1 {
+		time.Sleep(time.Minute) // launch kills it
+		return 0
+	}
+	if err := g.AllReduce(tensor.Ones([]int{8}), distributed.Sum); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// runLaunchedRanks runs "ember launch -nproc 3" on this test binary as
+// TestLaunchHelperRank in mode, and returns launch's exit code and stderr.
+func runLaunchedRanks(t *testing.T, mode string) (int, string) {
+	t.Setenv(launchRankMode, mode)
+	t.Setenv("EMBER_DIST_TIMEOUT", "60s") // the rendezvous of 3 processes on a loaded machine
+	var out, errb bytes.Buffer
+	code := runLaunch([]string{"-nproc", "3", os.Args[0], "-test.run=^TestLaunchHelperRank$"}, &out, &errb)
+	t.Logf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+	return code, errb.String()
+}
+
+func TestLaunchNamesHungRank(t *testing.T) {
+	// Rank 1 hangs: ranks 0 and 2 give up on it and exit, and launch names
+	// rank 1 (the rank they blame), not the rank that exited first.
+	code, stderr := runLaunchedRanks(t, "hang")
+	assert.Equal(t, 1, code)
+	assert.Regexp(t, `(?m)^ember launch: rank 1 failed first \(rank [02] reported: distributed: .*rank 1.*\); rank [02] exited \(exit status 1\); stopped the other ranks$`, stderr)
+}
+
+func TestLaunchNamesRankWithWrongToken(t *testing.T) {
+	code, stderr := runLaunchedRanks(t, "wrong-token")
+	assert.Equal(t, 1, code)
+	assert.Regexp(t, `(?m)^ember launch: rank 1 failed.*authentication failed between rank 1 and rank 0`, stderr)
+}
+
+func TestFirstFailure(t *testing.T) {
+	exit := errors.New("exit status 1")
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, c := range []struct {
+		name  string
+		first *distributed.FailureReport
+		want  string
+	}{
+		{"no report", nil, "rank 2 failed (exit status 1); stopped the other ranks"},
+		{"its own failure", &distributed.FailureReport{Rank: 2, FailedRank: 2, Reporter: -1, Time: at, Error: "disk full"},
+			"rank 2 failed (exit status 1): disk full; stopped the other ranks"},
+		{"a peer it blames", &distributed.FailureReport{Rank: 2, FailedRank: 1, Reporter: -1, Time: at, Error: "timed out"},
+			"rank 1 failed first (rank 2 reported: timed out); rank 2 exited (exit status 1); stopped the other ranks"},
+		{"another rank's report", &distributed.FailureReport{Rank: 0, FailedRank: 2, Reporter: -1, Time: at, Error: "connection closed"},
+			"rank 2 failed first (rank 0 reported: connection closed); rank 2 exited (exit status 1); stopped the other ranks"},
+		{"long reason", &distributed.FailureReport{Rank: 0, FailedRank: 1, Reporter: -1, Time: at, Error: strings.Repeat("x", 5000)},
+			"rank 1 failed first (rank 0 reported: " + strings.Repeat("x", maxReasonLen) + "...); rank 2 exited (exit status 1); stopped the other ranks"},
+	} {
+		assert.EqualError(t, firstFailure(2, exit, c.first), c.want, c.name)
+	}
+}
+
+func TestEarliestReport(t *testing.T) {
+	dir := t.TempDir()
+	file := func(r int) string { return filepath.Join(dir, strconv.Itoa(r)) }
+	assert.Nil(t, earliestReport(file, 4, 3), "no reports")
+	write := func(r int, body string) { require.NoError(t, os.WriteFile(file(r), []byte(body), 0o600)) }
+	write(4, `{"rank":4,"failed_rank":5,"reporter":-1,"time":"2026-01-02T03:04:06Z","error":"later"}`)
+	write(5, `{"rank":5,"failed_rank":5,"reporter":-1,"time":"2026-01-02T03:04:05Z","error":"earliest"}`)
+	write(6, `not a report`)
+	write(3, `{"rank":3,"failed_rank":3,"reporter":-1,"time":"2026-01-01T00:00:00Z","error":"not a local rank"}`)
+	got := earliestReport(file, 4, 3)
+	require.NotNil(t, got)
+	assert.Equal(t, "earliest", got.Error)
+	write(6, `{"rank":1,"failed_rank":1,"reporter":-1,"time":"2026-01-01T00:00:00Z","error":"another rank's name"}`)
+	assert.Equal(t, "earliest", earliestReport(file, 4, 3).Error, "a file of rank 6 written by rank 1 is ignored")
 }
 
 func TestLaunchRejectsBadFlags(t *testing.T) {
