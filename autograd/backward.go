@@ -30,6 +30,9 @@ func (v *Var) Backward() error { return v.BackwardWith(nil, Options{}) }
 // BackwardWith runs backward from v with gradient grad (nil means ones, which
 // v being a one-element Var requires) and the given options.
 func (v *Var) BackwardWith(grad *tensor.Tensor, opt Options) error {
+	if v.noGrad {
+		return errNoGradBackward("backward")
+	}
 	if !v.requiresGrad {
 		return errors.New("autograd: backward on a Var that does not require a gradient (no input of its graph requires one)")
 	}
@@ -54,6 +57,9 @@ func (v *Var) BackwardWith(grad *tensor.Tensor, opt Options) error {
 func Grad(outputs, inputs []*Var, gradOutputs []*tensor.Tensor, opt Options) ([]*Var, error) {
 	gouts := make([]*Var, len(outputs))
 	for i, o := range outputs {
+		if o.noGrad {
+			return nil, fmt.Errorf("autograd.Grad: output %d: %w", i, errNoGradBackward("autograd.Grad"))
+		}
 		if !o.requiresGrad {
 			return nil, fmt.Errorf("autograd.Grad: output %d does not require a gradient", i)
 		}

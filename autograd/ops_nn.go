@@ -219,11 +219,11 @@ func spatial(s []int) (h, w int) { return s[len(s)-2], s[len(s)-1] }
 // MaxPool2d returns the maximum over each pooling window of x ([N, C, H, W]
 // or [C, H, W]); see tensor.MaxPool2d. The gradient goes to the argmax of
 // each window (scatter-added where windows overlap). When x does not
-// require a gradient nothing is recorded and no positions are computed
+// require a gradient (or is marked no-grad) nothing is recorded and no positions are computed
 // (tensor.MaxPool2dValues: a zero maximum of both signs may come out +0).
 func MaxPool2d(x *Var, opt tensor.Pool2dOptions) *Var {
-	if !x.requiresGrad {
-		return &Var{value: tensor.MaxPool2dValues(x.value, opt)}
+	if !NeedsGrad(x) {
+		return &Var{value: tensor.MaxPool2dValues(x.value, opt), noGrad: x.noGrad}
 	}
 	out, _ := maxPool2d(x, opt, false)
 	return out

@@ -26,9 +26,9 @@ func (v *Var) Unbind(axis int) []*Var {
 	}
 	n := shape[axis]
 	out := make([]*Var, n)
-	if !v.requiresGrad {
+	if !NeedsGrad(v) {
 		for i := range out {
-			out[i] = &Var{value: v.value.Select(axis, i)}
+			out[i] = &Var{value: v.value.Select(axis, i), noGrad: v.noGrad}
 		}
 		return out
 	}

@@ -8,6 +8,13 @@
 // an input requires a gradient, so inference on plain Vars costs nothing
 // extra, and separate goroutines may build and differentiate their own
 // graphs at once.
+//
+// No-grad evaluation (PyTorch's torch.no_grad) is a mark on the data, not a
+// mode: NoGrad marks an input, every op with a marked input records nothing
+// (even when a parameter it uses requires a gradient) and marks its output.
+// model.Forward(autograd.NoGrad(x)) therefore evaluates a trainable model
+// without a tape, as cheaply as a frozen one, while another goroutine
+// trains it. NeedsGrad is the one rule for "does this op record".
 package autograd
 
 import (
@@ -31,6 +38,10 @@ type Var struct {
 	// gradSink marks a placeholder gradient that stands for gradients an op
 	// collects itself (Unbind): backward adds it to a gradient only once.
 	gradSink bool
+
+	// noGrad marks a value of a no-grad evaluation (NoGrad): an op with
+	// such an input records nothing and marks its output. See nograd.go.
+	noGrad bool
 }
 
 // node is one recorded operation.
@@ -52,12 +63,6 @@ type node struct {
 	// external marks a node recorded through Custom: its rule may return
 	// tensors the caller keeps, so backward never takes ownership of them.
 	external bool
-	// key identifies an op defined outside this package (Custom, Function);
-	// nil for the ops this package records itself. See trace.go.
-	key *OpKey
-	// forward is a Function's forward in Var operations, which graph
-	// readers re-run on the node's inputs to trace it; nil otherwise.
-	forward func(in []*Var) *Var
 }
 
 // savedVersion remembers the storage version a saved tensor had when the op
@@ -96,6 +101,9 @@ func (v *Var) RequiresGrad() bool { return v.requiresGrad }
 func (v *Var) SetRequiresGrad(on bool) *Var {
 	if v.node != nil {
 		panic("autograd.SetRequiresGrad: only leaf Vars can change requires-grad; use Detach")
+	}
+	if on && v.noGrad {
+		panic("autograd.SetRequiresGrad: the Var is marked no-grad (autograd.NoGrad), so no op on it records a gradient; use Detach for an unmarked copy")
 	}
 	v.requiresGrad = on
 	return v
@@ -176,19 +184,14 @@ func (v *Var) Format(f fmt.State, verb rune) {
 	}
 }
 
-// record makes the output Var of an op. If no input requires a gradient the
-// output is a plain leaf and nothing is recorded. saved lists the tensors the
-// backward rule reads, for the in-place version check.
+// record makes the output Var of an op. If no input requires a gradient, or
+// an input is marked no-grad (see tracking), the output is a plain leaf
+// carrying the inputs' no-grad mark and nothing is recorded. saved lists the
+// tensors the backward rule reads, for the in-place version check.
 func record(op string, out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor, backward func(g *Var, in []*Var, out *Var) []*Var) *Var {
-	need := false
-	for _, in := range inputs {
-		if in != nil && in.requiresGrad {
-			need = true
-			break
-		}
-	}
+	need, noGrad := tracking(inputs)
 	if !need {
-		return &Var{value: out}
+		return &Var{value: out, noGrad: noGrad}
 	}
 	n := &node{op: op, inputs: inputs, backward: backward}
 	for _, s := range saved {
@@ -210,7 +213,6 @@ func Custom(op string, out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor
 	v := record(op, out, inputs, saved, backward)
 	if v.node != nil {
 		v.node.external = true
-		v.node.key = NewOpKey(op)
 	}
 	return v
 }

@@ -100,7 +100,8 @@ func NewConv2d(g *tensor.Generator, in, out int, kernel [2]int, opt tensor.Conv2
 }
 
 // Forward convolves x of shape [N, in, H, W] (or [in, H, W]). When nothing
-// requires a gradient (inference: x and the parameters do not) and x and
+// is recorded (autograd.NeedsGrad: x and the parameters do not require a
+// gradient, or x is marked autograd.NoGrad) and x and
 // Weight are float32 on the CPU, it uses a packed copy of Weight made on
 // the first such call and kept until Weight is replaced or written in
 // place; writes through HostData slices must call tensor.MarkWritten.
@@ -114,7 +115,7 @@ func (c *Conv2d) Forward(x *autograd.Var) *autograd.Var {
 		x = padForConv(x, c.PaddingMode, opt.Padding[:]...)
 		opt.Padding = [2]int{}
 	}
-	if w := c.Weight.Value(); !x.RequiresGrad() && !c.Weight.RequiresGrad() && (c.Bias == nil || !c.Bias.RequiresGrad()) &&
+	if w := c.Weight.Value(); !autograd.NeedsGrad(x, c.Weight, c.Bias) &&
 		w.DType() == tensor.Float32 && w.Device() == tensor.CPU && x.Value().DType() == tensor.Float32 && x.Value().Device() == tensor.CPU {
 		// Nothing is recorded, so the cached packed weight can stand in
 		// for the autograd op.
@@ -122,7 +123,7 @@ func (c *Conv2d) Forward(x *autograd.Var) *autograd.Var {
 		if c.Bias != nil {
 			b = c.Bias.Value()
 		}
-		return autograd.New(tensor.Conv2dPacked(x.Value(), c.packs.get(w, max(opt.Groups, 1)), b, opt, nil, false))
+		return autograd.Unrecorded(tensor.Conv2dPacked(x.Value(), c.packs.get(w, max(opt.Groups, 1)), b, opt, nil, false), x)
 	}
 	return autograd.Conv2d(x, c.Weight, c.Bias, opt)
 }

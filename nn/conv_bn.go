@@ -13,7 +13,7 @@ import (
 // activation module (nil: none), as a residual network's blocks chain
 // them. Each module runs through Call, as separate calls would, except in
 // inference: when bn is in evaluation mode with running statistics,
-// nothing requires a gradient, every tensor is float32 on the CPU, the
+// nothing is recorded (autograd.NeedsGrad), every tensor is float32 on the CPU, the
 // activation is a ReLU and no module has forward hooks, bn is folded into
 // the convolution (its scale γ/√(σ²+ε) into the cached packed weight, its
 // shift into the bias) and the residual and ReLU are applied as the
@@ -31,7 +31,7 @@ func (c *Conv2d) ForwardBatchNorm(x *autograd.Var, bn *BatchNorm, residual *auto
 		if residual != nil {
 			r = residual.Value()
 		}
-		return autograd.New(tensor.Conv2dPacked(x.Value(), p.packed, p.shift, c.Options, r, relu != nil))
+		return autograd.Unrecorded(tensor.Conv2dPacked(x.Value(), p.packed, p.shift, c.Options, r, relu != nil), x, residual)
 	}
 	y := Call(bn, Call(c, x))
 	if residual != nil {
@@ -81,8 +81,12 @@ func (c *Conv2d) foldable(x *autograd.Var, bn *BatchNorm, residual *autograd.Var
 		bn.NumFeatures != c.OutChannels || !slices.Contains(bn.spatialDims, 2) {
 		return bnFoldKey{}, false
 	}
-	for _, v := range []*autograd.Var{x, c.Weight, c.Bias, bn.Weight, bn.Bias, residual} {
-		if v != nil && (v.RequiresGrad() || !cpuFloat32(v.Value())) {
+	vars := []*autograd.Var{x, c.Weight, c.Bias, bn.Weight, bn.Bias, residual}
+	if autograd.NeedsGrad(vars...) {
+		return bnFoldKey{}, false
+	}
+	for _, v := range vars {
+		if v != nil && !cpuFloat32(v.Value()) {
 			return bnFoldKey{}, false
 		}
 	}
