@@ -67,7 +67,13 @@ type ExportOptions struct {
 //     Gemm with transB over the named weight, as PyTorch writes it), and
 //     nodes and initializers the outputs do not depend on are left out;
 //   - an op with no ONNX mapping fails the export with an error naming the
-//     op and its position in the trace; nothing is silently dropped.
+//     op and its position in the trace; nothing is silently dropped;
+//   - ops defined outside package autograd are never read as built-in ops
+//     by their names: an autograd.NewFunction is written as the nodes of
+//     its forward (traced again on its inputs), an autograd.Annotate as the
+//     ops it wraps, and an autograd.Custom op (whose value was computed
+//     outside the graph) only through ExportOptions.CustomOps, which may
+//     map any of them to nodes of the default or a custom domain.
 //
 // Tracing records what one run did. Go control flow that depends on the
 // data is exported as taken on the example inputs; Where masks, Embedding
