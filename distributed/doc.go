@@ -25,7 +25,15 @@
 // ranks exchange their listen addresses; then every pair of ranks connects
 // directly and authenticates with an HMAC-SHA256 challenge on the token.
 // Listeners bind only to the configured addresses and close once the mesh
-// is complete.
+// is complete. A rank that fails authentication with rank 0 (another
+// EMBER_DIST_TOKEN), or is still missing when rank 0's timeout is about to
+// pass, fails the rendezvous for every rank at once: rank 0 tells each
+// registered rank which rank failed and why, so every rank returns an error
+// naming it within moments, not after its timeout. With Config.FailureFile
+// (EMBER_DIST_FAILURE_FILE) set, a rank whose group fails writes a
+// FailureReport naming the rank at fault, from which ember launch names the
+// rank that failed first. docs/security.md states what a process without
+// the token can and cannot do.
 //
 // Between machines an AllReduce of more than 256 KiB runs a ring
 // (reduce-scatter then all-gather) whose chunks are pipelined, so that
