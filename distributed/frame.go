@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // Wire format. Every message between two ranks is one frame: a fixed
@@ -139,8 +140,18 @@ type frame struct {
 	err     error
 }
 
+// defaultMaxFrameBytes is the default of Config.MaxFrameBytes.
+const defaultMaxFrameBytes = 1 << 30
+
+// payloadStep is the first buffer of a payload that readFrame reads as it
+// arrives; the buffer then at most doubles with the bytes received.
+const payloadStep = 1 << 20
+
 // readFrame reads one frame from r. alloc, if not nil, provides the
-// payload buffer of h.n bytes for the valid header h.
+// payload buffer of h.n bytes for the valid header h; without alloc, or
+// when it returns nil, the buffer grows as the payload arrives, so that a
+// header announcing up to maxPayload bytes costs memory only as the bytes
+// come (at most twice those received, past the first payloadStep).
 func readFrame(r io.Reader, maxPayload uint64, alloc func(h frameHeader) []byte) (frame, error) {
 	var hb [frameHeaderLen]byte
 	if _, err := io.ReadFull(r, hb[:]); err != nil {
@@ -153,16 +164,36 @@ func readFrame(r io.Reader, maxPayload uint64, alloc func(h frameHeader) []byte)
 	var p []byte
 	if alloc != nil {
 		p = alloc(h)
-	} else {
-		p = make([]byte, h.n)
 	}
-	if _, err := io.ReadFull(r, p); err != nil {
+	if p != nil {
+		_, err = io.ReadFull(r, p)
+	} else {
+		p, err = readGrowing(r, h.n)
+	}
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return frame{}, err
 	}
 	return frame{frameHeader: h, payload: p}, nil
+}
+
+// readGrowing reads n bytes from r into a buffer that starts at
+// payloadStep bytes (or n, if smaller) and doubles as it fills.
+func readGrowing(r io.Reader, n uint64) ([]byte, error) {
+	b := make([]byte, 0, min(n, payloadStep))
+	for uint64(len(b)) < n {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(n-uint64(len(b)), uint64(len(b)))))
+		}
+		k, err := io.ReadFull(r, b[len(b):min(uint64(cap(b)), n)])
+		b = b[:len(b)+k]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // abortPayload encodes the failed rank and reason of an abort frame.

@@ -356,7 +356,7 @@ func newTCPGroup(ctx context.Context, cfg Config, storeLn net.Listener) (*TCPGro
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.MaxFrameBytes == 0 {
-		cfg.MaxFrameBytes = 1 << 30
+		cfg.MaxFrameBytes = defaultMaxFrameBytes
 	}
 	if cfg.ChunkBytes == 0 {
 		cfg.ChunkBytes = 1 << 20
@@ -633,6 +633,9 @@ func (g *TCPGroup) readLoop(l *link) {
 			return b
 		}
 		inPlace = false
+		if h.n > uint64(g.chunk) {
+			return nil // read as it arrives: a header alone allocates no more than a chunk
+		}
 		return g.payloadBuf(int(h.n))
 	}
 	for {
