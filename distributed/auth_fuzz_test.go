@@ -3,6 +3,7 @@ package distributed
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -28,7 +29,8 @@ func (c *scriptedConn) SetWriteDeadline(time.Time) error { return nil }
 // and against rank 0's address table: every input must end in an error or
 // a well-formed result, never a panic, and no input may pass
 // authentication, since a valid proof covers this end's fresh random
-// nonce, which the input cannot know.
+// nonce, which the input cannot know. The same bytes are then read as
+// rank 0's reply to the rendezvous.
 func FuzzHandshake(f *testing.F) {
 	valid := make([]byte, helloLen)
 	copy(valid, helloMagic)
@@ -41,6 +43,9 @@ func FuzzHandshake(f *testing.F) {
 	f.Add([]byte("EMBH\x02"))
 	f.Add(binary.LittleEndian.AppendUint16([]byte{}, 9))
 	f.Add([]byte{})
+	f.Add([]byte{replyTable, 1, 0, 'a', 0, 0, 2, 0, 'b', 'c'})
+	f.Add([]byte{replyFailed, 2, 0, 0, 0, causeAuth})
+	f.Add([]byte{replyFailed, 7, 0, 0, 0, causeTimeout})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		deadline := time.Now().Add(time.Second)
 		for _, role := range []byte{roleDial, roleAccept} {
@@ -55,13 +60,17 @@ func FuzzHandshake(f *testing.F) {
 				t.Fatalf("role %q: wrote %d bytes", role, n)
 			}
 		}
-		// The address table rank 0 sends after the handshake.
-		r := bytes.NewReader(b)
-		for range 4 {
-			a, err := readString(r)
-			if err != nil {
-				break
-			}
+		// Rank 0's reply after the handshake: an address table or a
+		// failure notice.
+		addrs, err := readStoreReply(bytes.NewReader(b), 3)
+		var pe *PeerError
+		switch {
+		case err == nil && len(addrs) != 3:
+			t.Fatalf("a table of %d addresses for 3 ranks", len(addrs))
+		case errors.As(err, &pe) && (pe.Rank < 1 || pe.Rank > 2 || pe.Reporter != 0):
+			t.Fatalf("a notice blaming rank %d, reported by %d", pe.Rank, pe.Reporter)
+		}
+		for _, a := range addrs {
 			if len(a) > maxAddrLen {
 				t.Fatalf("address of %d bytes accepted", len(a))
 			}

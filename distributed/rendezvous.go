@@ -339,33 +339,49 @@ func joinRendezvous(ctx context.Context, cfg Config, own string) ([]string, erro
 	if err := writeString(c, own); err != nil {
 		return nil, &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: err}
 	}
-	readErr := func(what string, err error) error {
-		return &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: fmt.Errorf("reading %s: %w", what, ctxErr(ctx, err))}
+	addrs, err := readStoreReply(c, cfg.WorldSize)
+	if err != nil {
+		var pe *PeerError
+		if !errors.As(err, &pe) {
+			if ctx.Err() != nil {
+				// The read failed because ctx closed the connection.
+				err = fmt.Errorf("%w (%v)", ctx.Err(), err)
+			}
+			err = &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: err}
+		}
+		return nil, err
 	}
+	return addrs, nil
+}
+
+// readStoreReply reads rank 0's reply to a rank of a world of size ranks:
+// the address table, or the failure it reports as a *PeerError from rank
+// 0. Other errors are those of the connection or a malformed reply.
+func readStoreReply(r io.Reader, size int) ([]string, error) {
 	var kind [1]byte
-	if _, err := io.ReadFull(c, kind[:]); err != nil {
-		return nil, readErr("rank 0's reply", err)
+	if _, err := io.ReadFull(r, kind[:]); err != nil {
+		return nil, fmt.Errorf("reading rank 0's reply: %w", err)
 	}
 	switch kind[0] {
 	case replyTable:
 	case replyFailed:
 		var b [5]byte
-		if _, err := io.ReadFull(c, b[:]); err != nil {
-			return nil, readErr("rank 0's failure notice", err)
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return nil, fmt.Errorf("reading rank 0's failure notice: %w", err)
 		}
 		failed, cause := int(int32(binary.LittleEndian.Uint32(b[:4]))), b[4]
-		if failed <= 0 || failed >= cfg.WorldSize || (cause != causeAuth && cause != causeTimeout) {
-			return nil, &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: fmt.Errorf("malformed failure notice (rank %d, cause %d)", failed, cause)}
+		if failed <= 0 || failed >= size || (cause != causeAuth && cause != causeTimeout) {
+			return nil, fmt.Errorf("malformed failure notice (rank %d, cause %d)", failed, cause)
 		}
 		return nil, &PeerError{Op: "rendezvous", Rank: failed, Reporter: 0, Err: rendezvousFailure(failed, cause)}
 	default:
-		return nil, &PeerError{Op: "rendezvous", Rank: 0, Reporter: -1, Err: fmt.Errorf("malformed reply (kind %d)", kind[0])}
+		return nil, fmt.Errorf("malformed reply (kind %d)", kind[0])
 	}
-	addrs := make([]string, cfg.WorldSize)
+	addrs := make([]string, size)
 	for i := range addrs {
-		a, err := readString(c)
+		a, err := readString(r)
 		if err != nil {
-			return nil, readErr("the address table", err)
+			return nil, fmt.Errorf("reading the address table: %w", err)
 		}
 		addrs[i] = a
 	}
