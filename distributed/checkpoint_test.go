@@ -10,6 +10,8 @@ import (
 
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/optim"
+	"github.com/emberml/ember/tensor"
+	"github.com/emberml/ember/train"
 )
 
 func TestWriteFileAtomic(t *testing.T) {
@@ -60,4 +62,37 @@ func TestCheckpointResumeMatchesUninterruptedTraining(t *testing.T) {
 
 	_, err = LoadCheckpoint(filepath.Join(t.TempDir(), "nope"), resumed, resumedOpt)
 	assert.Error(t, err)
+}
+
+// Files in the layout SaveCheckpoint wrote before it delegated to package
+// train ("model." and "optim." keys, string metadata) still load.
+func TestLoadCheckpointReadsTheOldLayout(t *testing.T) {
+	src := ddpModel(5)
+	opt := optim.NewSGD(src.Parameters(), optim.SGDOptions{LR: 0.1, Momentum: 0.9})
+	old := map[string]*tensor.Tensor{}
+	for k, v := range nn.StateDict(src) {
+		old["model."+k] = v
+	}
+	for k, v := range opt.StateDict() {
+		old["optim."+k] = v
+	}
+	path := filepath.Join(t.TempDir(), "old.safetensors")
+	require.NoError(t, nn.SaveTensors(path, old, map[string]string{"epoch": "3"}))
+
+	dst := ddpModel(6)
+	dstOpt := optim.NewSGD(dst.Parameters(), optim.SGDOptions{LR: 0.5})
+	meta, err := LoadCheckpoint(path, dst, dstOpt)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"epoch": "3"}, meta)
+	assert.Equal(t, paramValues(src), paramValues(dst))
+	assert.Equal(t, 0.1, dstOpt.LR(0))
+
+	// The new layout is train's: train.LoadCheckpoint reads what
+	// SaveCheckpoint writes.
+	require.NoError(t, SaveCheckpoint(path, src, opt, map[string]string{"epoch": "4"}))
+	var got map[string]string
+	require.NoError(t, train.LoadCheckpoint(path, &train.Checkpoint{
+		Model: dst, Optimizers: map[string]train.Stateful{"optimizer": dstOpt}, Metadata: &got,
+	}))
+	assert.Equal(t, map[string]string{"epoch": "4"}, got)
 }

@@ -62,9 +62,11 @@ type Checkpoint struct {
 	Metadata any
 }
 
-// checkpointKey is the header metadata key holding the JSON part of a
-// checkpoint.
-const checkpointKey = "ember.train.checkpoint"
+// CheckpointMetadataKey is the key of the safetensors header metadata that
+// holds the JSON part of a checkpoint (step, epoch, generator states, the
+// names of the parts and the user's metadata). A safetensors file without
+// it is not a checkpoint.
+const CheckpointMetadataKey = "ember.train.checkpoint"
 
 // checkpointVersion is the version of the layout written.
 const checkpointVersion = 1
@@ -242,7 +244,7 @@ func (c *Checkpoint) encode() (map[string]*tensor.Tensor, map[string]string, err
 	if err != nil {
 		return nil, nil, err
 	}
-	return tensors, map[string]string{checkpointKey: string(js)}, nil
+	return tensors, map[string]string{CheckpointMetadataKey: string(js)}, nil
 }
 
 // LoadCheckpoint restores the checkpoint file at path into c: the model's
@@ -291,13 +293,13 @@ func (c *Checkpoint) decode(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("not a readable checkpoint: %w", err)
 	}
-	js, ok := meta[checkpointKey]
+	js, ok := meta[CheckpointMetadataKey]
 	if !ok {
-		return fmt.Errorf("not a training checkpoint: the safetensors header has no %q metadata", checkpointKey)
+		return fmt.Errorf("not a training checkpoint: the safetensors header has no %q metadata", CheckpointMetadataKey)
 	}
 	var h header
 	if err := json.Unmarshal([]byte(js), &h); err != nil {
-		return fmt.Errorf("malformed %q metadata: %w", checkpointKey, err)
+		return fmt.Errorf("malformed %q metadata: %w", CheckpointMetadataKey, err)
 	}
 	if h.Version != checkpointVersion {
 		return fmt.Errorf("checkpoint layout version %d, this Ember reads version %d", h.Version, checkpointVersion)
