@@ -11,6 +11,7 @@ package onnx
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -102,10 +103,40 @@ type Model struct {
 	overridable map[string]bool
 }
 
-// Load reads the ONNX model file at path. External data is read relative to
-// the file's folder.
+// LoadOptions configures LoadContext and ReadContext. The zero value is
+// the default.
+type LoadOptions struct {
+	// MaxBytes caps the bytes of the model's tensors: each initializer
+	// (external data and densified sparse tensors included) is checked
+	// against it before it is allocated, and so is their sum. Zero means
+	// DefaultMaxBytes (half the machine's physical memory).
+	MaxBytes int64
+}
+
+// Load reads the ONNX model file at path with the default LoadOptions.
+// External data is read from the file's folder (see LoadContext).
 func Load(path string) (*Model, error) {
-	b, err := os.ReadFile(path)
+	return LoadContext(context.Background(), path, LoadOptions{})
+}
+
+// LoadContext reads the ONNX model file at path. External data is read
+// from the file's folder: a location must be a relative path that stays
+// inside the folder once symbolic links are followed, and name a regular
+// file. Reading stops with ctx's error once ctx is done.
+func LoadContext(ctx context.Context, path string, opts LoadOptions) (*Model, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("onnx: %s is not a regular file (%s)", short(path), fileKind(st.Mode()))
+	}
+	b, err := readModelBytes(f, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -113,24 +144,41 @@ func Load(path string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parse(b, dir)
+	return parse(ctx, b, dataSource{dir: dir, maxBytes: byteLimit(opts.MaxBytes), ctx: ctx})
 }
 
-// Read parses an ONNX model from r. Models with external data must be read
-// with Load, which knows their folder.
+// Read parses an ONNX model from r with the default LoadOptions. Models
+// with external data must be read with Load, which knows their folder.
 func Read(r io.Reader) (*Model, error) {
-	var buf bytes.Buffer
-	n, err := io.Copy(&buf, io.LimitReader(r, maxModelBytes+1))
+	return ReadContext(context.Background(), r, LoadOptions{})
+}
+
+// ReadContext parses an ONNX model from r under opts. Models with external
+// data must be read with LoadContext, which knows their folder.
+func ReadContext(ctx context.Context, r io.Reader, opts LoadOptions) (*Model, error) {
+	b, err := readModelBytes(r, opts)
 	if err != nil {
 		return nil, err
 	}
-	if n > maxModelBytes {
-		return nil, fmt.Errorf("onnx: model is larger than %d bytes", int64(maxModelBytes))
-	}
-	return parse(buf.Bytes(), "")
+	return parse(ctx, b, dataSource{maxBytes: byteLimit(opts.MaxBytes), ctx: ctx})
 }
 
-func parse(b []byte, baseDir string) (*Model, error) {
+// readModelBytes reads a whole model, refusing more than 2 GiB (the
+// protobuf limit) or the byte budget.
+func readModelBytes(r io.Reader, opts LoadOptions) ([]byte, error) {
+	limit := min(int64(maxModelBytes), byteLimit(opts.MaxBytes))
+	var buf bytes.Buffer
+	n, err := io.Copy(&buf, io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if n > limit {
+		return nil, fmt.Errorf("onnx: model is larger than %d bytes", limit)
+	}
+	return buf.Bytes(), nil
+}
+
+func parse(ctx context.Context, b []byte, src dataSource) (*Model, error) {
 	mp, err := decodeModel(b)
 	if err != nil {
 		return nil, err
@@ -144,7 +192,7 @@ func parse(b []byte, baseDir string) (*Model, error) {
 		ProducerVersion: mp.producerVer,
 		Opsets:          map[string]int64{},
 		graph:           mp.graph,
-		baseDir:         baseDir,
+		baseDir:         src.dir,
 		initializers:    map[string]*tensor.Tensor{},
 		overridable:     map[string]bool{},
 	}
@@ -155,28 +203,44 @@ func parse(b []byte, baseDir string) (*Model, error) {
 		}
 		m.Opsets[d] = o.version
 	}
+	// Every initializer is checked against what is left of the budget
+	// once the file's bytes are counted, so the sum fits it too.
+	left := src
+	left.limit = src.maxBytes
+	left.maxBytes -= int64(len(b))
+	take := func(t *tensor.Tensor) {
+		left.maxBytes -= tensorBytes(t)
+	}
 	for _, tp := range mp.graph.initializers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		if tp.name == "" {
 			return nil, fmt.Errorf("onnx: graph has an initializer without a name")
 		}
 		if _, dup := m.initializers[tp.name]; dup {
-			return nil, fmt.Errorf("onnx: initializer %q is defined twice", tp.name)
+			return nil, fmt.Errorf("onnx: initializer %s is defined twice", short(tp.name))
 		}
-		t, err := m.initializer(tp)
+		t, err := m.initializer(tp, left)
 		if err != nil {
 			return nil, err
 		}
+		take(t)
 		m.initializers[tp.name] = t
 	}
 	for _, sp := range mp.graph.sparseInits {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		name := sp.values.name
 		if _, dup := m.initializers[name]; dup || name == "" {
-			return nil, fmt.Errorf("onnx: sparse initializer %q is unnamed or defined twice", name)
+			return nil, fmt.Errorf("onnx: sparse initializer %s is unnamed or defined twice", short(name))
 		}
-		t, err := sp.toTensor(baseDir)
+		t, err := sp.toTensor(left)
 		if err != nil {
 			return nil, err
 		}
+		take(t)
 		m.initializers[name] = t
 	}
 	for _, in := range mp.graph.inputs {

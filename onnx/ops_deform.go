@@ -40,7 +40,7 @@ func opDeformConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := n.checkSizes(xs, oc, c, sp); err != nil {
+	if err := n.checkSizes(xs, oc, c, sp, x.DType()); err != nil {
 		return nil, err
 	}
 	oh := (h+sp.padBegin[0]+sp.padEnd[0]-sp.dilation[0]*(kh-1)-1)/sp.stride[0] + 1

@@ -112,7 +112,7 @@ func opEinsum(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			sizes[j] = max(sizes[j], t.Shape()[k])
 		}
 	}
-	if err := n.checkShape(sizes); err != nil {
+	if err := n.checkShape(sizes, in[0].DType()); err != nil {
 		return nil, err
 	}
 	var prod *tensor.Tensor

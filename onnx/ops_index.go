@@ -86,7 +86,7 @@ func opGatherND(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if b+k > len(xs) {
 		return nil, fmt.Errorf("onnx: %v: index tuples of length %d for data %v", n, k, xs)
 	}
-	if err := n.checkShape(append(slices.Clone(is[:len(is)-1]), xs[b+k:]...)); err != nil {
+	if err := n.checkShape(append(slices.Clone(is[:len(is)-1]), xs[b+k:]...), x.DType()); err != nil {
 		return nil, err
 	}
 	lin, err := n.linearIndices(idx, xs[b:b+k], prod(xs[:b]))

@@ -55,7 +55,7 @@ func opLpPool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := n.checkSizes(xs, xs[1], 0, sp); err != nil {
+	if err := n.checkSizes(xs, xs[1], 0, sp, x.DType()); err != nil {
 		return nil, err
 	}
 	ceil := n.attrInt("ceil_mode", 0) == 1
@@ -71,7 +71,7 @@ func opLpPool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		outShape = append(outShape, o)
 	}
-	if err := n.checkShape(outShape); err != nil {
+	if err := n.checkShape(outShape, x.DType()); err != nil {
 		return nil, err
 	}
 	src := x.Float64s()

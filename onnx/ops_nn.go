@@ -48,7 +48,7 @@ func opMatMul(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		as, bs := a.Shape(), b.Shape()
 		shapeA := append(as[:len(as)-2:len(as)-2], as[len(as)-2], bs[len(bs)-1])
 		shapeB := append(bs[:len(bs)-2:len(bs)-2], 1, 1)
-		if err := n.checkShapes(shapeA, shapeB); err != nil {
+		if err := n.checkShapes(a.DType(), shapeA, shapeB); err != nil {
 			return nil, err
 		}
 	}
@@ -156,7 +156,7 @@ func (n *node) spatialParams(in, kernel []int) (*spatial, error) {
 // [N, C, ...], the output [N, outC, ...] and, when cols > 0, the im2col
 // matrix [cols*kernel volume, N*output volume] of a convolution or pooling
 // over input shape xs.
-func (n *node) checkSizes(xs []int, outC, cols int, p *spatial) error {
+func (n *node) checkSizes(xs []int, outC, cols int, p *spatial, dt tensor.DType) error {
 	padded := slices.Clone(xs)
 	out := slices.Clone(xs)
 	out[1] = outC
@@ -164,14 +164,14 @@ func (n *node) checkSizes(xs []int, outC, cols int, p *spatial) error {
 		padded[2+i] = xs[2+i] + p.padBegin[i] + p.padEnd[i]
 		out[2+i] = max(0, (padded[2+i]-p.dilation[i]*(p.kernel[i]-1)-1)/p.stride[i]+1)
 	}
-	if err := n.checkShape(padded); err != nil {
+	if err := n.checkShape(padded, dt); err != nil {
 		return err
 	}
-	if err := n.checkShape(out); err != nil {
+	if err := n.checkShape(out, dt); err != nil {
 		return err
 	}
 	if cols > 0 {
-		return n.checkShape([]int{cols * prod(p.kernel), xs[0] * prod(out[2:])})
+		return n.checkShape([]int{cols * prod(p.kernel), xs[0] * prod(out[2:])}, dt)
 	}
 	return nil
 }
@@ -270,7 +270,7 @@ func conv(n *node, in []*tensor.Tensor, ep convEpilogue, packed *tensor.PackedCo
 	if err != nil {
 		return nil, err
 	}
-	if err := n.checkSizes(xs, ws[0], ws[1], p); err != nil {
+	if err := n.checkSizes(xs, ws[0], ws[1], p, x.DType()); err != nil {
 		return nil, err
 	}
 	if x.Dim() == 5 {
@@ -362,14 +362,14 @@ func opConvTranspose(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		fullShape = append(fullShape, (xs[2+i]-1)*stride[i]+dil[i]*(ws[2+i]-1)+1+max(0, outPad[i]))
 	}
-	if err := n.checkShape(fullShape); err != nil {
+	if err := n.checkShape(fullShape, x.DType()); err != nil {
 		return nil, err
 	}
-	if err := n.checkShape([]int{fullShape[1] * prod(ws[2:]), xs[0] * prod(xs[2:])}); err != nil {
+	if err := n.checkShape([]int{fullShape[1] * prod(ws[2:]), xs[0] * prod(xs[2:])}, x.DType()); err != nil {
 		return nil, err
 	}
 	if outShape != nil {
-		if err := n.checkShape(append(fullShape[:2:2], outShape...)); err != nil {
+		if err := n.checkShape(append(fullShape[:2:2], outShape...), x.DType()); err != nil {
 			return nil, err
 		}
 	}
@@ -449,7 +449,7 @@ func (n *node) poolSetup(x *tensor.Tensor) (*spatial, *tensor.Tensor, bool, erro
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if err := n.checkSizes(x.Shape(), x.Shape()[1], 0, p); err != nil {
+	if err := n.checkSizes(x.Shape(), x.Shape()[1], 0, p, x.DType()); err != nil {
 		return nil, nil, false, err
 	}
 	if x.Dim() == 5 {

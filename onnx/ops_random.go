@@ -76,7 +76,8 @@ func randomFill(normal, like bool) opImpl {
 				}
 			}
 		}
-		if err := n.checkShape(shape); err != nil {
+		// The values are drawn into a float64 buffer first.
+		if err := n.checkShape(shape, tensor.Float64); err != nil {
 			return nil, err
 		}
 		dt, err := n.randomDType(def)
@@ -149,7 +150,7 @@ func opMultinomial(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if samples < 0 {
 		return nil, fmt.Errorf("onnx: %v: sample_size %d is negative", n, samples)
 	}
-	if err := n.checkShape([]int{batch, samples}); err != nil {
+	if err := n.checkShape([]int{batch, samples}, dt); err != nil {
 		return nil, err
 	}
 	g := n.rng()

@@ -151,14 +151,14 @@ func (n *node) resize(x *tensor.Tensor, axes []resizeAxis, mode, coordMode, near
 	for i, a := range axes {
 		out[i] = a.out
 		widest[i] = max(a.in, a.out)
-		if err := n.checkShape([]int{a.out, a.in}); err != nil {
+		if err := n.checkShape([]int{a.out, a.in}, x.DType()); err != nil {
 			return nil, err
 		}
 	}
-	if err := n.checkShape(out); err != nil {
+	if err := n.checkShape(out, x.DType()); err != nil {
 		return nil, err
 	}
-	if err := n.checkShape(widest); err != nil {
+	if err := n.checkShape(widest, x.DType()); err != nil {
 		return nil, err
 	}
 	dt := x.DType()

@@ -61,7 +61,7 @@ func opConstant(n *node, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		if sp == nil {
 			return nil, fmt.Errorf("onnx: %v: attribute sparse_value holds no sparse tensor", n)
 		}
-		t, err := sp.toTensor(n.baseDir)
+		t, err := sp.toTensor(n.source())
 		if err != nil {
 			return nil, err
 		}
@@ -78,8 +78,9 @@ func opConstant(n *node, _ []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	return nil, fmt.Errorf("onnx: %v: no supported value attribute (value, value_float(s), value_int(s))", n)
 }
 
-// shapeArg reads a 1-d int64 shape input and checks its element count.
-func (n *node) shapeArg(t *tensor.Tensor) ([]int, error) {
+// shapeArg reads a 1-d int64 shape input and checks its element count and
+// bytes as a tensor of dtype dt.
+func (n *node) shapeArg(t *tensor.Tensor, dt tensor.DType) ([]int, error) {
 	if t.DType() != tensor.Int64 || t.Dim() > 1 {
 		return nil, fmt.Errorf("onnx: %v: shape input must be a 1-d int64 tensor, got %s %v", n, t.DType(), t.Shape())
 	}
@@ -89,7 +90,7 @@ func (n *node) shapeArg(t *tensor.Tensor) ([]int, error) {
 			return nil, fmt.Errorf("onnx: %v: negative dimension in shape %v", n, s)
 		}
 	}
-	return s, n.checkShape(s)
+	return s, n.checkShape(s, dt)
 }
 
 func opConstantOfShape(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
@@ -97,11 +98,15 @@ func opConstantOfShape(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	shape, err := n.shapeArg(st)
+	v, err := n.attrTensor("value")
 	if err != nil {
 		return nil, err
 	}
-	v, err := n.attrTensor("value")
+	dt := tensor.Float32
+	if v != nil {
+		dt = v.DType()
+	}
+	shape, err := n.shapeArg(st, dt)
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +428,7 @@ func opGather(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	xs := x.Shape()
 	shape := append(append(slices.Clone(xs[:axis]), idx.Shape()...), xs[axis+1:]...)
-	if err := n.checkShape(shape); err != nil {
+	if err := n.checkShape(shape, x.DType()); err != nil {
 		return nil, err
 	}
 	flat := wrapIndices(idx, xs[axis]).Reshape(-1)
@@ -483,12 +488,12 @@ func opExpand(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	shape, err := n.shapeArg(st)
+	shape, err := n.shapeArg(st, x.DType())
 	if err != nil {
 		return nil, err
 	}
 	out := tensor.BroadcastShapes("Expand", x.Shape(), shape)
-	if err := n.checkShape(out); err != nil {
+	if err := n.checkShape(out, x.DType()); err != nil {
 		return nil, err
 	}
 	return one(x.Expand(out...))
@@ -514,7 +519,7 @@ func opTile(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 		out[i] *= reps[i]
 	}
-	if err := n.checkShape(out); err != nil {
+	if err := n.checkShape(out, x.DType()); err != nil {
 		return nil, err
 	}
 	return one(x.Tile(reps...))
@@ -566,7 +571,7 @@ func opPad(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		tp = append(tp, full[a], full[r+a])
 		out[a] += full[a] + full[r+a]
 	}
-	if err := n.checkShape(out); err != nil {
+	if err := n.checkShape(out, x.DType()); err != nil {
 		return nil, err
 	}
 	var mode tensor.PadMode
@@ -650,7 +655,7 @@ func opOneHot(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	out := append(idx.Shape(), depth)
-	if err := n.checkShape(out); err != nil {
+	if err := n.checkShape(out, vals.DType()); err != nil {
 		return nil, err
 	}
 	if vals.Numel() != 2 {
@@ -712,7 +717,7 @@ func opCenterCropPad(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		k := x.Dim() - 1 - a
 		pads[2*k], pads[2*k+1] = before, diff-before
 	}
-	if err := n.checkShape(shape); err != nil {
+	if err := n.checkShape(shape, x.DType()); err != nil {
 		return nil, err
 	}
 	return one(x.Pad(pads, tensor.PadConstant, 0))

@@ -48,7 +48,7 @@ func opMelWeightMatrix(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: edges %v to %v Hz must satisfy 0 <= lower <= upper <= sample_rate/2 = %v", n, lowHz, highHz, rate/2)
 	}
 	bins := dftLen/2 + 1
-	if err := n.checkShape([]int{bins, bands}); err != nil {
+	if err := n.checkShape([]int{bins, bands}, tensor.Float64); err != nil {
 		return nil, err
 	}
 	dt, err := n.dtypeAttr("output_datatype", tensor.Float32)

@@ -145,7 +145,7 @@ func opTfIdfVectorizer(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	default:
 		return nil, fmt.Errorf("onnx: %v: input %v must be [C] or [N, C]", n, x.Shape())
 	}
-	if err := n.checkShape(outShape); err != nil {
+	if err := n.checkShape(outShape, tensor.Float64); err != nil {
 		return nil, err
 	}
 	ids := x.Int64s()

@@ -69,7 +69,7 @@ func roiAlign(fixedMode string) opImpl {
 			return nil, fmt.Errorf("onnx: %v: output size %d×%d must be positive and sampling_ratio %d not negative", n, oh, ow, ratio)
 		}
 		outShape := []int{nr, xs[1], oh, ow}
-		if err := n.checkShape(outShape); err != nil {
+		if err := n.checkShape(outShape, tensor.Float64); err != nil {
 			return nil, err
 		}
 		scale := n.attrFloat("spatial_scale", 1)
@@ -282,7 +282,7 @@ func opGridSample(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	align := n.attrInt("align_corners", 0) == 1
 	N, C, H, W := xs[0], xs[1], xs[2], xs[3]
 	Ho, Wo := gs[1], gs[2]
-	if err := n.checkShape([]int{N, C, Ho, Wo}); err != nil {
+	if err := n.checkShape([]int{N, C, Ho, Wo}, tensor.Float64); err != nil {
 		return nil, err
 	}
 	xv, gv := x.Float64s(), grid.Float64s()
@@ -395,7 +395,7 @@ func opMaxUnpool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, fmt.Errorf("onnx: %v: output_shape %v must have rank %d", n, shape, len(def))
 		}
 	}
-	if err := n.checkShape(shape); err != nil {
+	if err := n.checkShape(shape, x.DType()); err != nil {
 		return nil, err
 	}
 	total, defTotal := prod(shape), int64(prod(def))
@@ -511,7 +511,7 @@ func opCol2Im(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: %d blocks given, image %v holds %d", n, xs[2], image, prod(blocks))
 	}
 	outShape := append([]int{xs[0], c}, image...)
-	if err := n.checkShape(outShape); err != nil {
+	if err := n.checkShape(outShape, tensor.Float64); err != nil {
 		return nil, err
 	}
 	src := x.Float64s()
@@ -577,7 +577,7 @@ func opAffineGrid(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, fmt.Errorf("onnx: %v: negative size %v", n, size)
 		}
 	}
-	if err := n.checkShape(outShape); err != nil {
+	if err := n.checkShape(outShape, tensor.Float64); err != nil {
 		return nil, err
 	}
 	align := n.attrInt("align_corners", 0) == 1

@@ -784,6 +784,9 @@ func decodeShape(b []byte, vi *valueInfo) error {
 			switch n2 {
 			case 1:
 				dim.Value = int64(v2)
+				if dim.Value < 0 {
+					return fmt.Errorf("onnx: value %s declares dimension %d of its shape as %d; a dim_value must be 0 or more", short(vi.name), len(vi.dims), dim.Value)
+				}
 			case 2:
 				if err := wantType("Dimension", n2, t2, protowire.BytesType); err != nil {
 					return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/emberml/ember/tensor"
 )
@@ -96,8 +97,10 @@ type node struct {
 	numIn       int
 	baseDir     string
 	maxElements int64
-	impl        opImpl
-	stateful    bool
+	// maxBytes is the session's byte budget (0: DefaultMaxBytes).
+	maxBytes int64
+	impl     opImpl
+	stateful bool
 	// graphs holds the compiled graph attributes (If, Loop, Scan).
 	graphs map[string]*plan
 	// ctx is the run's context, set only on the private copy a control-flow
@@ -105,12 +108,29 @@ type node struct {
 	ctx context.Context
 }
 
-// String names the node for error messages.
+// String names the node for error messages, with names from the model cut
+// short.
 func (n *node) String() string {
 	if n.name != "" {
-		return fmt.Sprintf("%s node %q", n.opType, n.name)
+		return fmt.Sprintf("%s node %s", clipName(n.opType), short(n.name))
 	}
-	return fmt.Sprintf("%s node (outputs %v)", n.opType, n.outputs)
+	outs := make([]string, 0, min(len(n.outputs), 4))
+	for i, o := range n.outputs {
+		if i == 4 {
+			outs = append(outs, fmt.Sprintf("... (%d in all)", len(n.outputs)))
+			break
+		}
+		outs = append(outs, clipName(o))
+	}
+	return fmt.Sprintf("%s node (outputs [%s])", clipName(n.opType), strings.Join(outs, " "))
+}
+
+// byteLimit returns the session's byte budget.
+func (n *node) byteLimit() int64 { return byteLimit(n.maxBytes) }
+
+// source returns where the node's tensor attributes are decoded from.
+func (n *node) source() dataSource {
+	return dataSource{dir: n.baseDir, maxBytes: n.byteLimit(), ctx: n.ctx}
 }
 
 // arg returns input i, or nil when it is absent.
@@ -221,7 +241,7 @@ func (n *node) attrTensor(name string) (*tensor.Tensor, error) {
 	if !ok || a.t == nil {
 		return nil, nil
 	}
-	return a.t.toTensor(n.baseDir)
+	return a.t.toTensor(n.source())
 }
 
 // ints returns the values of an integer tensor input (shape, axes...) as
@@ -264,9 +284,10 @@ func one(t *tensor.Tensor) ([]*tensor.Tensor, error) { return []*tensor.Tensor{t
 // maxRank bounds the rank of tensors a model can make from values.
 const maxRank = 64
 
-// checkShape refuses output shapes with negative dimensions, more than
-// maxRank axes or more than the session's element limit.
-func (n *node) checkShape(shape []int) error {
+// checkShape refuses an output of shape and dtype dt with negative
+// dimensions, more than maxRank axes, more than the session's element
+// limit or more bytes than its byte budget, before it is allocated.
+func (n *node) checkShape(shape []int, dt tensor.DType) error {
 	if len(shape) > maxRank {
 		return fmt.Errorf("onnx: %v: shape of rank %d exceeds %d", n, len(shape), maxRank)
 	}
@@ -279,6 +300,9 @@ func (n *node) checkShape(shape []int) error {
 			return fmt.Errorf("onnx: %v: shape %v has more than %d elements", n, shape, n.maxElements)
 		}
 		total *= int64(d)
+	}
+	if need := total * int64(dt.Size()); need > n.byteLimit() {
+		return fmt.Errorf("onnx: %v: an output of shape %v and type %s needs %d bytes, more than the limit of %d bytes (SessionOptions.MaxBytes)", n, shape, dt, need, n.byteLimit())
 	}
 	return nil
 }
@@ -296,20 +320,26 @@ func (a *attribute) stringList() []string {
 }
 
 // checkBroadcast refuses operands whose broadcast result would exceed the
-// element limit (e.g. [65536, 1] + [1, 65536]) before anything is
-// allocated; incompatible shapes are left for the op to report.
+// element limit or the byte budget (e.g. [65536, 1] + [1, 65536]) before
+// anything is allocated; incompatible shapes are left for the op to report.
+// The result is taken to have the widest dtype of the operands.
 func (n *node) checkBroadcast(ts ...*tensor.Tensor) error {
 	shapes := make([][]int, 0, len(ts))
+	dt := tensor.Bool
 	for _, t := range ts {
 		if t != nil {
 			shapes = append(shapes, t.Shape())
+			if t.DType().Size() > dt.Size() {
+				dt = t.DType()
+			}
 		}
 	}
-	return n.checkShapes(shapes...)
+	return n.checkShapes(dt, shapes...)
 }
 
-// checkShapes checks the broadcast of shapes against the element limit.
-func (n *node) checkShapes(shapes ...[]int) error {
+// checkShapes checks the broadcast of shapes, of dtype dt, against the
+// element limit and the byte budget.
+func (n *node) checkShapes(dt tensor.DType, shapes ...[]int) error {
 	r := 0
 	for _, s := range shapes {
 		r = max(r, len(s))
@@ -321,5 +351,5 @@ func (n *node) checkShapes(shapes ...[]int) error {
 			out[j] = max(out[j], d)
 		}
 	}
-	return n.checkShape(out)
+	return n.checkShape(out, dt)
 }

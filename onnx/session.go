@@ -21,6 +21,14 @@ type SessionOptions struct {
 	// Range, Pad, OneHot, ...), and of every operator output, so a hostile
 	// model cannot request huge allocations. Zero means 1<<31.
 	MaxElements int64
+	// MaxBytes is the session's memory budget in bytes. Every operator
+	// output whose shape comes from values in the model or its inputs is
+	// checked against it before it is allocated, every operator output
+	// after, and so are the intermediates a run holds at once and the
+	// constants folded at load (an error names the node and the bytes
+	// asked for). Zero means DefaultMaxBytes (half the machine's physical
+	// memory).
+	MaxBytes int64
 	// IntraOpThreads, when positive, is how many goroutines one large
 	// kernel (matrix products, convolutions' GEMMs, big elementwise ops and
 	// reductions) may be split across. It is handed to tensor.SetNumThreads
@@ -79,6 +87,8 @@ type compiler struct {
 	opts        SessionOptions
 	limit       int64
 	unsupported map[string]bool
+	// folded is the bytes of the constants folded so far.
+	folded int64
 }
 
 // NewSession prepares m to run. It fails with an *UnsupportedError listing
@@ -169,6 +179,9 @@ func (c *compiler) compile(g *graphProto, depth int, consts map[string]*tensor.T
 			}
 			for i, name := range n.outputs {
 				if name != "" {
+					if err := c.keepFolded(n, outs[i]); err != nil {
+						return nil, nil, err
+					}
 					p.consts[name] = outs[i]
 				}
 			}
@@ -194,6 +207,19 @@ func (c *compiler) compile(g *graphProto, depth int, consts map[string]*tensor.T
 	return p, captured, nil
 }
 
+// keepFolded counts a folded constant against the session's byte budget,
+// which the constants folded at load share.
+func (c *compiler) keepFolded(n *node, t *tensor.Tensor) error {
+	if t == nil {
+		return nil
+	}
+	c.folded += tensorBytes(t)
+	if limit := byteLimit(c.opts.MaxBytes); c.folded > limit {
+		return fmt.Errorf("onnx: constant folding: %v: the folded constants take %d bytes, more than the limit of %d bytes (SessionOptions.MaxBytes; or set DisableConstantFolding)", n, c.folded, limit)
+	}
+	return nil
+}
+
 // buildNodes resolves every node's implementation, recording unsupported
 // operators.
 func (c *compiler) buildNodes(g *graphProto) []*node {
@@ -207,7 +233,7 @@ func (c *compiler) buildNodes(g *graphProto) []*node {
 		n := &node{
 			name: np.name, opType: np.opType, domain: domain,
 			inputs: slices.Clone(np.inputs), outputs: np.outputs, numIn: len(np.inputs),
-			opset: opset, baseDir: c.m.baseDir, maxElements: c.limit,
+			opset: opset, baseDir: c.m.baseDir, maxElements: c.limit, maxBytes: byteLimit(c.opts.MaxBytes),
 			attrs: make(map[string]*attribute, len(np.attrs)),
 		}
 		for _, a := range np.attrs {
@@ -245,7 +271,7 @@ func (c *compiler) compileSubgraphs(n *node, depth int, visible map[string]bool)
 		g := n.attrs[name].g
 		consts := map[string]*tensor.Tensor{}
 		for _, tp := range g.initializers {
-			t, err := tp.toTensor(c.m.baseDir)
+			t, err := tp.toTensor(dataSource{dir: c.m.baseDir, maxBytes: byteLimit(c.opts.MaxBytes)})
 			if err != nil {
 				return err
 			}
@@ -374,6 +400,11 @@ func (p *plan) gather(n *node, env map[string]*tensor.Tensor) []*tensor.Tensor {
 // run executes the plan on env (graph inputs and captured values by name;
 // run takes ownership of the map) and returns the outputs in order.
 func (p *plan) run(ctx context.Context, env map[string]*tensor.Tensor) ([]*tensor.Tensor, error) {
+	// live counts the bytes of the intermediates the run holds, each
+	// output counted once unless it shares storage with one of its node's
+	// inputs (a view); counted remembers what each name added.
+	var live int64
+	counted := map[string]int64{}
 	for i, n := range p.nodes {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -381,7 +412,7 @@ func (p *plan) run(ctx context.Context, env map[string]*tensor.Tensor) ([]*tenso
 		in := p.gather(n, env)
 		for j, name := range n.inputs {
 			if name != "" && in[j] == nil {
-				return nil, fmt.Errorf("onnx: %v: input %q has no value", n, name)
+				return nil, fmt.Errorf("onnx: %v: input %s has no value", n, short(name))
 			}
 		}
 		outs, err := callOpCtx(ctx, n, in)
@@ -389,12 +420,22 @@ func (p *plan) run(ctx context.Context, env map[string]*tensor.Tensor) ([]*tenso
 			return nil, err
 		}
 		for j, name := range n.outputs {
-			if name != "" {
-				env[name] = outs[j]
+			if name == "" {
+				continue
 			}
+			env[name] = outs[j]
+			if b := newBytes(outs[j], in); b > 0 {
+				live += b - counted[name]
+				counted[name] = b
+			}
+		}
+		if limit := n.byteLimit(); live > limit {
+			return nil, fmt.Errorf("onnx: %v: the run holds %d bytes of intermediate values, more than the limit of %d bytes (SessionOptions.MaxBytes)", n, live, limit)
 		}
 		for _, name := range p.release[i] {
 			delete(env, name)
+			live -= counted[name]
+			delete(counted, name)
 		}
 	}
 	result := make([]*tensor.Tensor, len(p.outputs))
@@ -409,6 +450,20 @@ func (p *plan) run(ctx context.Context, env map[string]*tensor.Tensor) ([]*tenso
 		result[i] = t
 	}
 	return result, nil
+}
+
+// newBytes returns the bytes of out, or 0 when out is nil or a view of one
+// of in.
+func newBytes(out *tensor.Tensor, in []*tensor.Tensor) int64 {
+	if out == nil {
+		return 0
+	}
+	for _, t := range in {
+		if t != nil && out.SharesStorage(t) {
+			return 0
+		}
+	}
+	return tensorBytes(out)
 }
 
 // callOpCtx is callOp that hands the run's context to control-flow
@@ -446,6 +501,9 @@ func callOp(n *node, in []*tensor.Tensor) (outs []*tensor.Tensor, err error) {
 	for _, t := range outs {
 		if t != nil && int64(t.Numel()) > n.maxElements {
 			return nil, fmt.Errorf("onnx: %v produced a tensor of shape %v, more than %d elements", n, t.Shape(), n.maxElements)
+		}
+		if t != nil && tensorBytes(t) > n.byteLimit() {
+			return nil, fmt.Errorf("onnx: %v produced a tensor of shape %v and %d bytes, more than the limit of %d bytes (SessionOptions.MaxBytes)", n, t.Shape(), tensorBytes(t), n.byteLimit())
 		}
 	}
 	return outs, nil

@@ -132,7 +132,15 @@ func withStrings(consts strTable, f strImpl) opImpl {
 		if err != nil {
 			return nil, err
 		}
-		return f(n, strEnv{store: s, consts: consts}, in)
+		e := strEnv{store: s, consts: consts}
+		for i, t := range in {
+			if pool, ok := e.pool(t); ok {
+				if err := n.checkStrings(i, pool, t); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return f(n, e, in)
 	}
 }
 
@@ -376,12 +384,15 @@ func (tp *tensorProto) toStrings() (Strings, error) {
 
 // initializer decodes an initializer: a tensor, or for a STRING tensor a
 // marker registered in the model's strTable.
-func (m *Model) initializer(tp *tensorProto) (*tensor.Tensor, error) {
+func (m *Model) initializer(tp *tensorProto, src dataSource) (*tensor.Tensor, error) {
 	if tp.dataType != dtString {
-		return tp.toTensor(m.baseDir)
+		return tp.toTensor(src)
 	}
 	s, err := tp.toStrings()
 	if err != nil {
+		return nil, err
+	}
+	if err := src.checkBytes(fmt.Sprintf("STRING tensor %s", short(tp.name)), stringsBytes(s.Data)); err != nil {
 		return nil, err
 	}
 	t := newMarker(s)
@@ -405,4 +416,35 @@ func (m *Model) InitializerStrings(name string) (Strings, bool) {
 // stringValue returns the string tensor a run's output t stands for.
 func (s *Session) stringValue(store *seqStore, t *tensor.Tensor) (Strings, bool) {
 	return strEnv{store: store, consts: s.model.strs}.value(t)
+}
+
+// stringsBytes returns what a string tensor's data takes: its bytes and one
+// string header per element.
+func stringsBytes(data []string) int64 {
+	total := int64(len(data)) * 16
+	for _, s := range data {
+		total += int64(len(s))
+	}
+	return total
+}
+
+// checkStrings refuses a string input of n whose strings would take more
+// than the session's byte budget once an operator copies them (a short
+// pool indexed many times, as a Gather of one long string makes).
+func (n *node) checkStrings(i int, pool []string, marker *tensor.Tensor) error {
+	idx := marker.Int64s()
+	total := int64(len(idx)) * 16
+	limit := n.byteLimit()
+	for _, k := range idx {
+		if k >= 0 && int(k) < len(pool) {
+			total += int64(len(pool[k]))
+		}
+		if total > limit {
+			break
+		}
+	}
+	if total > limit {
+		return fmt.Errorf("onnx: %v: string input %d holds %d strings of more than %d bytes in all, above the limit of %d bytes (SessionOptions.MaxBytes)", n, i, len(idx), total, limit)
+	}
+	return nil
 }

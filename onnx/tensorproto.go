@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -130,34 +131,74 @@ const maxElements = 1 << 31
 
 // numelOf returns the element count of dims, or an error for negative dims
 // or a count above maxElements.
+//
+// The product of the non-zero dims is bounded too, so a shape such as
+// [0, 2^40, 2^40] (no elements, but axes no tensor could have once the
+// zero is reduced away) is refused like [2^40, 2^40].
 func numelOf(dims []int64) (int, error) {
-	n := int64(1)
+	if len(dims) > maxRank {
+		return 0, fmt.Errorf("onnx: shape of rank %d exceeds %d", len(dims), maxRank)
+	}
+	n, zero := int64(1), false
 	for _, d := range dims {
 		if d < 0 {
 			return 0, fmt.Errorf("onnx: negative dimension %d in shape %v", d, dims)
 		}
-		if d != 0 && n > maxElements/d {
+		if d == 0 {
+			zero = true
+			continue
+		}
+		if n > maxElements/d {
 			return 0, fmt.Errorf("onnx: shape %v has more than %d elements", dims, int64(maxElements))
 		}
 		n *= d
 	}
+	if zero {
+		return 0, nil
+	}
 	return int(n), nil
 }
 
-// toTensor converts the TensorProto to a tensor. baseDir is the folder that
-// external data locations are relative to ("" when the model was not read
-// from a file, in which case external data is refused).
-func (tp *tensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
+// dataSource is what decoding a TensorProto may use: the folder external
+// data is read from ("" when the model was not read from a file, in which
+// case external data is refused), the byte budget every decoded tensor must
+// fit, and the context that bounds reading external data (nil: none).
+type dataSource struct {
+	dir string
+	// maxBytes is what is left of the budget, limit the whole budget (0:
+	// maxBytes).
+	maxBytes, limit int64
+	ctx             context.Context
+}
+
+// checkBytes refuses a tensor of need bytes above the budget.
+func (src dataSource) checkBytes(what string, need int64) error {
+	if need <= src.maxBytes {
+		return nil
+	}
+	if src.limit > src.maxBytes {
+		return fmt.Errorf("onnx: %s needs %d bytes, more than the %d bytes left of the limit of %d bytes (LoadOptions.MaxBytes / SessionOptions.MaxBytes)", what, need, max(src.maxBytes, 0), src.limit)
+	}
+	return fmt.Errorf("onnx: %s needs %d bytes, more than the limit of %d bytes (LoadOptions.MaxBytes / SessionOptions.MaxBytes)", what, need, src.maxBytes)
+}
+
+// toTensor converts the TensorProto to a tensor, refusing tensors above
+// the byte budget before anything is allocated.
+func (tp *tensorProto) toTensor(src dataSource) (*tensor.Tensor, error) {
 	if tp.hasSegment {
-		return nil, fmt.Errorf("onnx: tensor %q is segmented, which is not supported", tp.name)
+		return nil, fmt.Errorf("onnx: tensor %s is segmented, which is not supported", short(tp.name))
 	}
 	dt, err := dtypeFromONNX(tp.dataType)
 	if err != nil {
-		return nil, fmt.Errorf("tensor %q: %w", tp.name, err)
+		return nil, fmt.Errorf("tensor %s: %w", short(tp.name), err)
 	}
 	n, err := numelOf(tp.dims)
 	if err != nil {
-		return nil, fmt.Errorf("tensor %q: %w", tp.name, err)
+		return nil, fmt.Errorf("tensor %s: %w", short(tp.name), err)
+	}
+	need := int64(n) * int64(dt.Size())
+	if err := src.checkBytes(fmt.Sprintf("tensor %s of shape %v and type %s", short(tp.name), tp.dims, typeName(tp.dataType)), need); err != nil {
+		return nil, err
 	}
 	shape := make([]int, len(tp.dims))
 	for i, d := range tp.dims {
@@ -165,19 +206,19 @@ func (tp *tensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
 	}
 	raw := tp.rawData
 	if tp.dataLocation == 1 {
-		if raw, err = tp.readExternal(baseDir, n*dt.Size()); err != nil {
+		if raw, err = tp.readExternal(src, n*dt.Size()); err != nil {
 			return nil, err
 		}
 	}
 	if raw != nil || tp.dataLocation == 1 {
 		if len(raw) != n*dt.Size() {
-			return nil, fmt.Errorf("onnx: tensor %q of shape %v and type %s needs %d bytes of raw data, has %d", tp.name, tp.dims, typeName(tp.dataType), n*dt.Size(), len(raw))
+			return nil, fmt.Errorf("onnx: tensor %s of shape %v and type %s needs %d bytes of raw data, has %d", short(tp.name), tp.dims, typeName(tp.dataType), n*dt.Size(), len(raw))
 		}
 		return tensor.FromLittleEndian(dt, raw, shape...)
 	}
 	count := func(have int) error {
 		if have != n {
-			return fmt.Errorf("onnx: tensor %q of shape %v holds %d values, want %d", tp.name, tp.dims, have, n)
+			return fmt.Errorf("onnx: tensor %s of shape %v holds %d values, want %d", short(tp.name), tp.dims, have, n)
 		}
 		return nil
 	}
@@ -228,15 +269,23 @@ func (tp *tensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
 	}
 }
 
+// externalChunk is how much external data is read between two checks of
+// the load's context.
+const externalChunk = 16 << 20
+
 // readExternal reads want bytes of external data. The location must be a
-// local path inside baseDir: absolute paths and ".." escapes are refused.
-func (tp *tensorProto) readExternal(baseDir string, want int) ([]byte, error) {
+// local path inside the model's folder: absolute paths and ".." are
+// refused, the file is opened through an os.Root of the folder so that no
+// symbolic link (to a file or a folder) can lead outside it, and only a
+// regular file is read (a FIFO, device or socket is refused before it is
+// opened, and opened without blocking in case it is swapped in between).
+func (tp *tensorProto) readExternal(src dataSource, want int) ([]byte, error) {
 	loc := tp.externalData["location"]
-	if baseDir == "" {
-		return nil, fmt.Errorf("onnx: tensor %q has external data %q but the model was not loaded from a file (use onnx.Load)", tp.name, loc)
+	if src.dir == "" {
+		return nil, fmt.Errorf("onnx: tensor %s has external data %s but the model was not loaded from a file (use onnx.Load)", short(tp.name), short(loc))
 	}
 	if loc == "" || !filepath.IsLocal(filepath.FromSlash(loc)) {
-		return nil, fmt.Errorf("onnx: tensor %q: external data location %q must be a relative path inside the model's folder", tp.name, loc)
+		return nil, fmt.Errorf("onnx: tensor %s: external data location %s must be a relative path inside the model's folder", short(tp.name), short(loc))
 	}
 	parse := func(key string) (int64, error) {
 		s, ok := tp.externalData[key]
@@ -245,7 +294,7 @@ func (tp *tensorProto) readExternal(baseDir string, want int) ([]byte, error) {
 		}
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || v < 0 {
-			return 0, fmt.Errorf("onnx: tensor %q: external data %s %q is not a non-negative integer", tp.name, key, s)
+			return 0, fmt.Errorf("onnx: tensor %s: external data %s %s is not a non-negative integer", short(tp.name), key, short(s))
 		}
 		return v, nil
 	}
@@ -259,35 +308,88 @@ func (tp *tensorProto) readExternal(baseDir string, want int) ([]byte, error) {
 		return nil, err
 	}
 	if length >= 0 && length != int64(want) {
-		return nil, fmt.Errorf("onnx: tensor %q: external data length %d, want %d bytes", tp.name, length, want)
+		return nil, fmt.Errorf("onnx: tensor %s: external data length %d, want %d bytes", short(tp.name), length, want)
 	}
-	f, err := os.Open(filepath.Join(baseDir, filepath.FromSlash(loc)))
+	f, size, err := openExternal(src.dir, filepath.FromSlash(loc))
 	if err != nil {
-		return nil, fmt.Errorf("onnx: tensor %q: %w", tp.name, err)
+		return nil, fmt.Errorf("onnx: tensor %s: external data %s: %w", short(tp.name), short(loc), err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("onnx: tensor %q: %w", tp.name, err)
-	}
-	if off > st.Size() || st.Size()-off < int64(want) {
-		return nil, fmt.Errorf("onnx: tensor %q: external file %q has %d bytes, need %d at offset %d", tp.name, loc, st.Size(), want, off)
+	if off > size || size-off < int64(want) {
+		return nil, fmt.Errorf("onnx: tensor %s: external file %s has %d bytes, need %d at offset %d", short(tp.name), short(loc), size, want, off)
 	}
 	buf := make([]byte, want)
-	if _, err := io.ReadFull(io.NewSectionReader(f, off, int64(want)), buf); err != nil {
-		return nil, fmt.Errorf("onnx: tensor %q: reading external data: %w", tp.name, err)
+	for done := 0; done < want; {
+		if src.ctx != nil {
+			if err := src.ctx.Err(); err != nil {
+				return nil, fmt.Errorf("onnx: tensor %s: reading external data: %w", short(tp.name), err)
+			}
+		}
+		part := buf[done:min(done+externalChunk, want)]
+		if _, err := f.ReadAt(part, off+int64(done)); err != nil {
+			return nil, fmt.Errorf("onnx: tensor %s: reading external data: %w", short(tp.name), err)
+		}
+		done += len(part)
 	}
 	return buf, nil
 }
 
+// openExternal opens the regular file name inside dir without following
+// links out of dir, and returns it with its size.
+func openExternal(dir, name string) (*os.File, int64, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer root.Close()
+	st, err := root.Stat(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+	}
+	f, err := root.OpenFile(name, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err = f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+	}
+	return f, st.Size(), nil
+}
+
+// fileKind names the type of a file mode for error messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return m.Type().String()
+}
+
 // toTensor densifies the sparse tensor: zeros of shape dims with the values
 // at their indices.
-func (sp *sparseTensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
-	vals, err := sp.values.toTensor(baseDir)
+func (sp *sparseTensorProto) toTensor(src dataSource) (*tensor.Tensor, error) {
+	vals, err := sp.values.toTensor(src)
 	if err != nil {
 		return nil, err
 	}
-	idx, err := sp.indices.toTensor(baseDir)
+	idx, err := sp.indices.toTensor(src)
 	if err != nil {
 		return nil, err
 	}
@@ -299,6 +401,10 @@ func (sp *sparseTensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
 		// The dense form is built from values the file holds; refuse
 		// densities that would turn a few bytes into gigabytes.
 		return nil, fmt.Errorf("onnx: sparse tensor of shape %v is too large to densify from %d values", sp.dims, vals.Numel())
+	}
+	// Densifying holds a float64 copy beside the result.
+	if err := src.checkBytes(fmt.Sprintf("sparse tensor %s of shape %v (densified)", short(sp.values.name), sp.dims), int64(n)*int64(8+vals.DType().Size())); err != nil {
+		return nil, err
 	}
 	nnz, rank := vals.Numel(), len(sp.dims)
 	iv := idx.Int64s()
@@ -340,13 +446,16 @@ func (sp *sparseTensorProto) toTensor(baseDir string) (*tensor.Tensor, error) {
 // ReadTensor decodes one serialized TensorProto (as in the ONNX test data's
 // input_0.pb files) into a tensor. External data is refused.
 func ReadTensor(r io.Reader) (*tensor.Tensor, error) {
-	b, err := io.ReadAll(r)
+	b, err := io.ReadAll(io.LimitReader(r, maxModelBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(b) > maxModelBytes {
+		return nil, fmt.Errorf("onnx: serialized tensor is larger than %d bytes", int64(maxModelBytes))
 	}
 	tp, err := decodeTensor(b)
 	if err != nil {
 		return nil, err
 	}
-	return tp.toTensor("")
+	return tp.toTensor(dataSource{maxBytes: DefaultMaxBytes()})
 }

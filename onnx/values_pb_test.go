@@ -29,7 +29,7 @@ func decodeValuePB(b []byte, kind string) (any, error) {
 		if tp.dataType == dtString {
 			return tp.toStrings()
 		}
-		return tp.toTensor("")
+		return tp.toTensor(dataSource{maxBytes: DefaultMaxBytes()})
 	case "sequence":
 		// SequenceProto: elem_type (2), tensor_values (3), sequence_values
 		// (5); Ember sequences hold tensors only.

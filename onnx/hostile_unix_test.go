@@ -1,0 +1,36 @@
+//go:build unix
+
+package onnx
+
+import (
+	"io/fs"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// mkfifo makes a named pipe at p.
+func mkfifo(p string) error { return syscall.Mkfifo(p, 0o600) }
+
+// diskUsage returns the bytes the files under dir take on disk (a sparse
+// file counts its allocated blocks only).
+func diskUsage(t testing.TB, dir string) int64 {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && info.Mode().IsRegular() {
+			total += st.Blocks * 512
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	return total
+}
