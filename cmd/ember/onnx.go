@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,9 +19,10 @@ import (
 // "ember onnx run MODEL -i NAME=FILE.npy ... -o OUTDIR".
 func runONNX(args []string, stdout, stderr io.Writer) int {
 	usage := func() {
-		fmt.Fprintln(stderr, "usage: ember onnx inspect MODEL.onnx")
-		fmt.Fprintln(stderr, "       ember onnx run MODEL.onnx -i NAME=FILE.npy [-i ...] [-o OUTDIR]")
+		fmt.Fprintln(stderr, "usage: ember onnx inspect [-max-bytes N] MODEL.onnx")
+		fmt.Fprintln(stderr, "       ember onnx run MODEL.onnx -i NAME=FILE.npy [-i ...] [-o OUTDIR] [-timeout D] [-max-bytes N]")
 		fmt.Fprintln(stderr, "       (one -i may be a bare FILE.npy: it feeds the first input not named otherwise;")
+		fmt.Fprintln(stderr, "        without -o each output's values are printed, summarized like NumPy's;")
 		fmt.Fprintln(stderr, "        a sequence output is written as NAME_0.npy, NAME_1.npy, ...)")
 		fmt.Fprintln(stderr, "       ember onnx export -model NAME [-weights FILE.safetensors] -input-shape 1,3,224,224 -o FILE.onnx")
 	}
@@ -54,16 +56,33 @@ func splitModelArg(args []string) (model string, flags []string) {
 }
 
 func onnxInspect(args []string, stdout, stderr io.Writer) int {
-	if len(args) != 1 {
-		fmt.Fprintln(stderr, "usage: ember onnx inspect MODEL.onnx")
+	model, rest := splitModelArg(args)
+	fs := flag.NewFlagSet("ember onnx inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: ember onnx inspect [-max-bytes N] MODEL.onnx")
+		fmt.Fprintln(stderr, "prints a model's opsets, inputs, outputs, operators and parameter count, and whether Ember can run it")
+		fs.PrintDefaults()
+	}
+	maxBytes := fs.Int64("max-bytes", 0, "memory budget in bytes for the model's tensors (0: half the physical memory)")
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
-	m, err := onnx.Load(args[0])
+	if model == "" && fs.NArg() == 1 {
+		model = fs.Arg(0)
+	} else if fs.NArg() > 0 || model == "" {
+		fs.Usage()
+		return 2
+	}
+	m, err := onnx.LoadContext(context.Background(), model, onnx.LoadOptions{MaxBytes: *maxBytes})
 	if err != nil {
 		fmt.Fprintln(stderr, "ember onnx inspect:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "model: %s\n", args[0])
+	fmt.Fprintf(stdout, "model: %s\n", model)
 	fmt.Fprintf(stdout, "ir_version: %d\n", m.IRVersion)
 	if m.ProducerName != "" {
 		fmt.Fprintf(stdout, "producer: %s %s\n", m.ProducerName, m.ProducerVersion)
@@ -103,7 +122,7 @@ func onnxInspect(args []string, stdout, stderr io.Writer) int {
 	}
 	tensors, elements := m.Parameters()
 	fmt.Fprintf(stdout, "parameters: %d elements in %d initializers\n", elements, tensors)
-	if _, err := m.NewSession(onnx.SessionOptions{}); err != nil {
+	if _, err := m.NewSession(onnx.SessionOptions{MaxBytes: *maxBytes}); err != nil {
 		fmt.Fprintf(stdout, "runnable: no (%v)\n", err)
 	} else {
 		fmt.Fprintln(stdout, "runnable: yes")
@@ -147,8 +166,13 @@ func onnxRun(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var ins inputFlags
 	fs.Var(&ins, "i", "input as NAME=FILE.npy (repeatable; one may be a bare FILE.npy)")
-	outDir := fs.String("o", "", "folder to write each output to as <name>.npy (none: only print)")
+	outDir := fs.String("o", "", "folder to write each output to as <name>.npy (none: print the values)")
+	timeout := fs.Duration("timeout", 0, "stop the run after this long (0: no limit)")
+	maxBytes := fs.Int64("max-bytes", 0, "memory budget in bytes for the model's tensors and each run (0: half the physical memory)")
 	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if model == "" && fs.NArg() > 0 {
@@ -158,7 +182,13 @@ func onnxRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: ember onnx run MODEL.onnx -i NAME=FILE.npy [-i ...] [-o OUTDIR]")
 		return 2
 	}
-	m, err := onnx.Load(model)
+	ctx := context.Background()
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	m, err := onnx.LoadContext(ctx, model, onnx.LoadOptions{MaxBytes: *maxBytes})
 	if err != nil {
 		fmt.Fprintln(stderr, "ember onnx run:", err)
 		return 1
@@ -168,12 +198,12 @@ func onnxRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ember onnx run:", err)
 		return 1
 	}
-	sess, err := m.NewSession(onnx.SessionOptions{})
+	sess, err := m.NewSession(onnx.SessionOptions{MaxBytes: *maxBytes})
 	if err != nil {
 		fmt.Fprintln(stderr, "ember onnx run:", err)
 		return 1
 	}
-	outs, err := sess.RunValues(context.Background(), inputs)
+	outs, err := sess.RunValues(ctx, inputs)
 	if err != nil {
 		fmt.Fprintln(stderr, "ember onnx run:", err)
 		return 1
@@ -194,9 +224,10 @@ func onnxRun(args []string, stdout, stderr io.Writer) int {
 }
 
 // writeOutput prints one output's dtype and shape and, with a folder,
-// saves it there as <name>.npy (a string tensor as NumPy's '<U' dtype). A
-// sequence prints and saves each element as <name>_<i>; an optional its
-// value, or "empty optional".
+// saves it there as <name>.npy (a string tensor as NumPy's '<U' dtype);
+// without a folder it prints the values, summarized as NumPy prints large
+// arrays. A sequence prints and saves each element as <name>_<i>; an
+// optional its value, or "empty optional".
 func writeOutput(stdout io.Writer, dir, name string, v any) error {
 	switch v := v.(type) {
 	case *tensor.Tensor:
@@ -207,6 +238,8 @@ func writeOutput(stdout io.Writer, dir, name string, v any) error {
 				return err
 			}
 			line += " -> " + path
+		} else {
+			line += "\n" + formatTensorValues(v)
 		}
 		_, err := fmt.Fprintln(stdout, line)
 		return err
@@ -218,6 +251,8 @@ func writeOutput(stdout io.Writer, dir, name string, v any) error {
 				return err
 			}
 			line += " -> " + path
+		} else {
+			line += "\n" + formatStringValues(v)
 		}
 		_, err := fmt.Fprintln(stdout, line)
 		return err
