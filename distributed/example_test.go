@@ -175,7 +175,7 @@ func ExampleDataParallel() {
 			half := 8 / g.Size()
 			x, y = x.Narrow(0, g.Rank()*half, half), y.Narrow(0, g.Rank()*half, half)
 			opt.ZeroGrad()
-			loss := nn.NewMSELoss(nn.ReduceMean).Forward(model.Forward(autograd.New(x)), autograd.New(y))
+			loss := nn.NewMSELoss(nn.ReduceMean).Forward(model.Forward(autograd.New(x)), y)
 			if err := loss.Backward(); err != nil {
 				return err
 			}
@@ -228,7 +228,7 @@ func ExampleNewZeroOptimizer() {
 			third := 12 / g.Size()
 			x, y = x.Narrow(0, g.Rank()*third, third), y.Narrow(0, g.Rank()*third, third)
 			opt.ZeroGrad()
-			loss := nn.NewMSELoss(nn.ReduceMean).Forward(model.Forward(autograd.New(x)), autograd.New(y))
+			loss := nn.NewMSELoss(nn.ReduceMean).Forward(model.Forward(autograd.New(x)), y)
 			if err := loss.Backward(); err != nil {
 				return err
 			}

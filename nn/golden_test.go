@@ -59,8 +59,9 @@ func TestGoldenModules(t *testing.T) {
 				}
 				out = nn.NewCrossEntropyLoss(opts...).Forward(in[0], in[1].Value())
 			case "mse":
-				out = nn.NewMSELoss(reductionOf(c.String("reduction"))).Forward(in[0], in[1])
-				checkGrad = []bool{true, true}
+				// The golden target gradient is not checked: Ember's
+				// targets are data (see the nn package doc).
+				out = nn.NewMSELoss(reductionOf(c.String("reduction"))).Forward(in[0], in[1].Value())
 			case "linear":
 				w := c.Inputs[1]
 				l := nn.NewLinear(tensor.NewGenerator(1), w.Shape[1], w.Shape[0], len(in) == 3, tensor.Float64)

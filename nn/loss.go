@@ -288,13 +288,10 @@ type MSELoss struct {
 // NewMSELoss returns a mean-squared-error loss with the given reduction.
 func NewMSELoss(r Reduction) *MSELoss { return &MSELoss{Reduction: r} }
 
-// Forward returns the loss; input and target must have the same shape.
-// The target may itself require a gradient.
-func (l *MSELoss) Forward(input, target *autograd.Var) *autograd.Var {
-	if !slices.Equal(input.Shape(), target.Shape()) {
-		panic(fmt.Sprintf("nn.MSELoss: input shape %v and target shape %v differ", input.Shape(), target.Shape()))
-	}
-	sq := input.Sub(target).Square()
+// Forward returns the loss; target must have input's shape.
+func (l *MSELoss) Forward(input *autograd.Var, target *tensor.Tensor) *autograd.Var {
+	checkFloatVar("MSELoss", "input", input)
+	sq := input.Sub(targetOf("MSELoss", input, target)).Square()
 	switch l.Reduction {
 	case ReduceMean:
 		return sq.Mean(nil, false)

@@ -37,6 +37,15 @@ func checkFloatVar(op, name string, v *autograd.Var) {
 	}
 }
 
+// targetOf checks target against input (the same shape) and returns it as
+// a constant Var in input's dtype: a target is data, and no gradient flows
+// to it (the package documentation says how to differentiate both sides).
+// op names the loss in the panic.
+func targetOf(op string, input *autograd.Var, target *tensor.Tensor) *autograd.Var {
+	checkSameShape(op, "input", "target", input.Shape(), target.Shape())
+	return autograd.New(target.To(input.DType()))
+}
+
 // constVar wraps a scalar constant of dtype dt.
 func constVar(s float64, dt tensor.DType) *autograd.Var {
 	return autograd.New(tensor.ScalarOf(s, dt))
@@ -51,12 +60,12 @@ type L1Loss struct {
 // NewL1Loss returns a mean-absolute-error loss with the given reduction.
 func NewL1Loss(r Reduction) *L1Loss { return &L1Loss{Reduction: r} }
 
-// Forward returns the loss; input and target must have the same shape and
-// both may require gradients. The gradient at input == target is 0.
-func (l *L1Loss) Forward(input, target *autograd.Var) *autograd.Var {
-	checkSameShape("L1Loss", "input", "target", input.Shape(), target.Shape())
+// Forward returns the loss; target must have input's shape. The gradient
+// at input == target is 0.
+func (l *L1Loss) Forward(input *autograd.Var, target *tensor.Tensor) *autograd.Var {
 	checkFloatVar("L1Loss", "input", input)
-	return reduceLoss("L1Loss", input.Sub(target).Abs(), l.Reduction)
+	t := targetOf("L1Loss", input, target)
+	return reduceLoss("L1Loss", input.Sub(t).Abs(), l.Reduction)
 }
 
 // SmoothL1Loss is torch.nn.SmoothL1Loss: with d = |input - target|, the
@@ -71,15 +80,14 @@ type SmoothL1Loss struct {
 // reduction, beta 1.
 func NewSmoothL1Loss() *SmoothL1Loss { return &SmoothL1Loss{Beta: 1} }
 
-// Forward returns the loss; input and target must have the same shape and
-// both may require gradients.
-func (l *SmoothL1Loss) Forward(input, target *autograd.Var) *autograd.Var {
-	checkSameShape("SmoothL1Loss", "input", "target", input.Shape(), target.Shape())
+// Forward returns the loss; target must have input's shape.
+func (l *SmoothL1Loss) Forward(input *autograd.Var, target *tensor.Tensor) *autograd.Var {
 	checkFloatVar("SmoothL1Loss", "input", input)
+	t := targetOf("SmoothL1Loss", input, target)
 	if l.Beta < 0 || math.IsNaN(l.Beta) {
 		panic(fmt.Sprintf("nn.SmoothL1Loss: beta %v must be non-negative", l.Beta))
 	}
-	d := input.Sub(target).Abs()
+	d := input.Sub(t).Abs()
 	if l.Beta == 0 {
 		return reduceLoss("SmoothL1Loss", d, l.Reduction)
 	}
@@ -100,15 +108,14 @@ type HuberLoss struct {
 // reduction, delta 1.
 func NewHuberLoss() *HuberLoss { return &HuberLoss{Delta: 1} }
 
-// Forward returns the loss; input and target must have the same shape and
-// both may require gradients.
-func (l *HuberLoss) Forward(input, target *autograd.Var) *autograd.Var {
-	checkSameShape("HuberLoss", "input", "target", input.Shape(), target.Shape())
+// Forward returns the loss; target must have input's shape.
+func (l *HuberLoss) Forward(input *autograd.Var, target *tensor.Tensor) *autograd.Var {
 	checkFloatVar("HuberLoss", "input", input)
+	t := targetOf("HuberLoss", input, target)
 	if !(l.Delta > 0) {
 		panic(fmt.Sprintf("nn.HuberLoss: delta %v must be positive", l.Delta))
 	}
-	d := input.Sub(target).Abs()
+	d := input.Sub(t).Abs()
 	small := d.Value().Lt(tensor.ScalarOf(l.Delta, d.DType()))
 	per := autograd.Where(small, d.Square().MulScalar(0.5), d.SubScalar(0.5*l.Delta).MulScalar(l.Delta))
 	return reduceLoss("HuberLoss", per, l.Reduction)
@@ -133,20 +140,20 @@ func NewKLDivLoss(r Reduction, logTarget bool) *KLDivLoss {
 	return &KLDivLoss{Reduction: r, LogTarget: logTarget}
 }
 
-// Forward returns the loss; input (log-probabilities) and target must have
-// the same shape and both may require gradients.
-func (l *KLDivLoss) Forward(input, target *autograd.Var) *autograd.Var {
-	checkSameShape("KLDivLoss", "input", "target", input.Shape(), target.Shape())
+// Forward returns the loss; input holds log-probabilities and target
+// (probabilities, or log-probabilities with LogTarget) has its shape.
+func (l *KLDivLoss) Forward(input *autograd.Var, target *tensor.Tensor) *autograd.Var {
 	checkFloatVar("KLDivLoss", "input", input)
+	t := targetOf("KLDivLoss", input, target)
 	var per *autograd.Var
 	if l.LogTarget {
-		per = target.Exp().Mul(target.Sub(input))
+		per = t.Exp().Mul(t.Sub(input))
 	} else {
-		dt := target.DType()
-		pos := target.Value().Gt(tensor.ScalarOf(0, dt))
-		safe := autograd.Where(pos, target, constVar(1, dt))
-		xlogx := autograd.Where(pos, target.Mul(safe.Log()), constVar(0, dt))
-		per = xlogx.Sub(target.Mul(input))
+		dt := t.DType()
+		pos := t.Value().Gt(tensor.ScalarOf(0, dt))
+		safe := autograd.Where(pos, t, constVar(1, dt))
+		xlogx := autograd.Where(pos, t.Mul(safe.Log()), constVar(0, dt))
+		per = xlogx.Sub(t.Mul(input))
 	}
 	if l.BatchMean {
 		s := per.Sum(nil, false)
@@ -176,21 +183,21 @@ type PoissonNLLLoss struct {
 // input, no Stirling term, eps 1e-8, mean reduction.
 func NewPoissonNLLLoss() *PoissonNLLLoss { return &PoissonNLLLoss{LogInput: true, Eps: 1e-8} }
 
-// Forward returns the loss; input and target must have the same shape and
-// both may require gradients.
-func (l *PoissonNLLLoss) Forward(input, target *autograd.Var) *autograd.Var {
-	checkSameShape("PoissonNLLLoss", "input", "target", input.Shape(), target.Shape())
+// Forward returns the loss; target (counts, in any dtype) must have input's
+// shape.
+func (l *PoissonNLLLoss) Forward(input *autograd.Var, target *tensor.Tensor) *autograd.Var {
 	checkFloatVar("PoissonNLLLoss", "input", input)
+	t := targetOf("PoissonNLLLoss", input, target)
 	var per *autograd.Var
 	if l.LogInput {
-		per = input.Exp().Sub(target.Mul(input))
+		per = input.Exp().Sub(t.Mul(input))
 	} else {
-		per = input.Sub(target.Mul(input.AddScalar(l.Eps).Log()))
+		per = input.Sub(t.Mul(input.AddScalar(l.Eps).Log()))
 	}
 	if l.Full {
-		dt := target.DType()
-		big := target.Value().Gt(tensor.ScalarOf(1, dt))
-		y := autograd.Where(big, target, constVar(2, dt)) // keeps log finite off the mask
+		dt := t.DType()
+		big := t.Value().Gt(tensor.ScalarOf(1, dt))
+		y := autograd.Where(big, t, constVar(2, dt)) // keeps log finite off the mask
 		stirling := y.Mul(y.Log()).Sub(y).Add(y.MulScalar(2 * math.Pi).Log().MulScalar(0.5))
 		per = per.Add(autograd.Where(big, stirling, constVar(0, dt)))
 	}
@@ -213,13 +220,13 @@ type GaussianNLLLoss struct {
 // constant term, eps 1e-6, mean reduction.
 func NewGaussianNLLLoss() *GaussianNLLLoss { return &GaussianNLLLoss{Eps: 1e-6} }
 
-// Forward returns the loss. input and target have the same shape; variance
-// has that shape too (heteroscedastic), or that shape with the last axis 1
-// or dropped (one variance per row, broadcast). All three may require
-// gradients. A negative variance panics.
-func (l *GaussianNLLLoss) Forward(input, target, variance *autograd.Var) *autograd.Var {
-	checkSameShape("GaussianNLLLoss", "input", "target", input.Shape(), target.Shape())
+// Forward returns the loss. target has input's shape; variance, predicted
+// like input (both may require gradients), has that shape too
+// (heteroscedastic), or that shape with the last axis 1 or dropped (one
+// variance per row, broadcast). A negative variance panics.
+func (l *GaussianNLLLoss) Forward(input *autograd.Var, target *tensor.Tensor, variance *autograd.Var) *autograd.Var {
 	checkFloatVar("GaussianNLLLoss", "input", input)
+	t := targetOf("GaussianNLLLoss", input, target)
 	xs, vs := input.Shape(), variance.Shape()
 	if !slices.Equal(xs, vs) {
 		switch {
@@ -237,7 +244,7 @@ func (l *GaussianNLLLoss) Forward(input, target, variance *autograd.Var) *autogr
 	// Clamp the value only: add the (constant) change the clamp makes.
 	shift := v.Clamp(l.Eps, math.Inf(1)).Sub(v)
 	variance = variance.Add(autograd.New(shift))
-	per := variance.Log().Add(input.Sub(target).Square().Div(variance)).MulScalar(0.5)
+	per := variance.Log().Add(input.Sub(t).Square().Div(variance)).MulScalar(0.5)
 	if l.Full {
 		per = per.AddScalar(0.5 * math.Log(2*math.Pi))
 	}

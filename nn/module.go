@@ -28,6 +28,32 @@
 //	func (m *MLP) Forward(x *autograd.Var) *autograd.Var {
 //		return m.fc2.Forward(m.fc1.Forward(x).Tanh())
 //	}
+//
+// # Losses
+//
+// Every loss takes what the model computed as *autograd.Var and its target
+// as *tensor.Tensor, the data a loader yields: class indices, labels,
+// probabilities or regression values alike (MSELoss, L1Loss, HuberLoss and
+// KLDivLoss as well as CrossEntropyLoss, BCELoss and the margin losses).
+// Predictions that are not targets stay Vars: the two embeddings of
+// CosineEmbeddingLoss, the three of TripletMarginLoss, GaussianNLLLoss's
+// variance. A target is not differentiated; this is the detach PyTorch code
+// writes for computed targets (a teacher's output, a target network's
+// value): pass v.Value(). To differentiate both sides, write the loss from
+// Var operations, as a.Sub(b).Square().Mean(nil, false) for MSE.
+//
+// # Evaluation without a tape
+//
+// Parameters require gradients, so a forward pass through a model records
+// the tape that backward needs. To evaluate without it, mark the input:
+//
+//	out := model.Forward(autograd.NoGrad(autograd.New(x)))
+//
+// Every op with a marked input records nothing and marks its output, so the
+// pass allocates what it would with frozen parameters (Freeze), and another
+// goroutine may train the same model meanwhile. The mark is not the
+// evaluation mode of Dropout and BatchNorm: switch that with Train(false),
+// which is module state, shared by every goroutine using the module.
 package nn
 
 import (

@@ -25,7 +25,7 @@ func Example() {
 			opt.SetLR(0.01) // a simple schedule
 		}
 		opt.ZeroGrad()
-		loss := mse.Forward(model.Forward(autograd.New(x)), autograd.New(y))
+		loss := mse.Forward(model.Forward(autograd.New(x)), y)
 		if err := loss.Backward(); err != nil {
 			panic(err)
 		}

@@ -162,7 +162,7 @@ func TestGoldenSparseAdam(t *testing.T) {
 			for step := range 20 {
 				o.ZeroGrad()
 				rows := idx.Select(0, step).Contiguous()
-				l := mse.Forward(e.IndexSelect(0, rows).Tanh(), autograd.New(target.IndexSelect(0, rows)))
+				l := mse.Forward(e.IndexSelect(0, rows).Tanh(), target.IndexSelect(0, rows))
 				require.NoError(t, l.Backward())
 				require.NoError(t, o.Step())
 				require.InDelta(t, c.Outputs[0].Data[step], l.Item(), 1e-10, "loss before step %d", step)

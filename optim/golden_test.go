@@ -36,7 +36,7 @@ func (r *run) loss() *autograd.Var {
 	h := autograd.New(r.x).MatMul(p[0].T()).Add(p[1]).Tanh()
 	out := h.MatMul(p[2].T()).Add(p[3])
 	if r.c.String("loss") == "mse" {
-		return nn.NewMSELoss(nn.ReduceMean).Forward(out, autograd.New(r.y))
+		return nn.NewMSELoss(nn.ReduceMean).Forward(out, r.y)
 	}
 	return nn.NewCrossEntropyLoss().Forward(out, r.y)
 }
