@@ -58,6 +58,8 @@ type config struct {
 	WeightDecay float64 `json:"weight_decay"`
 	Warmup      int     `json:"warmup_steps"`
 	Patience    int     `json:"patience"`
+	Accumulate  int     `json:"accumulate"`
+	ClipNorm    float64 `json:"clip_norm"`
 	Workers     int     `json:"-"`
 	Seed        uint64  `json:"seed"`
 	Resume      bool    `json:"-"`
@@ -91,6 +93,8 @@ func main() {
 	flag.Float64Var(&c.WeightDecay, "weight-decay", 1e-2, "AdamW's decoupled weight decay")
 	flag.IntVar(&c.Warmup, "warmup", 200, "steps of linear learning-rate warm-up before the cosine decay")
 	flag.IntVar(&c.Patience, "patience", 3, "epochs without a better validation loss before stopping early")
+	flag.IntVar(&c.Accumulate, "accumulate", 1, "batches whose gradients are summed before each optimizer step (gradient accumulation)")
+	flag.Float64Var(&c.ClipNorm, "clip", 0, "clip the gradients' global L2 norm to this before each step (0: no clipping)")
 	flag.IntVar(&c.Workers, "workers", 2, "goroutines loading and augmenting batches")
 	flag.Uint64Var(&c.Seed, "seed", 1, "seed for the split, initialization, dropout, shuffling and augmentation")
 	flag.BoolVar(&c.Resume, "resume", false, "continue from DIR/last.safetensors")
@@ -170,7 +174,11 @@ func run(c config) (result, error) {
 	model := newModel(g)
 	loader := data.NewLoader(trainData, data.LoaderOptions{BatchSize: c.BatchSize, Shuffle: true, Seed: c.Seed + 2, Workers: c.Workers})
 	opt := optim.NewAdamW(model.Parameters(), optim.AdamOptions{LR: c.LR, WeightDecay: c.WeightDecay})
-	total := c.Epochs * loader.Len()
+	if c.Accumulate < 1 {
+		return result{}, fmt.Errorf("-accumulate %d: want at least 1", c.Accumulate)
+	}
+	stepsPerEpoch := (loader.Len() + c.Accumulate - 1) / c.Accumulate
+	total := c.Epochs * stepsPerEpoch
 	warmup := min(c.Warmup, total-1)
 	sched := optim.NewSequentialLR([]optim.Scheduler{
 		optim.NewLinearWarmup(opt, warmup, 0.01),
@@ -207,19 +215,28 @@ func run(c config) (result, error) {
 		progress := train.NewProgress(c.Progress, loader.Len(), train.ProgressOptions{Label: fmt.Sprintf("epoch %d/%d", epoch+1, c.Epochs)})
 		var lossSum float64
 		var batches int
+		opt.ZeroGrad()
 		for batch := range loader.All() {
-			opt.ZeroGrad()
 			loss := lossFn.Forward(model.Forward(autograd.New(batch[0])), batch[1])
-			if err := loss.Backward(); err != nil {
+			// Gradients add up over the Backward calls until ZeroGrad: each
+			// of a group of batches adds its share of the group's mean.
+			group := min(c.Accumulate, loader.Len()-batches/c.Accumulate*c.Accumulate)
+			if err := loss.DivScalar(float64(group)).Backward(); err != nil {
 				return result{}, err
 			}
-			if err := opt.Step(); err != nil {
-				return result{}, err
-			}
-			sched.Step()
-			ckpt.Step++
 			lossSum += loss.Item()
 			batches++
+			if batches%c.Accumulate == 0 || batches == loader.Len() {
+				if c.ClipNorm > 0 {
+					optim.ClipGradNorm(model.Parameters(), c.ClipNorm, 2)
+				}
+				if err := opt.Step(); err != nil {
+					return result{}, err
+				}
+				opt.ZeroGrad()
+				sched.Step()
+				ckpt.Step++
+			}
 			progress.Update(batches, train.Metric{Name: "loss", Value: lossSum / float64(batches)}, train.Metric{Name: "lr", Value: sched.LastLR()[0]})
 		}
 		if err := loader.Err(); err != nil {

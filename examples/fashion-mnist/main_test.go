@@ -47,7 +47,7 @@ func fakeFashion(t *testing.T, nTrain, nTest int) string {
 func quick(dataDir, runDir string) config {
 	var out bytes.Buffer
 	return config{Data: dataDir, Dir: runDir, Epochs: 3, BatchSize: 32, LR: 3e-3, WeightDecay: 1e-2,
-		Warmup: 5, Patience: 3, Workers: 2, Seed: 4, Out: &out, Progress: &out}
+		Warmup: 5, Patience: 3, Accumulate: 1, Workers: 2, Seed: 4, Out: &out, Progress: &out}
 }
 
 func TestMissingDataNamesTheDebianPackage(t *testing.T) {
@@ -58,7 +58,19 @@ func TestMissingDataNamesTheDebianPackage(t *testing.T) {
 }
 
 func TestStopAndResumeIsBitIdentical(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testStopAndResume(t, func(*config) {}) })
+	t.Run("accumulation and clipping", func(t *testing.T) {
+		testStopAndResume(t, func(c *config) { c.Accumulate, c.ClipNorm = 3, 0.5 })
+	})
+}
+
+func testStopAndResume(t *testing.T, adjust func(*config)) {
 	dataDir := fakeFashion(t, 240, 40)
+	quick := func(dataDir, runDir string) config {
+		c := quick(dataDir, runDir)
+		adjust(&c)
+		return c
+	}
 	whole, err := run(quick(dataDir, t.TempDir()))
 	require.NoError(t, err)
 	assert.False(t, whole.Stopped)
