@@ -23,6 +23,9 @@ func ReadNpy(r io.Reader) (*Tensor, error) {
 }
 
 // LoadNpy reads the .npy file at path into a new CPU tensor (see ReadNpy).
+// The path must name a regular file (not a FIFO, device or folder), and a
+// header declaring more data than the file holds is refused before any
+// data is read.
 func LoadNpy(path string) (*Tensor, error) {
 	a, err := npy.ReadFile(path)
 	if err != nil {
@@ -49,8 +52,9 @@ func WriteNpy(w io.Writer, t *Tensor) error {
 	return nil
 }
 
-// SaveNpy writes t to the .npy file at path, creating or truncating it (see
-// WriteNpy).
+// SaveNpy writes t to the .npy file at path (see WriteNpy), atomically:
+// readers, and a program restarted after a crash, find the previous file or
+// the complete new one, never a partial save.
 func SaveNpy(path string, t *Tensor) error {
 	a, err := toNpy(t)
 	if err != nil {

@@ -146,6 +146,9 @@ func TestReadNpyErrors(t *testing.T) {
 		{"truncated header", good.Bytes()[:20], "header"},
 		{"object dtype", npyWithHeader("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }"), "object"},
 		{"complex dtype", npyWithHeader("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }"), "c8"},
+		// Issue 26: accepted before, and a Sum over axis 0 gave a tensor
+		// that panicked when read.
+		{"zero beside overflow", npyWithHeader("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4611686018427387904), }"), "overflows"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -22,7 +23,17 @@ func FuzzRead(f *testing.F) {
 	f.Add(npyFile("{'descr': '>i2', 'fortran_order': True, 'shape': (2, 2), }\n", []byte{0, 1, 0, 3, 0, 2, 0, 4}))
 	f.Add(npyFileV(3, "{'descr': '|b1', 'fortran_order': False, 'shape': (), }\n", []byte{7}))
 
+	// Hostile headers of issue 26: a zero dimension beside an overflowing
+	// product, a header declaring more than the file holds, rank 65.
+	f.Add(npyFile(npyHeader("'|u1'", "False", "(0, 4611686018427387904, 4611686018427387904)"), nil))
+	f.Add(npyFile(npyHeader("'<f8'", "False", "(1000000000,)"), make([]byte, 16)))
+	f.Add(npyFile(npyHeader("'|u1'", "False", "("+strings.Repeat("1, ", MaxDims+1)+")"), []byte{1}))
+
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// As a file of known size.
+		if _, err := read(bytes.NewReader(b), int64(len(b))); err != nil && len(err.Error()) > 1000 {
+			t.Fatalf("error of %d bytes", len(err.Error()))
+		}
 		a, err := Read(bytes.NewReader(b))
 		if err != nil {
 			return

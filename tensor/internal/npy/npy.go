@@ -26,8 +26,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
-	"os"
 	"strconv"
 	"strings"
 
@@ -55,8 +53,9 @@ const (
 // MaxHeaderSize is the largest header, in bytes, that Read accepts.
 const MaxHeaderSize = 1 << 20
 
-// MaxDims is the largest number of dimensions accepted (NumPy's own limit).
-const MaxDims = 64
+// MaxDims is the largest number of dimensions accepted (NumPy's own limit,
+// and the limit of every reader of files in Ember).
+const MaxDims = safeio.MaxRank
 
 // magic is the fixed prefix of every .npy file.
 const magic = "\x93NUMPY"
@@ -99,19 +98,19 @@ var kinds = map[string]string{
 // parseDescr interprets a NumPy descr string such as "<f4" or ">i8".
 func parseDescr(descr string) (dtype, error) {
 	if len(descr) < 2 {
-		return dtype{}, fmt.Errorf("unsupported dtype descr %q", descr)
+		return dtype{}, fmt.Errorf("unsupported dtype descr %s", safeio.Quote(descr))
 	}
 	order, kind := descr[0], descr[1:]
 	if kind[0] == 'O' {
-		return dtype{}, fmt.Errorf("object arrays (descr %q) are not supported", descr)
+		return dtype{}, fmt.Errorf("object arrays (descr %s) are not supported", safeio.Quote(descr))
 	}
 	canonical, ok := kinds[kind]
 	if !ok || !strings.ContainsRune("<>|=", rune(order)) {
-		return dtype{}, fmt.Errorf("unsupported dtype descr %q", descr)
+		return dtype{}, fmt.Errorf("unsupported dtype descr %s", safeio.Quote(descr))
 	}
 	size := int(kind[1] - '0')
 	if size > 1 && (order == '|' || order == '=') {
-		return dtype{}, fmt.Errorf("dtype descr %q lacks an explicit byte order", descr)
+		return dtype{}, fmt.Errorf("dtype descr %s lacks an explicit byte order", safeio.Quote(descr))
 	}
 	return dtype{
 		canonical: canonical,
@@ -132,23 +131,10 @@ func ItemSize(descr string) (int, error) {
 }
 
 // byteSize returns the number of bytes of an array with the given shape and
-// element size, checking for negative dimensions and overflow.
+// element size, checking the rank, negative dimensions and overflow (even
+// beside a zero dimension: see safeio.ShapeBytes).
 func byteSize(shape []int, size int) (int, error) {
-	if len(shape) > MaxDims {
-		return 0, fmt.Errorf("%d dimensions exceed the limit of %d", len(shape), MaxDims)
-	}
-	n := uint64(size)
-	for _, d := range shape {
-		if d < 0 {
-			return 0, fmt.Errorf("negative dimension %d in shape %v", d, shape)
-		}
-		hi, lo := bits.Mul64(n, uint64(d))
-		if hi != 0 || lo > math.MaxInt {
-			return 0, fmt.Errorf("byte size of shape %v overflows", shape)
-		}
-		n = lo
-	}
-	return int(n), nil
+	return safeio.ShapeBytes(shape, size)
 }
 
 // Read decodes one .npy array from r. It consumes exactly the bytes of the
@@ -156,6 +142,12 @@ func byteSize(shape []int, size int) (int, error) {
 // from big-endian and Fortran order as needed; bool elements are normalized
 // to 0 or 1.
 func Read(r io.Reader) (Array, error) {
+	return read(r, math.MaxInt64)
+}
+
+// read is Read for input of at most size bytes: a header declaring more
+// data than that is refused before any is read.
+func read(r io.Reader, size int64) (Array, error) {
 	var pre [8]byte
 	if _, err := io.ReadFull(r, pre[:]); err != nil {
 		return Array{}, fmt.Errorf("npy: reading magic: %w", safeio.Truncated(err))
@@ -196,6 +188,9 @@ func Read(r io.Reader) (Array, error) {
 	if err != nil {
 		return Array{}, fmt.Errorf("npy: %w", err)
 	}
+	if left := size - int64(len(pre)) - int64(hlen) - headerLengthSize(major); int64(n) > left {
+		return Array{}, fmt.Errorf("npy: data truncated: shape %v of %s needs %d bytes, the file holds %d", shape, dt.canonical, n, max(left, 0))
+	}
 	data, err := safeio.ReadFull(r, n)
 	if err != nil {
 		return Array{}, fmt.Errorf("npy: data truncated: got %d of %d bytes", len(data), n)
@@ -214,6 +209,15 @@ func Read(r io.Reader) (Array, error) {
 		}
 	}
 	return Array{Descr: dt.canonical, Shape: shape, Data: data}, nil
+}
+
+// headerLengthSize is the size of the header length field of a format
+// version: 2 bytes in version 1.0, 4 in 2.0 and 3.0.
+func headerLengthSize(major byte) int64 {
+	if major == 1 {
+		return 2
+	}
+	return 4
 }
 
 // swapBytes reverses the byte order of each size-byte element in place.
@@ -270,7 +274,7 @@ func parseHeader(hdr []byte) (dt dtype, shape []int, fortran bool, err error) {
 	}
 	for k := range d {
 		if k != "descr" && k != "fortran_order" && k != "shape" {
-			return dtype{}, nil, false, fmt.Errorf("bad header: unexpected key %q", k)
+			return dtype{}, nil, false, fmt.Errorf("bad header: unexpected key %s", safeio.Quote(k))
 		}
 	}
 	if len(d) != 3 {
@@ -303,7 +307,7 @@ func parseHeader(hdr []byte) (dt dtype, shape []int, fortran bool, err error) {
 	for i, e := range tuple {
 		n, ok := e.(int64)
 		if !ok {
-			return dtype{}, nil, false, fmt.Errorf("bad header: shape element %v is not an integer", e)
+			return dtype{}, nil, false, fmt.Errorf("bad header: shape element %s is not an integer", clip([]byte(fmt.Sprint(e))))
 		}
 		if n < 0 {
 			return dtype{}, nil, false, fmt.Errorf("negative dimension %d in shape", n)
@@ -387,14 +391,16 @@ func frameHeader(dict string) (preamble, header []byte) {
 	return binary.LittleEndian.AppendUint32(preamble, uint32(len(header))), header
 }
 
-// ReadFile reads the .npy file at path.
+// ReadFile reads the .npy file at path, which must be a regular file (see
+// safeio.Open); a header declaring more data than the file holds is refused
+// before any is read.
 func ReadFile(path string) (Array, error) {
-	f, err := os.Open(path)
+	f, size, err := safeio.Open(path)
 	if err != nil {
 		return Array{}, err
 	}
 	defer f.Close()
-	return Read(bufio.NewReader(f))
+	return read(bufio.NewReader(f), size)
 }
 
 // WriteFile writes a to the .npy file at path atomically (see package

@@ -167,6 +167,11 @@ func TestWriteErrors(t *testing.T) {
 	}
 }
 
+// npyHeader returns a header dict with the given field texts.
+func npyHeader(descr, fortran, shape string) string {
+	return "{'descr': " + descr + ", 'fortran_order': " + fortran + ", 'shape': " + shape + ", }"
+}
+
 // npyFile assembles a version 1.0 .npy file from a raw header and data.
 func npyFile(header string, data []byte) []byte {
 	b := []byte("\x93NUMPY\x01\x00")
@@ -220,6 +225,8 @@ func TestReadErrors(t *testing.T) {
 		{"negative dim", npyFile(hdr("'<f4'", "False", "(-1,)"), nil), "negative dimension"},
 		{"dim out of range", npyFile(hdr("'<f4'", "False", "(99999999999999999999,)"), nil), "out of range"},
 		{"huge shape", npyFile(hdr("'<f8'", "False", "(4294967296, 4294967296)"), nil), "overflows"},
+		{"zero dim first", npyFile(hdr("'|u1'", "False", "(0, 4611686018427387904, 4611686018427387904)"), nil), "overflows"},
+		{"zero dim last", npyFile(hdr("'|u1'", "False", "(4611686018427387904, 4611686018427387904, 0)"), nil), "overflows"},
 		{"lying shape", npyFile(hdr("'<f8'", "False", "(1000000000,)"), make([]byte, 16)), "data truncated: got 16 of 8000000000 bytes"},
 		{"truncated data", npyFile(hdr("'<f4'", "False", "(2, 2)"), make([]byte, 15)), "data truncated: got 15 of 16 bytes"},
 		{"too many dims", npyFile(hdr("'|u1'", "False", "("+strings.Repeat("1, ", MaxDims+1)+")"), []byte{1}), "exceed the limit"},
@@ -361,9 +368,41 @@ func TestItemSize(t *testing.T) {
 	}
 }
 
+func TestReadErrorsAreShort(t *testing.T) {
+	long := strings.Repeat("k", 500_000)
+	for _, header := range []string{
+		"{'" + long + "': 1, 'descr': '<f4', 'shape': ()}",
+		npyHeader("'"+long+"'", "False", "()"),
+		npyHeader("'<f4'", "False", "('"+long+"',)"),
+	} {
+		_, err := Read(bytes.NewReader(npyFileV(2, header, nil)))
+		require.Error(t, err)
+		assert.Less(t, len(err.Error()), 500, "error of %d bytes", len(err.Error()))
+	}
+}
+
 func TestReadFileErrors(t *testing.T) {
 	_, err := ReadFile(filepath.Join(t.TempDir(), "missing.npy"))
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+	_, err = ReadFile(t.TempDir())
+	assert.ErrorContains(t, err, "is a folder, not a regular file")
+
+	// The file's size bounds what its header may declare: refused before
+	// any data is read.
+	path := filepath.Join(t.TempDir(), "lying.npy")
+	require.NoError(t, os.WriteFile(path, npyFile(npyHeader("'<f8'", "False", "(1000000000,)"), make([]byte, 16)), 0o600))
+	_, err = ReadFile(path)
+	assert.ErrorContains(t, err, "npy: data truncated: shape [1000000000] of <f8 needs 8000000000 bytes, the file holds 16")
+
+	// An exact file still reads.
+	require.NoError(t, os.WriteFile(path, npyFile(npyHeader("'<f8'", "False", "(2,)"), make([]byte, 16)), 0o600))
+	a, err := ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, []int{2}, a.Shape)
+	require.NoError(t, os.WriteFile(path, npyFile(npyHeader("'<f8'", "False", "(2,)"), make([]byte, 15)), 0o600))
+	_, err = ReadFile(path)
+	assert.ErrorContains(t, err, "the file holds 15")
+
 	assert.Error(t, WriteFile(filepath.Join(t.TempDir(), "no", "dir.npy"), Array{DescrUint8, []int{}, []byte{1}}))
 }
 
