@@ -85,8 +85,12 @@ func NewEmbeddingBag(g *tensor.Generator, num, dim int, opt EmbeddingBagOptions,
 
 // Forward reduces the bags of a 2-d integer id tensor [B, L] (a Var
 // wrapping it): one bag of L ids per row. The result is [B, dim]. It is
-// Bag(ids.Value(), nil, nil), annotated as Bag describes.
+// Bag(ids.Value(), nil, nil), annotated as Bag describes. When ids is
+// marked autograd.NoGrad nothing is recorded and the result is marked too.
 func (e *EmbeddingBag) Forward(ids *autograd.Var) *autograd.Var {
+	if ids.IsNoGrad() {
+		return e.bag(ids.Value(), nil, nil, autograd.NoGrad(e.Weight))
+	}
 	return e.Bag(ids.Value(), nil, nil)
 }
 
@@ -102,7 +106,7 @@ func (e *EmbeddingBag) Forward(ids *autograd.Var) *autograd.Var {
 // writes it with the ids as a graph value (or refuses the forms it cannot
 // write exactly).
 func (e *EmbeddingBag) Bag(ids, offsets, perSampleWeights *tensor.Tensor) *autograd.Var {
-	out := e.bag(ids, offsets, perSampleWeights)
+	out := e.bag(ids, offsets, perSampleWeights, e.Weight)
 	attrs := map[string]any{"ids": ids, "mode": e.Mode}
 	if e.PaddingIdx >= 0 {
 		attrs["paddingIdx"] = e.PaddingIdx
@@ -120,8 +124,8 @@ func (e *EmbeddingBag) Bag(ids, offsets, perSampleWeights *tensor.Tensor) *autog
 	return autograd.AnnotateOp(out, EmbeddingBagOp, attrs, e.Weight)
 }
 
-// bag computes Bag.
-func (e *EmbeddingBag) bag(ids, offsets, perSampleWeights *tensor.Tensor) *autograd.Var {
+// bag computes Bag from weight (Weight, or a no-grad view of it).
+func (e *EmbeddingBag) bag(ids, offsets, perSampleWeights *tensor.Tensor, weight *autograd.Var) *autograd.Var {
 	if ids.DType().IsFloat() {
 		panic(fmt.Sprintf("nn.EmbeddingBag.Bag: ids must be integers, got %s", ids.DType()))
 	}
@@ -184,18 +188,22 @@ func (e *EmbeddingBag) bag(ids, offsets, perSampleWeights *tensor.Tensor) *autog
 			counts[b]++
 		}
 	}
-	dt := e.Weight.DType()
+	dt := weight.DType()
 	// The bag bookkeeping is done on the host; its index tensors are copied
 	// to the weight's device, where the work happens.
-	wv := e.Weight.Value()
+	wv := weight.Value()
 	if len(keep) == 0 {
-		return autograd.New(tensor.ZerosOn(wv.Device(), []int{nb, e.EmbeddingDim}, dt))
+		zeros := autograd.New(tensor.ZerosOn(wv.Device(), []int{nb, e.EmbeddingDim}, dt))
+		if weight.IsNoGrad() {
+			zeros = autograd.NoGrad(zeros)
+		}
+		return zeros
 	}
 	if e.MaxNorm > 0 {
 		e.renorm(flat)
 	}
 	pos := tensor.FromSlice(keep, len(keep)).ToDeviceOf(wv)
-	rows := autograd.Embedding(tensor.FromSlice(flat, len(flat)).ToDeviceOf(wv).IndexSelect(0, pos), e.Weight)
+	rows := autograd.Embedding(tensor.FromSlice(flat, len(flat)).ToDeviceOf(wv).IndexSelect(0, pos), weight)
 	if perSampleWeights != nil {
 		w := perSampleWeights.To(dt).Reshape(-1).IndexSelect(0, pos)
 		rows = rows.Mul(autograd.New(w.Unsqueeze(1)))
