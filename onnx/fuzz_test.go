@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -36,16 +37,32 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
+// hostileSeeds adds the model files of the hostile probes (hostile_test.go).
+func hostileSeeds(f *testing.F) {
+	for _, p := range hostileProbes() {
+		if p.unix && runtime.GOOS == "windows" {
+			continue
+		}
+		b, err := os.ReadFile(p.build(f, f.TempDir()))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+}
+
 // FuzzNewSession prepares and, when its inputs are small and static, runs
-// whatever parses, with a small element limit.
+// whatever parses, with the default limits (so a fuzzed model may allocate
+// up to DefaultMaxBytes, and no more).
 func FuzzNewSession(f *testing.F) {
 	fuzzSeeds(f)
+	hostileSeeds(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := Read(bytes.NewReader(b))
 		if err != nil {
 			return
 		}
-		s, err := m.NewSession(SessionOptions{MaxElements: 1 << 16})
+		s, err := m.NewSession(SessionOptions{})
 		if err != nil {
 			return
 		}
@@ -73,5 +90,57 @@ func FuzzNewSession(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, _ = s.Run(ctx, inputs)
+	})
+}
+
+// FuzzLoad loads fuzzed model bytes from a folder holding a regular
+// weights.bin, a link out of the folder (link.bin, and a folder link etc)
+// and, where the system has them, a FIFO (fifo.bin), with the default
+// limits: Load must return, and no initializer may hold the bytes of the
+// file outside.
+func FuzzLoad(f *testing.F) {
+	fuzzSeeds(f)
+	hostileSeeds(f)
+	secret := []byte("outside-the-model-folder")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		top := t.TempDir()
+		dir := filepath.Join(top, "model")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		outside := filepath.Join(top, "secret.bin")
+		for _, w := range []struct {
+			path string
+			data []byte
+		}{{outside, secret}, {filepath.Join(dir, "weights.bin"), make([]byte, 64)}, {filepath.Join(dir, "model.onnx"), b}} {
+			if err := os.WriteFile(w.path, w.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = os.Symlink(outside, filepath.Join(dir, "link.bin"))
+		_ = os.Symlink(top, filepath.Join(dir, "etc"))
+		_ = mkfifo(filepath.Join(dir, "fifo.bin"))
+		m, err := Load(filepath.Join(dir, "model.onnx"))
+		if err != nil {
+			return
+		}
+		for _, name := range m.InitializerNames() {
+			if x := m.Initializer(name); x != nil && bytes.Contains(x.LittleEndianBytes(), secret[:8]) {
+				t.Fatalf("initializer %q holds the bytes of a file outside the model's folder", name)
+			}
+		}
+	})
+}
+
+// FuzzReadTensor feeds arbitrary bytes to ReadTensor.
+func FuzzReadTensor(f *testing.F) {
+	f.Add(mkFloatTensor("x", []int64{2}, 1, 2))
+	f.Add(mkInt64Tensor("i", []int64{0, 1 << 40, 1 << 40}))
+	f.Add(extTensor("W", dtFloat, []int64{4}, "weights.bin"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		x, err := ReadTensor(bytes.NewReader(b))
+		if err == nil && x == nil {
+			t.Fatal("nil tensor without error")
+		}
 	})
 }
