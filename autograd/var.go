@@ -63,6 +63,12 @@ type node struct {
 	// external marks a node recorded through Custom: its rule may return
 	// tensors the caller keeps, so backward never takes ownership of them.
 	external bool
+	// key identifies an op defined outside this package (Custom, Function);
+	// nil for the ops this package records itself. See trace.go.
+	key *OpKey
+	// forward is a Function's forward in Var operations, which graph
+	// readers re-run on the node's inputs to trace it; nil otherwise.
+	forward func(in []*Var) *Var
 }
 
 // savedVersion remembers the storage version a saved tensor had when the op
@@ -209,10 +215,17 @@ type BackwardFunc func(g *Var, in []*Var, out *Var) []*Var
 // already computed value, saved the tensors backward will read (checked
 // against in-place writes), and backward its gradient rule. Write backward in
 // Var operations to keep higher-order gradients working.
+//
+// A graph reader cannot see inside out's computation: onnx.Export writes a
+// Custom op only through a mapping registered for its name
+// (onnx.ExportOptions.CustomOps) and otherwise refuses it. Define the op
+// with NewFunction instead when its forward can be written in Var
+// operations: export then traces that forward.
 func Custom(op string, out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor, backward BackwardFunc) *Var {
 	v := record(op, out, inputs, saved, backward)
 	if v.node != nil {
 		v.node.external = true
+		v.node.key = NewOpKey(op)
 	}
 	return v
 }
