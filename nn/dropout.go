@@ -35,9 +35,9 @@ func (d *Dropout) Forward(x *autograd.Var) *autograd.Var {
 // Generator returns the generator Dropout draws its dropout masks from.
 func (d *Dropout) Generator() *tensor.Generator { return d.gen }
 
-// SetGenerator makes Dropout draw its dropout masks from g from now on (to resume a
-// run, restoring the old generator's state with UnmarshalBinary works as
-// well). It panics if g is nil.
+// SetGenerator makes Dropout draw its dropout masks from g from now
+// on. (To resume a run, restoring the old generator's state with
+// UnmarshalBinary works as well.) It panics if g is nil.
 func (d *Dropout) SetGenerator(g *tensor.Generator) {
 	checkGen("Dropout.SetGenerator", g)
 	d.gen = g

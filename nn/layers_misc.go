@@ -169,9 +169,9 @@ func (d *Dropout2d) Forward(x *autograd.Var) *autograd.Var {
 // Generator returns the generator Dropout2d draws its channel masks from.
 func (d *Dropout2d) Generator() *tensor.Generator { return d.gen }
 
-// SetGenerator makes Dropout2d draw its channel masks from g from now on (to resume a
-// run, restoring the old generator's state with UnmarshalBinary works as
-// well). It panics if g is nil.
+// SetGenerator makes Dropout2d draw its channel masks from g from now
+// on. (To resume a run, restoring the old generator's state with
+// UnmarshalBinary works as well.) It panics if g is nil.
 func (d *Dropout2d) SetGenerator(g *tensor.Generator) {
 	checkGen("Dropout2d.SetGenerator", g)
 	d.gen = g
@@ -204,9 +204,9 @@ func (d *AlphaDropout) Forward(x *autograd.Var) *autograd.Var {
 // Generator returns the generator AlphaDropout draws its dropout masks from.
 func (d *AlphaDropout) Generator() *tensor.Generator { return d.gen }
 
-// SetGenerator makes AlphaDropout draw its dropout masks from g from now on (to resume a
-// run, restoring the old generator's state with UnmarshalBinary works as
-// well). It panics if g is nil.
+// SetGenerator makes AlphaDropout draw its dropout masks from g from now
+// on. (To resume a run, restoring the old generator's state with
+// UnmarshalBinary works as well.) It panics if g is nil.
 func (d *AlphaDropout) SetGenerator(g *tensor.Generator) {
 	checkGen("AlphaDropout.SetGenerator", g)
 	d.gen = g

@@ -44,9 +44,9 @@ func (r *RReLU) Forward(x *autograd.Var) *autograd.Var {
 // Generator returns the generator RReLU draws its training slopes from.
 func (r *RReLU) Generator() *tensor.Generator { return r.gen }
 
-// SetGenerator makes RReLU draw its training slopes from g from now on (to resume a
-// run, restoring the old generator's state with UnmarshalBinary works as
-// well). It panics if g is nil.
+// SetGenerator makes RReLU draw its training slopes from g from now
+// on. (To resume a run, restoring the old generator's state with
+// UnmarshalBinary works as well.) It panics if g is nil.
 func (r *RReLU) SetGenerator(g *tensor.Generator) {
 	checkGen("RReLU.SetGenerator", g)
 	r.gen = g
