@@ -87,7 +87,7 @@ func main() {
 	var c config
 	flag.StringVar(&c.Data, "data", debianDir, "directory holding the Fashion-MNIST idx files")
 	flag.StringVar(&c.Dir, "dir", "fashion-mnist-run", "directory for checkpoints (last.safetensors, best.safetensors) and metrics.csv")
-	flag.IntVar(&c.Epochs, "epochs", 8, "training epochs")
+	flag.IntVar(&c.Epochs, "epochs", 10, "training epochs")
 	flag.IntVar(&c.BatchSize, "batch", 128, "batch size")
 	flag.Float64Var(&c.LR, "lr", 3e-3, "peak learning rate of AdamW")
 	flag.Float64Var(&c.WeightDecay, "weight-decay", 1e-2, "AdamW's decoupled weight decay")
