@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/internal/safetensors"
@@ -74,9 +73,11 @@ func SaveTensors(path string, tensors map[string]*tensor.Tensor, metadata map[st
 	return f.Commit()
 }
 
-// LoadTensors reads the safetensors file at path.
+// LoadTensors reads the safetensors file at path. The path must name a
+// regular file (not a FIFO, device or folder), and a header that cannot fit
+// the file or exceeds 16 MiB is refused before the rest is read.
 func LoadTensors(path string) (map[string]*tensor.Tensor, map[string]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := safetensors.ReadFileBytes(path)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,7 +128,7 @@ func MarshalSafetensors(m Module) ([]byte, error) {
 // strictly (see LoadStateDict). For a partial load, use LoadTensors and
 // LoadStateDict with strict false.
 func LoadSafetensors(path string, m Module) error {
-	b, err := os.ReadFile(path)
+	b, err := safetensors.ReadFileBytes(path)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@ package safetensors
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -29,10 +31,19 @@ func FuzzDecode(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add(file(`{"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, []byte{1}))
+	// Hostile headers of issue 26: a zero dimension beside an overflowing
+	// product, rank 65, a header length beyond the limit, null metadata.
+	f.Add(file(`{"x":{"dtype":"U8","shape":[0,4611686018427387904,4611686018427387904],"data_offsets":[0,0]}}`, nil))
+	f.Add(file(`{"x":{"dtype":"U8","shape":[`+strings.Repeat("1,", 64)+`1],"data_offsets":[0,1]}}`, []byte{1}))
+	f.Add(binary.LittleEndian.AppendUint64(nil, 100_000_000))
+	f.Add(file(`{"__metadata__":null}`, nil))
 
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tensors, metadata, err := Decode(b)
 		if err != nil {
+			if len(err.Error()) > 1000 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
 			return
 		}
 		var buf bytes.Buffer

@@ -26,23 +26,32 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
-	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/emberml/ember/internal/atomicfile"
+	"github.com/emberml/ember/internal/safeio"
 )
 
 // MetadataKey is the reserved header key holding free-form string metadata.
 // It cannot be used as a tensor name.
 const MetadataKey = "__metadata__"
 
-// MaxHeaderSize is the largest JSON header, in bytes, that Decode accepts.
-// It guards against absurd allocations from corrupt or hostile files.
-const MaxHeaderSize = 100 << 20
+// MaxHeaderSize is the largest JSON header, in bytes, that Decode accepts:
+// 16 MiB, room for about 100,000 tensors (the headers of real models, even
+// the shards of the largest language models, take well under 1 MiB). The
+// reference implementation's limit, 100 MB, lets a hostile header cost
+// seconds to parse.
+const MaxHeaderSize = 16 << 20
+
+// MaxTensors is the most tensors Decode accepts in one file: 65,536, many
+// times what a model's file holds (the shards of the largest models hold a
+// few thousand), and few enough that a hostile header of tiny entries is
+// refused in well under a second.
+const MaxTensors = 1 << 16
 
 // Tensor is a raw tensor as stored in a safetensors file.
 type Tensor struct {
@@ -84,29 +93,23 @@ func DTypeSize(dtype string) (int, error) {
 
 // unknownDType returns the unprefixed error for an unsupported dtype.
 func unknownDType(dtype string) error {
-	return fmt.Errorf("unknown dtype %q", dtype)
+	return fmt.Errorf("unknown dtype %s", safeio.Quote(dtype))
 }
 
 // byteSize returns the number of bytes occupied by a tensor of the given
-// dtype and shape, checking for negative dimensions and overflow. Its errors
-// carry no package prefix; callers add the tensor's name.
+// dtype and shape, checking the rank, negative dimensions and overflow (even
+// beside a zero dimension: see safeio.ShapeBytes). Its errors carry no
+// package prefix; callers add the tensor's name.
 func byteSize(dtype string, shape []int) (int, error) {
 	size, ok := dtypeSizes[dtype]
 	if !ok {
 		return 0, unknownDType(dtype)
 	}
-	n := uint64(size)
-	for _, d := range shape {
-		if d < 0 {
-			return 0, fmt.Errorf("negative dimension %d in shape %v", d, shape)
-		}
-		hi, lo := bits.Mul64(n, uint64(d))
-		if hi != 0 || lo > math.MaxInt {
-			return 0, fmt.Errorf("byte size of shape %v with dtype %s overflows", shape, dtype)
-		}
-		n = lo
+	n, err := safeio.ShapeBytes(shape, size)
+	if err != nil {
+		return 0, fmt.Errorf("%w (dtype %s)", err, dtype)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // Encode writes tensors and optional metadata to w in safetensors format.
@@ -114,10 +117,14 @@ func byteSize(dtype string, shape []int) (int, error) {
 // spaces so that the byte buffer starts at an 8-byte aligned offset.
 // A nil or empty metadata map is omitted from the header.
 func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) error {
+	if len(tensors) > MaxTensors || len(metadata) > MaxTensors {
+		return fmt.Errorf("safetensors: %d tensors and %d metadata entries exceed the limit of %d each that readers accept",
+			len(tensors), len(metadata), MaxTensors)
+	}
 	names := make([]string, 0, len(tensors))
 	for name := range tensors {
 		if name == MetadataKey {
-			return fmt.Errorf("safetensors: tensor name %q is reserved", name)
+			return fmt.Errorf("safetensors: tensor name %s is reserved", safeio.Quote(name))
 		}
 		names = append(names, name)
 	}
@@ -134,7 +141,7 @@ func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) 
 	}
 	for k, v := range metadata {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return fmt.Errorf("safetensors: metadata entry %q: %q is not valid UTF-8", k, v)
+			return fmt.Errorf("safetensors: metadata entry %s: %s is not valid UTF-8", safeio.Quote(k), safeio.Quote(v))
 		}
 	}
 	if len(metadata) > 0 {
@@ -151,15 +158,15 @@ func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) 
 	for _, name := range names {
 		t := tensors[name]
 		if !utf8.ValidString(name) {
-			return fmt.Errorf("safetensors: tensor name %q is not valid UTF-8", name)
+			return fmt.Errorf("safetensors: tensor name %s is not valid UTF-8", safeio.Quote(name))
 		}
 		n, err := byteSize(t.DType, t.Shape)
 		if err != nil {
-			return fmt.Errorf("safetensors: tensor %q: %w", name, err)
+			return fmt.Errorf("safetensors: tensor %s: %w", safeio.Quote(name), err)
 		}
 		if n != len(t.Data) {
-			return fmt.Errorf("safetensors: tensor %q: shape %v of dtype %s needs %d bytes, data has %d",
-				name, t.Shape, t.DType, n, len(t.Data))
+			return fmt.Errorf("safetensors: tensor %s: shape %v of dtype %s needs %d bytes, data has %d",
+				safeio.Quote(name), t.Shape, t.DType, n, len(t.Data))
 		}
 		sep()
 		writeJSONString(&hdr, name)
@@ -178,6 +185,9 @@ func Encode(w io.Writer, tensors map[string]Tensor, metadata map[string]string) 
 	hdr.WriteByte('}')
 	if pad := hdr.Len() % 8; pad != 0 {
 		hdr.WriteString(strings.Repeat(" ", 8-pad))
+	}
+	if hdr.Len() > MaxHeaderSize {
+		return fmt.Errorf("safetensors: header of %d bytes exceeds the limit of %d bytes that readers accept", hdr.Len(), MaxHeaderSize)
 	}
 
 	var prefix [8]byte
@@ -206,9 +216,60 @@ func writeJSONString(buf *bytes.Buffer, s string) {
 // tensorInfo is the JSON form of one header entry. Pointers detect missing
 // or null fields.
 type tensorInfo struct {
-	DType       *string  `json:"dtype"`
-	Shape       *[]int64 `json:"shape"`
-	DataOffsets *[]int64 `json:"data_offsets"`
+	DType       *string      `json:"dtype"`
+	Shape       *shapeList   `json:"shape"`
+	DataOffsets *offsetsList `json:"data_offsets"`
+}
+
+// shapeList is a JSON shape: at most safeio.MaxRank integers, refused
+// before a longer list is decoded.
+type shapeList []int64
+
+// UnmarshalJSON decodes a list of at most safeio.MaxRank integers.
+func (s *shapeList) UnmarshalJSON(b []byte) error {
+	v, err := parseIntList(b, safeio.MaxRank, "shape")
+	*s = v
+	return err
+}
+
+// offsetsList is a JSON data_offsets pair, refused before a longer list is
+// decoded.
+type offsetsList []int64
+
+// UnmarshalJSON decodes a list of at most 2 integers.
+func (o *offsetsList) UnmarshalJSON(b []byte) error {
+	v, err := parseIntList(b, 2, "data_offsets")
+	*o = v
+	return err
+}
+
+// parseIntList decodes b, a JSON array of integers (the decoder has already
+// checked that b is valid JSON), refusing more than limit elements as soon
+// as the next one starts. Elements must be integers that fit in an int64.
+func parseIntList(b []byte, limit int, what string) ([]int64, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, fmt.Errorf("%s is not a list", what)
+	}
+	body := bytes.TrimSpace(b[1 : len(b)-1])
+	if len(body) == 0 {
+		return []int64{}, nil
+	}
+	var out []int64
+	for len(body) > 0 {
+		if len(out) == limit {
+			return nil, fmt.Errorf("%s has more than %d elements", what, limit)
+		}
+		elem, rest, _ := bytes.Cut(body, []byte{','})
+		elem = bytes.TrimSpace(elem)
+		v, err := strconv.ParseInt(string(elem), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s element %s is not an integer", what, safeio.Quote(string(elem)))
+		}
+		out = append(out, v)
+		body = rest
+	}
+	return out, nil
 }
 
 // entry is a validated header entry awaiting its data slice.
@@ -224,17 +285,10 @@ type entry struct {
 // be modified while they are in use. The metadata map is nil when the file
 // has no "__metadata__" entry.
 func Decode(b []byte) (map[string]Tensor, map[string]string, error) {
-	if len(b) < 8 {
-		return nil, nil, fmt.Errorf("safetensors: file is %d bytes, too short for the 8-byte header length", len(b))
+	if err := checkHeaderLength(b, uint64(len(b))); err != nil {
+		return nil, nil, err
 	}
 	n := binary.LittleEndian.Uint64(b[:8])
-	rest := uint64(len(b) - 8)
-	if n > rest {
-		return nil, nil, fmt.Errorf("safetensors: header length %d exceeds the %d bytes remaining in the file", n, rest)
-	}
-	if n > MaxHeaderSize {
-		return nil, nil, fmt.Errorf("safetensors: header length %d exceeds the limit of %d bytes", n, MaxHeaderSize)
-	}
 	hdr := b[8 : 8+n]
 	data := b[8+n:]
 
@@ -281,26 +335,26 @@ func parseHeader(hdr []byte) ([]entry, map[string]string, error) {
 		}
 		name, ok := tok.(string)
 		if !ok {
-			return nil, nil, fmt.Errorf("safetensors: invalid JSON header: unexpected %v", tok)
+			return nil, nil, fmt.Errorf("safetensors: invalid JSON header: unexpected %s", safeio.Quote(fmt.Sprint(tok)))
 		}
 		if seen[name] {
-			return nil, nil, fmt.Errorf("safetensors: duplicate header key %q", name)
+			return nil, nil, fmt.Errorf("safetensors: duplicate header key %s", safeio.Quote(name))
 		}
 		seen[name] = true
 		if name == MetadataKey {
-			var m map[string]string
-			if err := dec.Decode(&m); err != nil {
+			m, err := decodeMetadata(dec)
+			if err != nil {
 				return nil, nil, fmt.Errorf("safetensors: invalid %s: %w", MetadataKey, err)
-			}
-			if m == nil {
-				m = map[string]string{}
 			}
 			metadata = m
 			continue
 		}
+		if len(entries) == MaxTensors {
+			return nil, nil, fmt.Errorf("safetensors: header holds more than %d tensors", MaxTensors)
+		}
 		var info tensorInfo
 		if err := dec.Decode(&info); err != nil {
-			return nil, nil, fmt.Errorf("safetensors: invalid header entry for tensor %q: %w", name, err)
+			return nil, nil, fmt.Errorf("safetensors: invalid header entry for tensor %s: %w", safeio.Quote(name), err)
 		}
 		e, err := validateInfo(name, info)
 		if err != nil {
@@ -317,45 +371,86 @@ func parseHeader(hdr []byte) ([]entry, map[string]string, error) {
 	return entries, metadata, nil
 }
 
+// decodeMetadata decodes the metadata object (or null) that dec is at: at
+// most MaxTensors string entries, refused as soon as one more starts.
+func decodeMetadata(dec *json.Decoder) (map[string]string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if tok == nil {
+		return map[string]string{}, nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("%s is not an object", safeio.Quote(fmt.Sprint(tok)))
+	}
+	m := map[string]string{}
+	for dec.More() {
+		if len(m) == MaxTensors {
+			return nil, fmt.Errorf("more than %d entries", MaxTensors)
+		}
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		value, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		s, ok := value.(string)
+		if !ok {
+			return nil, fmt.Errorf("entry %s is not a string", safeio.Quote(key.(string)))
+		}
+		if _, dup := m[key.(string)]; dup {
+			return nil, fmt.Errorf("duplicate entry %s", safeio.Quote(key.(string)))
+		}
+		m[key.(string)] = s
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return nil, err
+	}
+	return m, nil
+}
+
 // validateInfo checks one tensor's header entry on its own.
 func validateInfo(name string, info tensorInfo) (entry, error) {
 	switch {
 	case info.DType == nil:
-		return entry{}, fmt.Errorf("safetensors: tensor %q: missing dtype", name)
+		return entry{}, fmt.Errorf("safetensors: tensor %s: missing dtype", safeio.Quote(name))
 	case info.Shape == nil:
-		return entry{}, fmt.Errorf("safetensors: tensor %q: missing shape", name)
+		return entry{}, fmt.Errorf("safetensors: tensor %s: missing shape", safeio.Quote(name))
 	case info.DataOffsets == nil:
-		return entry{}, fmt.Errorf("safetensors: tensor %q: missing data_offsets", name)
+		return entry{}, fmt.Errorf("safetensors: tensor %s: missing data_offsets", safeio.Quote(name))
 	}
 	dtype := *info.DType
 	if _, ok := dtypeSizes[dtype]; !ok {
-		return entry{}, fmt.Errorf("safetensors: tensor %q: %w", name, unknownDType(dtype))
+		return entry{}, fmt.Errorf("safetensors: tensor %s: %w", safeio.Quote(name), unknownDType(dtype))
 	}
 	shape := make([]int, len(*info.Shape))
 	for i, d := range *info.Shape {
 		if d < 0 {
-			return entry{}, fmt.Errorf("safetensors: tensor %q: negative dimension %d in shape %v", name, d, *info.Shape)
+			return entry{}, fmt.Errorf("safetensors: tensor %s: negative dimension %d in shape %v", safeio.Quote(name), d, []int64(*info.Shape))
 		}
 		if uint64(d) > math.MaxInt {
-			return entry{}, fmt.Errorf("safetensors: tensor %q: dimension %d too large", name, d)
+			return entry{}, fmt.Errorf("safetensors: tensor %s: dimension %d too large", safeio.Quote(name), d)
 		}
 		shape[i] = int(d)
 	}
 	size, err := byteSize(dtype, shape)
 	if err != nil {
-		return entry{}, fmt.Errorf("safetensors: tensor %q: %w", name, err)
+		return entry{}, fmt.Errorf("safetensors: tensor %s: %w", safeio.Quote(name), err)
 	}
 	offs := *info.DataOffsets
 	if len(offs) != 2 {
-		return entry{}, fmt.Errorf("safetensors: tensor %q: data_offsets has %d values, want 2", name, len(offs))
+		return entry{}, fmt.Errorf("safetensors: tensor %s: data_offsets has %d values, want 2", safeio.Quote(name), len(offs))
 	}
 	begin, end := offs[0], offs[1]
 	if begin < 0 || end < begin || uint64(end) > math.MaxInt {
-		return entry{}, fmt.Errorf("safetensors: tensor %q: invalid data_offsets [%d, %d]", name, begin, end)
+		return entry{}, fmt.Errorf("safetensors: tensor %s: invalid data_offsets [%d, %d]", safeio.Quote(name), begin, end)
 	}
 	if uint64(end-begin) != uint64(size) {
-		return entry{}, fmt.Errorf("safetensors: tensor %q: shape %v of dtype %s needs %d bytes, data_offsets [%d, %d] span %d",
-			name, shape, dtype, size, begin, end, end-begin)
+		return entry{}, fmt.Errorf("safetensors: tensor %s: shape %v of dtype %s needs %d bytes, data_offsets [%d, %d] span %d",
+			safeio.Quote(name), shape, dtype, size, begin, end, end-begin)
 	}
 	return entry{name: name, dtype: dtype, shape: shape, begin: int(begin), end: int(end)}, nil
 }
@@ -373,12 +468,12 @@ func checkCoverage(entries []entry, dataLen int) error {
 	pos := 0
 	for _, e := range sorted {
 		if e.end > dataLen {
-			return fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] out of range of the %d-byte buffer",
-				e.name, e.begin, e.end, dataLen)
+			return fmt.Errorf("safetensors: tensor %s: data_offsets [%d, %d] out of range of the %d-byte buffer",
+				safeio.Quote(e.name), e.begin, e.end, dataLen)
 		}
 		switch {
 		case e.begin < pos:
-			return fmt.Errorf("safetensors: tensor %q: data_offsets [%d, %d] overlap another tensor", e.name, e.begin, e.end)
+			return fmt.Errorf("safetensors: tensor %s: data_offsets [%d, %d] overlap another tensor", safeio.Quote(e.name), e.begin, e.end)
 		case e.begin > pos:
 			return fmt.Errorf("safetensors: hole in the byte buffer at [%d, %d)", pos, e.begin)
 		}
@@ -390,13 +485,57 @@ func checkCoverage(entries []entry, dataLen int) error {
 	return nil
 }
 
-// ReadFile reads and decodes the safetensors file at path.
+// ReadFile reads and decodes the safetensors file at path (see ReadFileBytes).
 func ReadFile(path string) (map[string]Tensor, map[string]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadFileBytes(path)
 	if err != nil {
 		return nil, nil, err
 	}
 	return Decode(b)
+}
+
+// ReadFileBytes returns the bytes of the safetensors file at path, for
+// Decode. The path must name a regular file (not a FIFO, device or folder:
+// see safeio.Open), and the header length in its first 8 bytes is checked
+// against the file's size and MaxHeaderSize before the rest is read, so a
+// corrupt or hostile file fails at once whatever its size.
+func ReadFileBytes(path string) ([]byte, error) {
+	f, size, err := safeio.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size > math.MaxInt {
+		return nil, fmt.Errorf("safetensors: %s: file of %d bytes is too large for this platform", path, size)
+	}
+	b := make([]byte, min(size, 8))
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: %w", path, safeio.Truncated(err))
+	}
+	if err := checkHeaderLength(b, uint64(size)); err != nil {
+		return nil, fmt.Errorf("%w (file %s)", err, path)
+	}
+	b = append(b, make([]byte, size-int64(len(b)))...)
+	if _, err := io.ReadFull(f, b[8:]); err != nil {
+		return nil, fmt.Errorf("safetensors: %s: %w", path, safeio.Truncated(err))
+	}
+	return b, nil
+}
+
+// checkHeaderLength checks the header length that starts prefix, the first
+// bytes of a file of fileSize bytes.
+func checkHeaderLength(prefix []byte, fileSize uint64) error {
+	if len(prefix) < 8 || fileSize < 8 {
+		return fmt.Errorf("safetensors: file is %d bytes, too short for the 8-byte header length", fileSize)
+	}
+	n := binary.LittleEndian.Uint64(prefix[:8])
+	if n > MaxHeaderSize {
+		return fmt.Errorf("safetensors: header length %d exceeds the limit of %d bytes", n, MaxHeaderSize)
+	}
+	if rest := fileSize - 8; n > rest {
+		return fmt.Errorf("safetensors: header length %d exceeds the %d bytes remaining in the file", n, rest)
+	}
+	return nil
 }
 
 // WriteFile encodes tensors and metadata in safetensors format to the file
