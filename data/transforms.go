@@ -302,15 +302,15 @@ func (r RandomResizedCrop) Apply(x *tensor.Tensor, gen *tensor.Generator) (*tens
 }
 
 // resizedCropWindow draws RandomResizedCrop's window in an h×w image:
-// torchvision's get_params.
+// torchvision's get_params (rounding half to even, as Python's round).
 func resizedCropWindow(h, w int, scale, ratio [2]float64, gen *tensor.Generator) (top, left, ch, cw int) {
 	area := float64(h * w)
 	logLo, logHi := math.Log(ratio[0]), math.Log(ratio[1])
 	for range 10 {
 		target := area * uniform(gen, scale[0], scale[1])
 		aspect := math.Exp(uniform(gen, logLo, logHi))
-		cw = int(math.Round(math.Sqrt(target * aspect)))
-		ch = int(math.Round(math.Sqrt(target / aspect)))
+		cw = int(math.RoundToEven(math.Sqrt(target * aspect)))
+		ch = int(math.RoundToEven(math.Sqrt(target / aspect)))
 		if cw > 0 && cw <= w && ch > 0 && ch <= h {
 			top = intn(gen, h-ch+1)
 			left = intn(gen, w-cw+1)
@@ -322,10 +322,10 @@ func resizedCropWindow(h, w int, scale, ratio [2]float64, gen *tensor.Generator)
 	switch {
 	case inRatio < ratio[0]:
 		cw = w
-		ch = int(math.Round(float64(cw) / ratio[0]))
+		ch = int(math.RoundToEven(float64(cw) / ratio[0]))
 	case inRatio > ratio[1]:
 		ch = h
-		cw = int(math.Round(float64(ch) * ratio[1]))
+		cw = int(math.RoundToEven(float64(ch) * ratio[1]))
 	default:
 		cw, ch = w, h
 	}
@@ -353,7 +353,8 @@ func (r Resize) Apply(x *tensor.Tensor, _ *tensor.Generator) (*tensor.Tensor, er
 }
 
 // CenterCrop cuts the centred Height×Width window of an image (padding
-// with zeros where the image is smaller), as torchvision's CenterCrop.
+// with zeros where the image is smaller), as torchvision's CenterCrop: the
+// top-left corner is half the difference in size, rounded half to even.
 type CenterCrop struct {
 	Height, Width int
 }
@@ -367,9 +368,18 @@ func (c CenterCrop) Apply(x *tensor.Tensor, _ *tensor.Generator) (*tensor.Tensor
 	if c.Height <= 0 || c.Width <= 0 {
 		return nil, fmt.Errorf("data.CenterCrop: size %dx%d; both must be positive", c.Height, c.Width)
 	}
-	top := int(math.Round(float64(m.h-c.Height) / 2))
-	left := int(math.Round(float64(m.w-c.Width) / 2))
-	return m.crop(top, left, c.Height, c.Width).tensor(), nil
+	return m.crop(centerOffset(m.h, c.Height), centerOffset(m.w, c.Width), c.Height, c.Width).tensor(), nil
+}
+
+// centerOffset is where a centred crop of crop pixels starts along an axis
+// of size pixels, as torchvision computes it: padding (crop-size)/2 pixels
+// (rounded down) before the image when the crop is larger, else half the
+// difference rounded half to even.
+func centerOffset(size, crop int) int {
+	if crop > size {
+		return -((crop - size) / 2)
+	}
+	return int(math.RoundToEven(float64(size-crop) / 2))
 }
 
 // ColorJitter changes an image's brightness, contrast and saturation by

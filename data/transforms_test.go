@@ -226,3 +226,15 @@ func TestComposeIsDeterministic(t *testing.T) {
 	_, err = data.Compose{data.Normalize{Mean: []float32{0}, Std: []float32{1}}, data.RandomCrop{Height: 9}}.Apply(x, tensor.NewGenerator(1))
 	assert.ErrorContains(t, err, "RandomCrop")
 }
+
+func TestCenterCropRoundsHalfToEven(t *testing.T) {
+	// A 1×1 crop of a 1×6 row: (6-1)/2 = 2.5 rounds to 2, as Python's round
+	// in torchvision's center_crop.
+	y, err := data.CenterCrop{Height: 1, Width: 1}.Apply(img(1, 1, 6, 0, 1, 2, 3, 4, 5), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{2}, y.Float32s())
+	// A crop 3 wider than the image pads 1 before and 2 after it.
+	y, err = data.CenterCrop{Height: 1, Width: 5}.Apply(img(1, 1, 2, 7, 8), nil)
+	require.NoError(t, err)
+	assert.Equal(t, []float32{0, 7, 8, 0, 0}, y.Float32s())
+}
