@@ -164,7 +164,7 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 			// A rule that drops or adds a gradient would leave an input
 			// silently without one (or credit the wrong input); PyTorch
 			// raises here too.
-			return nil, fmt.Errorf("autograd: the backward rule of %s returned %d gradients for its %d inputs; return exactly one per input, nil for an input that gets none", n.op, len(ig), len(n.inputs))
+			return nil, fmt.Errorf("autograd: the backward rule of %s returned %s for its %d inputs; return exactly one per input, nil for an input that gets none", n.op, countOf(len(ig), "gradient"), len(n.inputs))
 		}
 		// gOwned: nothing outside this pass has seen g, so a gradient that
 		// is a dense view of it may be handed on exclusively.
@@ -376,4 +376,13 @@ func sameShape(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// countOf writes n and the noun, plural unless n is 1: "1 gradient", "3
+// gradients".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -21,7 +21,7 @@ func TestCustomBackwardGradientCount(t *testing.T) {
 		count int
 		want  string
 	}{
-		{"fewer", 1, "the backward rule of ScaledSum returned 1 gradients for its 2 inputs"},
+		{"fewer", 1, "the backward rule of ScaledSum returned 1 gradient for its 2 inputs"},
 		{"none", 0, "the backward rule of ScaledSum returned 0 gradients for its 2 inputs"},
 		{"more", 3, "the backward rule of ScaledSum returned 3 gradients for its 2 inputs"},
 	} {
@@ -41,6 +41,18 @@ func TestCustomBackwardGradientCount(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+	t.Run("Function", func(t *testing.T) {
+		pair := autograd.NewFunction("PairProduct", func(in []*autograd.Var) *autograd.Var {
+			return in[0].Mul(in[1])
+		}, func(g *autograd.Var, in []*autograd.Var, _ *autograd.Var) []*autograd.Var {
+			return []*autograd.Var{g.Mul(in[1])} // forgets in[0]'s gradient
+		})
+		a := autograd.Param(tensor.FromSlice([]float64{1, 2}, 2))
+		b := autograd.Param(tensor.FromSlice([]float64{3, 4}, 2))
+		err := pair.Apply(a, b).Sum(nil, false).Backward()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "the backward rule of PairProduct returned 1 gradient for its 2 inputs")
+	})
 	t.Run("nil for an input", func(t *testing.T) {
 		a := autograd.Param(tensor.FromSlice([]float64{1, 2}, 2))
 		b := autograd.Param(tensor.FromSlice([]float64{3, 4}, 2))

@@ -90,6 +90,14 @@ func TestNoGradMarkPropagation(t *testing.T) {
 		"bias conv":  autograd.Conv2d(w.Reshape(1, 1, 2, 2), m.Reshape(1, 1, 2, 2), w.Sum(nil, false).Reshape(1), tensor.Conv2dOptions{}),
 		"conv":       autograd.Conv2d(m.Reshape(1, 1, 2, 2), w.Reshape(1, 1, 2, 2), nil, tensor.Conv2dOptions{}),
 		"detached w": m.Add(w.Detach()),
+		"custom": autograd.Custom("Plus", m.Value().Add(w.Value()), []*autograd.Var{m, w}, nil,
+			func(g *autograd.Var, _ []*autograd.Var, _ *autograd.Var) []*autograd.Var {
+				return []*autograd.Var{g, g}
+			}),
+		"function": autograd.NewFunction("Times", func(in []*autograd.Var) *autograd.Var { return in[0].Mul(in[1]) },
+			func(g *autograd.Var, in []*autograd.Var, _ *autograd.Var) []*autograd.Var {
+				return []*autograd.Var{g.Mul(in[1]), g.Mul(in[0])}
+			}).Apply(w, m),
 	} {
 		_, isNode := v.Node()
 		assert.False(t, isNode, name)
