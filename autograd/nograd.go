@@ -28,6 +28,11 @@ import (
 // process: other computations, in this goroutine or another, record as
 // usual, even through the same parameters.
 //
+// Evaluation only reads the parameters, so it may run beside another
+// goroutine's forward and backward passes. An optimizer step writes the
+// parameters in place: order it with the evaluations (a sync.RWMutex, or
+// evaluate between steps) as for any memory shared between goroutines.
+//
 // A result of a marked computation does not require a gradient, and
 // Backward on it returns an error. Detach returns an unmarked copy; a
 // marked Var cannot be made to require a gradient.

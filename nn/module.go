@@ -51,9 +51,11 @@
 //
 // Every op with a marked input records nothing and marks its output, so the
 // pass allocates what it would with frozen parameters (Freeze), and another
-// goroutine may train the same model meanwhile. The mark is not the
-// evaluation mode of Dropout and BatchNorm: switch that with Train(false),
-// which is module state, shared by every goroutine using the module.
+// goroutine may run forward and backward passes through the same model
+// meanwhile (an optimizer step, which writes the parameters, must still be
+// ordered with the evaluation). The mark is not the evaluation mode of
+// Dropout and BatchNorm: switch that with Train(false), which is module
+// state, shared by every goroutine using the module.
 package nn
 
 import (
