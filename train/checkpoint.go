@@ -18,23 +18,22 @@ import (
 )
 
 // Checkpoint names everything a training run needs to continue exactly
-// where it stopped. SaveCheckpoint writes it to one file and
-// LoadCheckpoint restores a file into it; to resume, build the model,
-// optimizers, schedulers, loaders and generators as the interrupted run did
-// (same code, same configuration) and load the checkpoint into them.
+// where it stopped. SaveCheckpoint writes it to one file and LoadCheckpoint
+// restores a file into it; to resume, build the model, optimizers,
+// schedulers, loaders and generators as the interrupted run did (same code,
+// same configuration) and load the checkpoint into them.
 //
-// The file is a safetensors file that PyTorch's safetensors package reads:
-// the tensors are the model's state dict under "model.", and each
-// optimizer's, scheduler's and loader's state dict under
-// "optimizers.<name>.", "schedulers.<name>." and "loaders.<name>."; the
-// rest (step, epoch, generator states, the names of the parts and the
-// user's metadata) is one JSON document in the header's metadata under the
-// key "ember.train.checkpoint".
+// The file is a safetensors file that PyTorch's safetensors package reads.
+// Its tensors are the model's state dict under "model." and the state dicts
+// of the other parts under "optimizers.<name>.", "schedulers.<name>.",
+// "loaders.<name>." and "extra.<name>."; the rest (step, epoch, generator
+// states, the names of the parts and the user's metadata) is one JSON
+// document in the header's metadata under CheckpointMetadataKey.
 //
-// Names of optimizers, schedulers, loaders and generators must be non-empty
-// and contain no dot. Loading is strict: the checkpoint and the Checkpoint
-// value must name the same parts, and the model must have exactly the
-// checkpoint's keys, shapes and dtypes.
+// Names of optimizers, schedulers, loaders, extra parts and generators must
+// be non-empty and contain no dot. Loading is strict: the checkpoint and
+// the Checkpoint value must name the same parts, and the model must have
+// exactly the checkpoint's keys, shapes and dtypes.
 type Checkpoint struct {
 	// Model is the network whose parameters and buffers are saved (nil for
 	// none). The generators its modules draw from (see nn.Generators) are
@@ -47,8 +46,11 @@ type Checkpoint struct {
 	// optim.ReduceLROnPlateau implement Stateful).
 	Schedulers map[string]Stateful
 	// Loaders are the data loaders and samplers whose position in the data
-	// must survive (data.Loader), or anything else with a state dict.
+	// must survive (data.Loader, data.DistributedSampler).
 	Loaders map[string]Stateful
+	// Extra holds any other part of the loop with a state dict (early
+	// stopping, a custom sampler, ...).
+	Extra map[string]Stateful
 	// Generators are random generators used outside the model (data
 	// augmentation, sampling); their states are saved and restored in
 	// place.
@@ -80,6 +82,7 @@ type header struct {
 	Optimizers []string `json:"optimizers"`
 	Schedulers []string `json:"schedulers"`
 	Loaders    []string `json:"loaders"`
+	Extra      []string `json:"extra,omitempty"`
 	// Generators and ModelGenerators hold MarshalBinary states (base64 in
 	// JSON); ModelGenerators are keyed by the module name nn.Generators
 	// gives.
@@ -94,6 +97,7 @@ const (
 	optimizerKind   = "optimizers"
 	schedulerKind   = "schedulers"
 	loaderKind      = "loaders"
+	extraKind       = "extra"
 	generatorKind   = "generators"
 	modelGenerators = "model generators"
 )
@@ -109,13 +113,14 @@ func (p part) prefix() string { return p.kind + "." + p.name + "." }
 func (p part) String() string { return fmt.Sprintf("%s[%q]", p.kind, p.name) }
 
 // parts lists the Stateful parts of c in a fixed order (loaders,
-// optimizers, schedulers; by name within a kind), checking their names.
+// optimizers, schedulers, extra; by name within a kind), checking their
+// names.
 func (c *Checkpoint) parts() ([]part, error) {
 	var out []part
 	for _, kind := range []struct {
 		name string
 		m    map[string]Stateful
-	}{{loaderKind, c.Loaders}, {optimizerKind, c.Optimizers}, {schedulerKind, c.Schedulers}} {
+	}{{loaderKind, c.Loaders}, {optimizerKind, c.Optimizers}, {schedulerKind, c.Schedulers}, {extraKind, c.Extra}} {
 		for _, name := range slices.Sorted(maps.Keys(kind.m)) {
 			if err := checkName(kind.name, name); err != nil {
 				return nil, err
@@ -214,6 +219,7 @@ func (c *Checkpoint) encode() (map[string]*tensor.Tensor, map[string]string, err
 	h := header{
 		Version: checkpointVersion, Step: c.Step, Epoch: c.Epoch, Model: c.Model != nil,
 		Optimizers: names(parts, optimizerKind), Schedulers: names(parts, schedulerKind), Loaders: names(parts, loaderKind),
+		Extra: names(parts, extraKind),
 	}
 	tensors := map[string]*tensor.Tensor{}
 	if c.Model != nil {
@@ -248,14 +254,15 @@ func (c *Checkpoint) encode() (map[string]*tensor.Tensor, map[string]string, err
 }
 
 // LoadCheckpoint restores the checkpoint file at path into c: the model's
-// parameters and buffers, the state of every optimizer, scheduler, loader
-// and generator c names (in place), Step, Epoch and Metadata. A malformed
-// or truncated file, or one whose parts, keys, shapes or dtypes differ from
-// c's, returns an error naming the first difference; everything is checked
-// before anything is changed, so on error c and the values it names are as
-// they were (except when an optimizer, scheduler or loader refuses its
-// state after others took theirs and cannot be rolled back, which the
-// error then says).
+// parameters and buffers, the state of every optimizer, scheduler, loader,
+// extra part and generator c names (in place), Step, Epoch and Metadata. A
+// malformed or truncated file, or one whose parts, keys, shapes or dtypes
+// differ from c's, returns an error naming the first difference.
+// Everything is checked before anything is changed, so on error c and the
+// values it names are as they were, except in one case that the error then
+// states: a part refused its state after others took theirs, and one of
+// those could not be rolled back (its StateDict failed, as a sharded
+// optimizer's does before Consolidate).
 func LoadCheckpoint(path string, c *Checkpoint) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -313,6 +320,9 @@ func (c *Checkpoint) decode(b []byte) error {
 		return err
 	}
 	if err := sameNames(loaderKind, h.Loaders, names(parts, loaderKind)); err != nil {
+		return err
+	}
+	if err := sameNames(extraKind, h.Extra, names(parts, extraKind)); err != nil {
 		return err
 	}
 	if err := sameNames(generatorKind, slices.Sorted(maps.Keys(h.Generators)), slices.Sorted(maps.Keys(c.Generators))); err != nil {
@@ -395,7 +405,7 @@ func (c *Checkpoint) decode(b []byte) error {
 	}
 	if c.Model != nil {
 		if err := nn.LoadStateDict(c.Model, modelState, true); err != nil {
-			return fmt.Errorf("model: %w (optimizers, schedulers and loaders were loaded)", err)
+			return fmt.Errorf("model: %w (optimizers, schedulers, loaders and extra parts were loaded)", err)
 		}
 		for name, g := range modelGens {
 			_ = g.UnmarshalBinary(h.ModelGenerators[name]) // checked above

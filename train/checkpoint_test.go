@@ -94,11 +94,20 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	a := newSetup(1, 16)
 	a.trainSteps(t, 5)
 	a.info = runInfo{BestLoss: 0.25, Notes: []string{"warm-up done"}}
-	require.NoError(t, train.SaveCheckpoint(path, a.checkpoint(5, 2)))
+	stopA := train.NewEarlyStopping(train.Min, 3, 0)
+	stopA.Observe(0.5)
+	stopA.Observe(0.6)
+	ckptA := a.checkpoint(5, 2)
+	ckptA.Extra = map[string]train.Stateful{"early_stopping": stopA}
+	require.NoError(t, train.SaveCheckpoint(path, ckptA))
 
 	b := newSetup(7, 16) // other weights and generator states, overwritten
+	stopB := train.NewEarlyStopping(train.Min, 3, 0)
 	ckpt := b.checkpoint(0, 0)
+	ckpt.Extra = map[string]train.Stateful{"early_stopping": stopB}
 	require.NoError(t, train.LoadCheckpoint(path, ckpt))
+	assert.Equal(t, values(stopA.StateDict()), values(stopB.StateDict()))
+	assert.Equal(t, 1, stopB.Stale())
 	assert.Equal(t, 5, ckpt.Step)
 	assert.Equal(t, 2, ckpt.Epoch)
 	assert.Equal(t, runInfo{BestLoss: 0.25, Notes: []string{"warm-up done"}}, b.info)
