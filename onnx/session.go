@@ -3,7 +3,6 @@ package onnx
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -482,7 +481,9 @@ func callOpCtx(ctx context.Context, n *node, in []*tensor.Tensor) ([]*tensor.Ten
 func callOp(n *node, in []*tensor.Tensor) (outs []*tensor.Tensor, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("onnx: %v (opset %d) failed: %v\n%s", n, n.opset, r, firstFrames(debug.Stack()))
+			// The panic's message names the operation and shapes; a stack
+			// trace would only add source paths and internals.
+			err = fmt.Errorf("onnx: %v (opset %d) failed: %v", n, n.opset, r)
 		}
 	}()
 	outs, err = n.impl(n, in)
@@ -507,15 +508,6 @@ func callOp(n *node, in []*tensor.Tensor) (outs []*tensor.Tensor, err error) {
 		}
 	}
 	return outs, nil
-}
-
-// firstFrames trims a stack trace to a few lines for error messages.
-func firstFrames(stack []byte) string {
-	lines := strings.Split(string(stack), "\n")
-	if len(lines) > 16 {
-		lines = lines[:16]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Inputs returns the graph inputs a caller must feed.

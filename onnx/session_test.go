@@ -120,6 +120,11 @@ func TestSessionPanicBecomesError(t *testing.T) {
 	})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "Reshape node")
+	assert.Contains(t, err.Error(), "tensor.Reshape: shape [5] has 5 elements, tensor of shape [6] has 6")
+	// No stack trace: no goroutine header, no source paths.
+	assert.NotContains(t, err.Error(), "goroutine")
+	assert.NotContains(t, err.Error(), ".go:")
+	assert.NotContains(t, err.Error(), "\n")
 }
 
 func TestSessionUnsupportedListsEveryOp(t *testing.T) {
