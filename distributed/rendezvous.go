@@ -127,6 +127,14 @@ type store struct {
 	cause     byte // and why
 }
 
+// newStore is the state of a rendezvous of size ranks, rank 0 listening
+// at own.
+func newStore(size int, own string) *store {
+	s := &store{addrs: make([]string, size), conns: make([]net.Conn, size), settled: make([]bool, size), unsettled: size - 1, failed: -1}
+	s.addrs[0], s.settled[0] = own, true
+	return s
+}
+
 // notify tells c's rank why the rendezvous failed and closes c.
 func (s *store) notify(c net.Conn) {
 	msg := binary.LittleEndian.AppendUint32([]byte{replyFailed}, uint32(int32(s.failed)))
@@ -153,6 +161,32 @@ func (s *store) settle(rank int) {
 		s.settled[rank] = true
 		s.unsettled--
 	}
+}
+
+// arrive takes in a rank that registered or failed authentication, and
+// reports whether the rendezvous has failed just now.
+func (s *store) arrive(a storeArrival) (failedNow bool) {
+	switch {
+	case a.authFailed && s.settled[a.rank]:
+		// The rank has registered (or already failed): a stranger
+		// claims its rank.
+	case a.authFailed:
+		s.settle(a.rank)
+		if s.failed < 0 {
+			s.fail(a.rank, causeAuth)
+			return true
+		}
+	case s.failed >= 0:
+		// Too late to join: tell the rank why.
+		s.settle(a.rank)
+		s.notify(a.conn)
+	case s.settled[a.rank]:
+		a.conn.Close() // a second process with this rank
+	default:
+		s.settle(a.rank)
+		s.addrs[a.rank], s.conns[a.rank] = a.addr, a.conn
+	}
+	return false
 }
 
 // failure is rank 0's error once the rendezvous has failed.
@@ -234,9 +268,7 @@ func serveRendezvous(ctx context.Context, ln net.Listener, cfg Config, own strin
 		}
 	}()
 
-	n := cfg.WorldSize
-	s := &store{addrs: make([]string, n), conns: make([]net.Conn, n), settled: make([]bool, n), unsettled: n - 1, failed: -1}
-	s.addrs[0], s.settled[0] = own, true
+	s := newStore(cfg.WorldSize, own)
 	defer func() {
 		for _, c := range s.conns {
 			if c != nil {
@@ -250,24 +282,8 @@ func serveRendezvous(ctx context.Context, ln net.Listener, cfg Config, own strin
 	for s.unsettled > 0 {
 		select {
 		case a := <-arrivals:
-			switch {
-			case a.authFailed && s.settled[a.rank]:
-				// The rank has registered: a stranger claims its rank.
-			case a.authFailed:
-				s.settle(a.rank)
-				if s.failed < 0 {
-					s.fail(a.rank, causeAuth)
-					noticeEnd.Reset(storeNoticeWait)
-				}
-			case s.failed >= 0:
-				// Too late to join: tell the rank why.
-				s.settle(a.rank)
-				s.notify(a.conn)
-			case s.settled[a.rank]:
-				a.conn.Close() // a second process with this rank
-			default:
-				s.settle(a.rank)
-				s.addrs[a.rank], s.conns[a.rank] = a.addr, a.conn
+			if s.arrive(a) {
+				noticeEnd.Reset(storeNoticeWait)
 			}
 		case <-noticeEnd.C:
 			return nil, s.failure()

@@ -1,7 +1,9 @@
 package distributed
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
 	"sync"
 	"testing"
@@ -121,4 +123,47 @@ func TestMissingRankIsNamedToEveryRank(t *testing.T) {
 	job.wg.Wait()
 	assert.EqualError(t, job.errs[0], "distributed: rendezvous: peer rank 2: 2 of 3 ranks registered with rank 0; missing rank(s) 2: context deadline exceeded")
 	assert.EqualError(t, job.errs[1], "distributed: rendezvous: rank 2 failed (reported by rank 0): rank 2 had not registered with rank 0 when rank 0's timeout passed (is it running, with the same MASTER_ADDR and WORLD_SIZE?)")
+}
+
+// pipeRank is a registered rank's connection to the store; its bytes are
+// what the store sent it, once the store closes it.
+func pipeRank(t *testing.T) (store net.Conn, received <-chan []byte) {
+	c, peer := net.Pipe()
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(peer)
+		got <- b
+	}()
+	t.Cleanup(func() { c.Close(); peer.Close() })
+	return c, got
+}
+
+func TestStoreArrivals(t *testing.T) {
+	s := newStore(4, "addr0")
+	c1, got1 := pipeRank(t)
+	assert.False(t, s.arrive(storeArrival{rank: 1, addr: "addr1", conn: c1}))
+	// A stranger that claims the registered rank 1 with a wrong proof is
+	// ignored, and a second process with rank 1 is turned away.
+	assert.False(t, s.arrive(storeArrival{rank: 1, authFailed: true}))
+	second, gotSecond := pipeRank(t)
+	assert.False(t, s.arrive(storeArrival{rank: 1, addr: "other", conn: second}))
+	assert.Empty(t, <-gotSecond)
+	assert.Equal(t, -1, s.failed)
+	assert.Equal(t, 2, s.unsettled)
+	assert.Equal(t, []string{"addr0", "addr1", "", ""}, s.addrs)
+
+	// Rank 3 fails authentication: registered rank 1 hears of it at once,
+	// and rank 2, arriving later, hears the same.
+	assert.True(t, s.arrive(storeArrival{rank: 3, authFailed: true}))
+	notice := []byte{replyFailed, 3, 0, 0, 0, causeAuth}
+	assert.Equal(t, notice, <-got1)
+	assert.False(t, s.arrive(storeArrival{rank: 2, authFailed: true}), "a second failure changes nothing")
+	assert.Equal(t, 0, s.unsettled)
+	late, gotLate := pipeRank(t)
+	assert.False(t, s.arrive(storeArrival{rank: 2, addr: "addr2", conn: late}))
+	assert.Equal(t, notice, <-gotLate)
+	assert.EqualError(t, s.failure(), "distributed: rendezvous: peer rank 3: authentication failed between rank 3 and rank 0: their tokens (EMBER_DIST_TOKEN) differ")
+	addrs, err := readStoreReply(bytes.NewReader(notice), 4)
+	assert.Nil(t, addrs)
+	assert.EqualError(t, err, "distributed: rendezvous: rank 3 failed (reported by rank 0): authentication failed between rank 3 and rank 0: their tokens (EMBER_DIST_TOKEN) differ")
 }
