@@ -64,7 +64,9 @@ func value(v *Var) *tensor.Tensor {
 	return v.value
 }
 
-// needs reports whether v is non-nil and requires a gradient.
+// needs reports whether v is non-nil and requires a gradient: which inputs
+// of a recorded op get one. Whether the op records at all is NeedsGrad's
+// question; an op that records has no no-grad input, so the two agree.
 func needs(v *Var) bool { return v != nil && v.requiresGrad }
 
 // convOp is one convolution geometry; its three methods are the recorded
