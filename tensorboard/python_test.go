@@ -67,13 +67,19 @@ func TestEventsParseInPythonProtobuf(t *testing.T) {
 	require.NoError(t, w.AddPRCurve("pr", []bool{true, false}, []float64{0.7, 0.2}, 5, 3))
 	w.AddCustomScalarsLayout(CustomScalarLayout{Categories: []CustomScalarCategory{{Title: "c", Charts: []CustomScalarChart{{Title: "m", Margin: []MarginSeries{{Value: "a", Lower: "b", Upper: "c"}}}}}}})
 	require.NoError(t, w.AddHParams(map[string]any{"lr": 0.01, "opt": "adam", "bn": false}, map[string]float64{"acc": 0.5}))
+	require.NoError(t, w.AddGraph(newTwoLayer(), tensor.Zeros([]int{2, 4})))
 	require.NoError(t, w.Close())
 
 	evs := pythonEvents(t, w.Path())
 	require.NotEmpty(t, evs)
 	assert.Equal(t, "brain.Event:2", evs[0]["file_version"])
 	values := map[string]map[string]any{}
+	var graphNodes []any
 	for _, ev := range evs[1:] {
+		if ev["what"] == "graph_def" {
+			graphNodes = ev["nodes"].([]any)
+			continue
+		}
 		require.Equal(t, "summary", ev["what"])
 		for _, v := range ev["values"].([]any) {
 			m := v.(map[string]any)
@@ -94,4 +100,5 @@ func TestEventsParseInPythonProtobuf(t *testing.T) {
 	assert.Equal(t, map[string]any{"lr": "number_value", "opt": "string_value", "bn": "bool_value"}, values[hparamsSessionStartTag]["values"])
 	assert.Equal(t, "session_end_info", values[hparamsSessionEndTag]["hparams"])
 	assert.Equal(t, 0.5, values["acc"]["scalar"])
+	assert.Contains(t, graphNodes, []any{"twoLayer/Sequential[body]/ReLU[1]/Relu", "Relu", []any{"twoLayer/Sequential[body]/Linear[0]/Add"}})
 }
