@@ -307,10 +307,12 @@ func serveRendezvous(ctx context.Context, ln net.Listener, cfg Config, own strin
 		table = binary.LittleEndian.AppendUint16(table, uint16(len(a)))
 		table = append(table, a...)
 	}
+	deadline, _ := ctx.Deadline() // a rank that stopped reading cannot hold rank 0 past it
 	for r, c := range s.conns {
 		if c == nil {
 			continue
 		}
+		c.SetWriteDeadline(deadline)
 		if _, err := c.Write(table); err != nil {
 			return nil, &PeerError{Op: "rendezvous", Rank: r, Reporter: -1, Err: err}
 		}
