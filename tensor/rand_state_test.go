@@ -96,3 +96,14 @@ func ExampleGenerator_MarshalBinary() {
 	// Output:
 	// 20 true
 }
+
+// Seed restarts a generator, as NewGenerator with that seed would.
+func ExampleGenerator_Seed() {
+	g := tensor.NewGenerator(3)
+	first := g.Perm(5)
+	g.Perm(5)
+	g.Seed(3)
+	fmt.Println(fmt.Sprint(g.Perm(5)) == fmt.Sprint(first))
+	// Output:
+	// true
+}

@@ -1,6 +1,7 @@
 package train_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -79,4 +80,30 @@ func ExampleSaveCheckpoint() {
 	// {BestAccuracy:0.91 Config:lr=1e-3}
 	// same weights: true
 	// the model does not match the checkpoint: "0.weight" has shape [8 4] in the checkpoint, [16 4] in the model (and 2 more differences)
+}
+
+// WriteCheckpoint and ReadCheckpoint move a checkpoint through any stream:
+// here a buffer, elsewhere a network connection or an object store.
+func ExampleWriteCheckpoint() {
+	g := tensor.NewGenerator(0)
+	model := nn.NewLinear(g, 2, 2, true)
+	augment := tensor.NewGenerator(42)
+	var buf bytes.Buffer
+	err := train.WriteCheckpoint(&buf, &train.Checkpoint{
+		Model: model, Generators: map[string]*tensor.Generator{"augment": augment}, Step: 7,
+	})
+	if err != nil {
+		panic(err)
+	}
+	next := augment.Uint64()
+
+	restored := nn.NewLinear(tensor.NewGenerator(1), 2, 2, true)
+	augment2 := tensor.NewGenerator(0)
+	ckpt := &train.Checkpoint{Model: restored, Generators: map[string]*tensor.Generator{"augment": augment2}}
+	if err := train.ReadCheckpoint(&buf, ckpt); err != nil {
+		panic(err)
+	}
+	fmt.Println(ckpt.Step, augment2.Uint64() == next)
+	// Output:
+	// 7 true
 }
