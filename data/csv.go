@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/emberml/ember/internal/safeio"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -159,7 +159,7 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 			default:
 				v, err = strconv.ParseFloat(f, 64)
 				if err != nil {
-					return nil, fmt.Errorf("data.ReadCSV: line %d, column %d: %q is not a number (list the column in CSVOptions.Categorical if it holds labels)", line, i+1, f)
+					return nil, fmt.Errorf("data.ReadCSV: line %d, column %d: %s is not a number (list the column in CSVOptions.Categorical if it holds labels)", line, i+1, safeio.Quote(f))
 				}
 			}
 			t.Columns[i] = append(t.Columns[i], v)
@@ -168,9 +168,10 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 	return t, nil
 }
 
-// ReadCSVFile reads the CSV file at path (see ReadCSV).
+// ReadCSVFile reads the CSV file at path (see ReadCSV), which must be a
+// regular file (not a FIFO, device or folder).
 func ReadCSVFile(path string, opts CSVOptions) (*Table, error) {
-	f, err := os.Open(path)
+	f, _, err := safeio.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data.ReadCSV: %w", err)
 	}

@@ -24,3 +24,10 @@ func TestHostileIDXFIFO(t *testing.T) {
 		return err
 	})
 }
+
+func TestReadCSVFileRefusesFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "table.csv")
+	require.NoError(t, syscall.Mkfifo(path, 0o600))
+	_, err := ReadCSVFile(path, CSVOptions{})
+	require.ErrorContains(t, err, "named pipe (FIFO), not a regular file")
+}

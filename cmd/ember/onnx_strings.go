@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/emberml/ember/internal/atomicfile"
+	"github.com/emberml/ember/internal/safeio"
 	"github.com/emberml/ember/onnx"
 	"github.com/emberml/ember/tensor"
 )
@@ -32,7 +32,7 @@ const maxNpyStringBytes = 1 << 31
 // a STRING input, a tensor otherwise.
 func loadInput(in onnx.ValueInfo, file string) (any, error) {
 	if in.Kind == "tensor" && in.ElemType == "STRING" {
-		f, err := os.Open(file)
+		f, _, err := safeio.Open(file)
 		if err != nil {
 			return nil, err
 		}
