@@ -25,6 +25,7 @@ func runONNX(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "        without -o each output's values are printed, summarized like NumPy's;")
 		fmt.Fprintln(stderr, "        a sequence output is written as NAME_0.npy, NAME_1.npy, ...)")
 		fmt.Fprintln(stderr, "       ember onnx export -model NAME [-weights FILE.safetensors] -input-shape 1,3,224,224 -o FILE.onnx")
+		fmt.Fprintln(stderr, "       ember onnx graph MODEL.onnx [-o GRAPH.dot]   (Graphviz DOT of the graph)")
 	}
 	if len(args) == 0 {
 		usage()
@@ -37,6 +38,8 @@ func runONNX(args []string, stdout, stderr io.Writer) int {
 		return onnxRun(args[1:], stdout, stderr)
 	case "export":
 		return onnxExport(args[1:], stdout, stderr)
+	case "graph":
+		return onnxGraph(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		usage()
 		return 0
