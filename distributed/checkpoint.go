@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/emberml/ember/internal/atomicfile"
+	"github.com/emberml/ember/internal/safetensors"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 	"github.com/emberml/ember/train"
@@ -69,7 +70,7 @@ func distributedCheckpoint(model nn.Module, opt Stateful, meta any) *train.Check
 //
 // Deprecated: use train.LoadCheckpoint.
 func LoadCheckpoint(path string, model nn.Module, opt Stateful) (map[string]string, error) {
-	b, err := os.ReadFile(path)
+	b, err := safetensors.ReadFileBytes(path) // regular files only, header checked before reading
 	if err != nil {
 		return nil, fmt.Errorf("distributed.LoadCheckpoint: %w", err)
 	}

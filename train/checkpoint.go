@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/emberml/ember/internal/atomicfile"
+	"github.com/emberml/ember/internal/safetensors"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/tensor"
 )
@@ -264,7 +264,7 @@ func (c *Checkpoint) encode() (map[string]*tensor.Tensor, map[string]string, err
 // those could not be rolled back (its StateDict failed, as a sharded
 // optimizer's does before Consolidate).
 func LoadCheckpoint(path string, c *Checkpoint) error {
-	b, err := os.ReadFile(path)
+	b, err := safetensors.ReadFileBytes(path) // regular files only, header checked before reading
 	if err != nil {
 		return fmt.Errorf("train.LoadCheckpoint: %w", err)
 	}
