@@ -115,10 +115,11 @@ func TestLateRankHearsOfAuthenticationFailure(t *testing.T) {
 }
 
 func TestMissingRankIsNamedToEveryRank(t *testing.T) {
-	// Rank 2 never starts: rank 0 gives up a little before the others and
-	// tells rank 1 which rank is missing.
-	job := newRendezvousJob(t, 3, 2*time.Second, func(int) string { return "t" })
+	// Rank 2 never starts: rank 0 gives up (a little before its timeout)
+	// and tells rank 1, whose timeout is longer, which rank is missing.
+	job := newRendezvousJob(t, 3, time.Second, func(int) string { return "t" })
 	job.start(0)
+	job.timeout = time.Minute
 	job.start(1)
 	job.wg.Wait()
 	assert.EqualError(t, job.errs[0], "distributed: rendezvous: peer rank 2: 2 of 3 ranks registered with rank 0; missing rank(s) 2: context deadline exceeded")
