@@ -52,7 +52,31 @@ func opMatMul(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, err
 		}
 	}
-	return one(a.MatMul(b))
+	return n.matMulChunked(a, b)
+}
+
+// matMulChunked is a.MatMul(b) split along a's first axis (rows of a
+// matrix, or the batch of a stack of matrices, b's batch along with it
+// when it has the same one) so that a long product checks the run's
+// context between chunks.
+func (n *node) matMulChunked(a, b *tensor.Tensor) ([]*tensor.Tensor, error) {
+	as, bs := a.Shape(), b.Shape()
+	if a.Dim() < 2 || b.Dim() < 2 || (b.Dim() > 2 && (a.Dim() != b.Dim() || as[0] != bs[0])) {
+		return one(a.MatMul(b))
+	}
+	// Multiply-adds per slice of a's first axis.
+	work := float64(a.Numel()/max(as[0], 1)) * float64(bs[len(bs)-1])
+	y, err := n.inChunks(as[0], work, 0, func(lo, hi int) *tensor.Tensor {
+		bb := b
+		if b.Dim() > 2 {
+			bb = b.Narrow(0, lo, hi-lo)
+		}
+		return a.Narrow(0, lo, hi-lo).MatMul(bb)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return one(y)
 }
 
 func opGemm(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
@@ -73,7 +97,14 @@ func opGemm(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if n.attrInt("transB", 0) == 1 {
 		b = b.T()
 	}
-	y := a.MatMul(b)
+	if a.Shape()[1] != b.Shape()[0] {
+		return nil, fmt.Errorf("onnx: %v: inner dimensions of A %v and B %v differ", n, a.Shape(), b.Shape())
+	}
+	ys, err := n.matMulChunked(a, b)
+	if err != nil {
+		return nil, err
+	}
+	y := ys[0]
 	if alpha := n.attrFloat("alpha", 1); alpha != 1 {
 		y = y.MulScalar(alpha)
 	}
@@ -302,19 +333,39 @@ func conv(n *node, in []*tensor.Tensor, ep convEpilogue, packed *tensor.PackedCo
 		g := tensor.Conv2dGeometry(x4.Shape(), w4.Shape(), opt)
 		fast = res.DType() == x4.DType() && slices.Equal(res.Shape(), []int{g.N, ws[0], g.OH, g.OW})
 	}
-	if fast {
-		return one(tensor.Conv2dPacked(x4, packed, b, opt, res, ep.relu))
+	// Long convolutions run in chunks of the batch (cancel.go).
+	g := tensor.Conv2dGeometry(x4.Shape(), w4.Shape(), opt)
+	work := float64(g.OH*g.OW) * float64(ws[0]) * float64(w4.Numel()/max(ws[0], 1))
+	batch := func(t *tensor.Tensor, lo, hi int) *tensor.Tensor {
+		if t == nil || (lo == 0 && hi == g.N) {
+			return t
+		}
+		return t.Narrow(0, lo, hi-lo)
 	}
-	if ep.relu && res == nil {
-		y := tensor.Conv2dRelu(x4, w4, b, opt)
-		if lifted {
-			y = y.Squeeze(2)
+	if fast {
+		y, err := n.inChunks(g.N, work, 0, func(lo, hi int) *tensor.Tensor {
+			return tensor.Conv2dPacked(batch(x4, lo, hi), packed, b, opt, batch(res, lo, hi), ep.relu)
+		})
+		if err != nil {
+			return nil, err
 		}
 		return one(y)
 	}
-	y := tensor.Conv2d(x4, w4, b, opt)
+	relu := ep.relu && res == nil
+	y, err := n.inChunks(g.N, work, 0, func(lo, hi int) *tensor.Tensor {
+		if relu {
+			return tensor.Conv2dRelu(batch(x4, lo, hi), w4, b, opt)
+		}
+		return tensor.Conv2d(batch(x4, lo, hi), w4, b, opt)
+	})
+	if err != nil {
+		return nil, err
+	}
 	if lifted {
 		y = y.Squeeze(2)
+	}
+	if relu {
+		return one(y)
 	}
 	return finish(y)
 }

@@ -99,8 +99,12 @@ type node struct {
 	maxElements int64
 	// maxBytes is the session's byte budget (0: DefaultMaxBytes).
 	maxBytes int64
-	impl     opImpl
-	stateful bool
+	// chunkWork is the multiply-adds of one chunk of a long kernel
+	// between two checks of ctx (0: the constant chunkWork; tests set it
+	// small).
+	chunkWork int64
+	impl      opImpl
+	stateful  bool
 	// graphs holds the compiled graph attributes (If, Loop, Scan).
 	graphs map[string]*plan
 	// ctx is the run's context, set only on the private copy a control-flow

@@ -465,16 +465,15 @@ func newBytes(out *tensor.Tensor, in []*tensor.Tensor) int64 {
 	return tensorBytes(out)
 }
 
-// callOpCtx is callOp that hands the run's context to control-flow
-// operators: they get a private copy of their node carrying it, so the
-// shared node is never written.
+// callOpCtx is callOp that hands the run's context to the operator: it
+// gets a private copy of its node carrying it, so the shared node is never
+// written. Control-flow operators check it between iterations, long
+// kernels between chunks (cancel.go), stateful ones find the run's state
+// in it.
 func callOpCtx(ctx context.Context, n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	if n.graphs != nil || n.stateful {
-		c := *n
-		c.ctx = ctx
-		return callOp(&c, in)
-	}
-	return callOp(n, in)
+	c := *n
+	c.ctx = ctx
+	return callOp(&c, in)
 }
 
 // callOp runs n's implementation, turning a panic into an error.
