@@ -132,8 +132,9 @@
 // in place (the kernel's cross-memory copies run at about 0.6 of Go's
 // memmove there) and 0.34–0.35 staged; as goroutine ranks 1.46–1.74 for
 // ordinary tensors. On huge pages, ordinary tensors between processes went
-// 1.46–1.80 times as fast as on small pages in one alternation. The README's Performance section has the commands and
-// the history of these readings:
+// 1.46–1.80 times as fast as on small pages in one alternation.
+// docs/performance.md in the repository has the latest readings with their
+// commands, for example:
 //
 //	go test -c -o /tmp/dist.test ./distributed && cd distributed &&
 //	/tmp/dist.test -test.run '^$' -test.bench 'AllReduceProcesses|AllReduceVsStream' -test.benchtime 10x -test.count 3

@@ -44,9 +44,9 @@
 //
 // How well it scales depends on how much arithmetic a step has per byte
 // of gradient and on the machine. On a 2-core virtual machine, one thread
-// per process, batch 64 (commit 70f67d6; README "Distributed: small
-// collectives through shared memory" holds the commands, the rounds and
-// the earlier readings), 2 processes against 1, medians of alternated
+// per process, batch 64 (commit 70f67d6; docs/performance.md, "Small
+// collectives through shared memory", holds the commands and the rounds,
+// and git history the earlier readings), 2 processes against 1, medians of alternated
 // rounds:
 //
 //	-model cnn -mnist DIR    1.65× (rounds 1.32–1.93×)
