@@ -1,8 +1,18 @@
-// Package autograd is Ember's define-by-run tape. A Var wraps a tensor; every
-// operation on Vars computes its value at once and, when some input requires
-// a gradient, records a node holding its inputs and the rule that pushes the
-// output's gradient back to them. Backward walks those nodes in reverse
-// topological order.
+// Package autograd computes gradients. Wrap tensors as Vars (New for data,
+// Param for values that need a gradient), compute with them as with
+// tensors, call Backward on the result and read each parameter's Grad; Grad
+// computes gradients of gradients, GradCheck compares a gradient with
+// finite differences, and NewFunction defines an operation with a gradient
+// rule of your own (Custom records one whose value you computed yourself).
+// The runnable examples ExampleVar_Backward, ExampleGrad,
+// ExampleGradCheck, ExampleNoGrad and ExampleNewFunction show each.
+//
+// It is a define-by-run tape: every operation on Vars computes its value at
+// once and, when some input requires a gradient, records a node holding its
+// inputs and the rule that pushes the output's gradient back to them.
+// Backward walks those nodes in reverse topological order. A tensor an op
+// saved for backward carries a version check, so an in-place write that
+// would corrupt a gradient fails loudly.
 //
 // There is no global mode and no global state: recording happens only when
 // an input requires a gradient, so inference on plain Vars costs nothing

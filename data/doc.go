@@ -1,5 +1,13 @@
-// Package data provides datasets, samplers, a batching loader and readers for
-// real data formats (idx, CSV, npy).
+// Package data feeds training loops: wrap your data as a Dataset
+// (NewTensorDataset, OpenImageFolder, LoadMNIST, ReadCSVFile), split it
+// (RandomSplit), augment it (Compose, NewTransformed) and iterate over
+// batches with a Loader (NewLoader, then Batches or All). ExampleLoader,
+// ExampleTransformed, ExampleOpenImageFolder and ExampleLoader_StateDict
+// are runnable examples; ExampleDistributedSampler shards a dataset across
+// the ranks of a distributed job.
+//
+// It provides datasets, samplers, a batching loader and readers for real
+// data formats (idx, CSV; .npy files are read by package tensor).
 //
 // A data pipeline for training is built from three pieces: a dataset (a
 // TensorDataset over tensors in memory, an ImageFolder of PNG and JPEG

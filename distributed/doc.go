@@ -1,7 +1,13 @@
 // Package distributed trains models on several processes or machines:
 // process groups with collectives on tensors (AllReduce, Broadcast, Reduce,
 // AllGather, ReduceScatter, Gather, Scatter, Barrier, Send/Recv) and
-// data-parallel training with DataParallel.
+// data-parallel training with DataParallel. Wrap a model with DataParallel,
+// give each rank its share of the data with data.DistributedSampler, call
+// SyncGradients between Backward and the optimizer's Step, and start the
+// ranks with ember launch; the runnable examples ExampleDataParallel and
+// ExampleNewZeroOptimizer train with 2 and 3 ranks inside one process
+// (NewLocalGroups). docs/distributed.md in the repository is the guide:
+// launching on one machine or several, Slurm, MPI and Kubernetes, faults.
 //
 // The backend is pure Go over TCP. A job is started like a torchrun job:
 // every process gets MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE (and
@@ -188,9 +194,14 @@
 // NewLocalGroups runs a whole group inside one process for tests.
 //
 // TCPGroup.NewSubgroup makes groups of some of the ranks over the same
-// connections, MPIGroup.NewSubgroup over a communicator of those ranks. SaveCheckpoint and LoadCheckpoint write and restore a model
-// with its optimizer state atomically, so that a job killed mid-write can
-// resume from the last complete checkpoint.
+// connections, MPIGroup.NewSubgroup over a communicator of those ranks.
+//
+// To resume a job, save a train.Checkpoint on rank 0 (train.SaveCheckpoint
+// writes atomically, so a job killed mid-write resumes from the last
+// complete checkpoint) and load it on every rank before DataParallel
+// broadcasts rank 0's parameters; a ZeroOptimizer's Consolidate gathers its
+// sharded state first. This package's SaveCheckpoint and LoadCheckpoint
+// are deprecated wrappers of the same.
 //
 // Built with the tag cuda, NewNCCLGroup (or NewNCCLGroupFromEnv, same
 // environment) gives a ProcessGroup over NVIDIA's NCCL for tensors on the

@@ -1,8 +1,18 @@
-// Package nn builds neural networks on top of autograd: the Module
-// interface and its embeddable Base, layers (Linear, Conv2d, MaxPool2d,
-// Flatten, Dropout, activations, Sequential), loss functions
-// (CrossEntropyLoss, MSELoss), weight initializers and state dicts that
-// read and write PyTorch-compatible safetensors files.
+// Package nn builds neural networks. Compose layers (NewSequential of
+// NewLinear, NewConv2d, NewReLU, ...) or write a Module of your own,
+// compute a loss (NewCrossEntropyLoss, NewMSELoss, ...), and save and load
+// weights as safetensors files that PyTorch reads and writes
+// (SaveSafetensors, LoadSafetensors). The package Example builds, trains a
+// step of and round-trips a small classifier; ExampleLoadStateDict,
+// ExampleSummary and ExampleMetric show state dicts, model summaries and
+// streaming metrics.
+//
+// It holds the Module interface and its embeddable Base, 67 layers
+// (linear, convolution, pooling, normalization, recurrent, attention and
+// transformer, embeddings, ...), activations, losses, weight initializers,
+// metrics, hooks and state dicts; docs/catalogue.md in the repository
+// lists them all with their PyTorch and Keras names, and package models
+// holds whole architectures.
 //
 // Layers follow PyTorch's conventions: the same parameter names ("weight",
 // "bias"), the same shapes and layouts, the same default initializations

@@ -1,4 +1,10 @@
-// Package onnx imports ONNX models and runs them on Ember tensors.
+// Package onnx runs ONNX models in Go programs and exports Ember models to
+// ONNX. To serve a model exported by PyTorch (torch.onnx.export) or any
+// other framework, Load it, make a Session once with NewSession, and call
+// Session.Run from as many goroutines as you like; ExampleModel_NewSession
+// is a runnable example. To write an nn.Module as an ONNX file that ONNX
+// Runtime, PyTorch or Ember can run, call ExportFile (or Export, ExportFunc)
+// with an example input.
 //
 // Load or Read parses a model (protobuf decoded by field number, external
 // data read from the model's folder), NewSession checks every operator
@@ -7,6 +13,12 @@
 // outputs are sequences or optionals run through Session.RunValues, which
 // takes and returns Sequence and Optional values beside tensors. A Session
 // is safe for concurrent use by many goroutines.
+//
+// Model files and inputs come from outside the program, so nothing in them
+// can panic the caller: malformed or hostile models, external data outside
+// the model's folder, inputs of the wrong name, type or shape, and runs that
+// would exceed the memory budget (LoadOptions.MaxBytes and
+// SessionOptions.MaxBytes, half the machine's memory by default) are errors.
 package onnx
 
 import (

@@ -1,5 +1,13 @@
-// Package optim updates model parameters from their gradients. Optimizers:
-// SGD (with momentum, dampening, Nesterov, weight decay), Adam and AdamW
+// Package optim updates model parameters from their gradients. Make an
+// optimizer over a model's parameters (NewSGD, NewAdamW, ...), and in each
+// training step call ZeroGrad, run backward, then Step; a scheduler
+// (NewStepLR, NewCosineAnnealingLR, NewLinearWarmup, ...) changes the
+// learning rate as training goes, and ClipGradNorm clips gradients. The
+// package Example trains a small model; ExampleSGD_AddParamGroup shows
+// parameter groups and ExampleSequentialLR_StateDict a warm-up schedule
+// that resumes from its state dict.
+//
+// Optimizers: SGD (with momentum, dampening, Nesterov, weight decay), Adam and AdamW
 // (with AMSGrad), Adagrad, RMSprop (centered), Rprop, Adamax, NAdam, RAdam,
 // Adadelta and Lion, each with PyTorch's exact update formulas (torch 1.13's
 // single-tensor implementations; Lion follows its paper), ASGD, SparseAdam
@@ -7,8 +15,9 @@
 // 1.13's, LAMB and LARS after their papers and Adafactor as Hugging Face
 // implements it, parameter groups
 // with their own hyperparameters, and state dicts so a training run can
-// resume. Learning-rate schedules (schedule.go) match torch's
-// lr_scheduler sequences, and ClipGradNorm / ClipGradValue clip gradients.
+// resume. The 15 learning-rate schedulers (the Scheduler interface) match
+// torch's lr_scheduler sequences and save their position in state dicts,
+// and ClipGradNorm / ClipGradValue clip gradients.
 //
 // An optimizer works on *autograd.Var parameters (nn's Module.Parameters()
 // returns them): Step reads each parameter's Grad and updates its value in

@@ -1,16 +1,45 @@
-// Package tensor provides Ember's n-dimensional array: one Tensor type over
-// pluggable device backends, with views that share storage, NumPy
-// broadcasting, and the kernel-level operations that autograd, nn and onnx
-// build on.
+// Package tensor is Ember's n-dimensional array. Use it to create arrays
+// (FromSlice, Zeros, Arange, a seeded Generator's Randn), compute with them
+// (broadcasting arithmetic, reductions, MatMul, indexing, views), read and
+// write NumPy .npy files (LoadNpy, SaveNpy), exchange them with gonum
+// (FromDense, ToDense) and move them between devices (ToDevice). The
+// runnable examples ExampleTensor_Add, ExampleTensor_MatMul,
+// ExampleTensor_Slice and ExampleGenerator show the basics.
 //
 // A Tensor is a handle onto shared storage plus a layout (dtype, shape,
-// strides, offset). View operations (Reshape, Permute, Slice, Expand, ...)
-// return new handles over the same storage; compute operations return new
-// contiguous tensors. Operations accept non-contiguous inputs.
+// strides, offset) and a device. View operations (Reshape, Permute, Slice,
+// Expand, Select, ...) return new handles over the same storage; compute
+// operations return new contiguous tensors. Operations accept
+// non-contiguous inputs. Random numbers come only from an explicit
+// *Generator: the package keeps no global random state. The one
+// process-wide setting is SetNumThreads, the number of goroutines a large
+// kernel may be split across (like GOMAXPROCS); results are the same bits
+// at any setting.
 //
-// Mistakes in the program (mismatched shapes, bad axes) panic with a message
-// naming the op, the shapes and the rule broken, as Go slices and gonum/mat
-// do. Data from outside (files) is read through functions that return errors.
+// Mistakes in the program (mismatched shapes, bad axes, operands on
+// different devices) panic with a message naming the op, the shapes and
+// the rule broken, as Go slices and gonum/mat do. Data from outside
+// (files, byte slices) is read through functions that return errors.
+//
+// # Devices
+//
+// The CPU backend is built in; other devices (the cuda package, behind its
+// build tag) implement the Backend interface and register with
+// RegisterBackend. A device that is not available is an error from
+// ToDevice and BackendFor, never a crash.
+//
+// # Kernel-level API
+//
+// Besides the user API, the package exports the kernels that autograd, nn,
+// optim and onnx build on; users seldom need them. They include the
+// backward kernels (Conv2dBackwardInput, MaxPool2dBackward,
+// LayerNormBackward, GRUSequenceBackward, SoftmaxBackward, ReluGrad, ...),
+// fused optimizer updates (AdamUpdate, SGDUpdate, FusedSupported), packed
+// convolution weights (PackConv2dWeight, Conv2dPacked, ConvGeom), the
+// Philox counter-based generator (Philox4x32, PhiloxUniform), and
+// buffer-level helpers (HostData, HostFloat32s, MarkWritten, AddInto,
+// FromHostMemory). Prefer the autograd and nn forms of these operations,
+// which record gradients and check their arguments for you.
 package tensor
 
 import (
