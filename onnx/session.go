@@ -54,9 +54,10 @@ func (e *UnsupportedError) Error() string {
 }
 
 // Session is a model prepared to run: operators resolved, nodes sorted,
-// constant subgraphs folded, shapes inferred (see shape.go and ValueShape)
-// and the point where each intermediate is released planned (plan.go). Run may be called from many goroutines at once:
-// a session is never modified after NewSession.
+// constant subgraphs folded, shapes inferred (ValueShape reports them) and
+// the point where each intermediate is released planned. Run may be called
+// from many goroutines at once: a session is never modified after
+// NewSession.
 type Session struct {
 	model *Model
 	plan  *plan

@@ -184,12 +184,11 @@ type Backend interface {
 	// MatMul computes the batched product described by p.
 	MatMul(dst, a, b Buffer, p MatMulParams)
 
-	// IndexKernels gathers and scatters along axes (index.go).
+	// IndexKernels gathers and scatters along axes.
 	IndexKernels
-	// NNKernels are the convolution, pooling and normalization primitives
-	// (nn_kernels.go).
+	// NNKernels are the convolution, pooling and normalization primitives.
 	NNKernels
-	// FusedKernels are the in-place fused optimizer updates (fused.go).
+	// FusedKernels are the in-place fused optimizer updates.
 	FusedKernels
 }
 
