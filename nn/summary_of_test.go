@@ -25,7 +25,7 @@ func TestSummaryOfTokenModels(t *testing.T) {
 	assert.True(t, gpt.IsTraining(), "training mode restored")
 	lines := strings.Split(got, "\n")
 	require.Greater(t, len(lines), 6)
-	assert.Regexp(t, `^GPT\s+\[2 3 5\]\s+--$`, lines[3])
+	assert.Regexp(t, `^GPT\s+\[2 3 5\]\s+--\s+[\d,]+\s+[\d.]+ [KM]?i?B$`, lines[3])
 	assert.Contains(t, got, "Input shape: [2 3]\n")
 	total := 0
 	for _, p := range gpt.Parameters() {
@@ -35,7 +35,7 @@ func TestSummaryOfTokenModels(t *testing.T) {
 
 	gru := models.NewGRUClassifier(g, models.GRUClassifierConfig{VocabSize: 5, EmbedDim: 3, HiddenSize: 4, NumClasses: 2})
 	got = nn.SummaryOf(gru, ids)
-	assert.Regexp(t, `(?m)^GRUClassifier\s+\[2 2\]\s+--$`, got)
+	assert.Regexp(t, `(?m)^GRUClassifier\s+\[2 2\]\s+--\s+[\d,]+\s+[\d.]+ [KM]?i?B$`, got)
 	assert.Contains(t, got, "Input shape: [2 3]\n")
 }
 
@@ -45,7 +45,7 @@ func TestSummaryOfTwoInputs(t *testing.T) {
 	g := tensor.NewGenerator(1)
 	b := nn.NewBilinear(g, 2, 3, 4, true)
 	got := nn.SummaryOf(b, tensor.Zeros([]int{5, 2}), tensor.Zeros([]int{5, 3}))
-	assert.Regexp(t, `(?m)^Bilinear\s+\[5 4\]\s+28$`, got)
+	assert.Regexp(t, `(?m)^Bilinear\s+\[5 4\]\s+28\s+[\d,]+\s+[\d.]+ [KM]?i?B$`, got)
 	assert.Contains(t, got, "Input shapes: [5 2], [5 3]\n")
 	assert.PanicsWithValue(t, "nn.SummaryOf: ReLU has no Forward2(a, b) method to take two inputs", func() {
 		nn.SummaryOf(nn.NewReLU(), tensor.Zeros([]int{1}), tensor.Zeros([]int{1}))
