@@ -32,7 +32,8 @@ type LoaderOptions struct {
 	// the number of workers.
 	Workers int
 	// Prefetch is how many batches may be loaded or in loading ahead of
-	// the consumer when Workers > 0 (0 means 2 per worker).
+	// the consumer when Workers > 0: 0 means 2 per worker, and fewer than
+	// Workers counts as Workers.
 	Prefetch int
 }
 
