@@ -3,8 +3,8 @@
 // other framework, Load it, make a Session once with NewSession, and call
 // Session.Run from as many goroutines as you like; ExampleModel_NewSession
 // is a runnable example. To write an nn.Module as an ONNX file that ONNX
-// Runtime, PyTorch or Ember can run, call ExportFile (or Export, ExportFunc)
-// with an example input.
+// Runtime or Ember can run, call ExportFile (or Export, ExportFunc) with an
+// example input.
 //
 // Load or Read parses a model (protobuf decoded by field number, external
 // data read from the model's folder), NewSession checks every operator
