@@ -13,8 +13,8 @@
 // non-contiguous inputs. Random numbers come only from an explicit
 // *Generator: the package keeps no global random state. The one
 // process-wide setting is SetNumThreads, the number of goroutines a large
-// kernel may be split across (like GOMAXPROCS); results are the same bits
-// at any setting.
+// kernel may be split across (like GOMAXPROCS); it changes no result
+// beyond the float rounding of matrix products.
 //
 // Mistakes in the program (mismatched shapes, bad axes, operands on
 // different devices) panic with a message naming the op, the shapes and
