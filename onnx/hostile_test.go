@@ -498,3 +498,34 @@ func TestHostileProbesMemory(t *testing.T) {
 	sort.Strings(report)
 	t.Logf("hostile probes (default limits):\n%s", strings.Join(report, "\n"))
 }
+
+// A Loop whose scan outputs, gathered over its iterations, exceed the
+// budget stops with an error naming it, however small each step is.
+func TestLoopScanOutputsBudget(t *testing.T) {
+	model := mkModel(13, graphParts{
+		nodes: [][]byte{
+			mkNode("Loop", []string{"M", ""}, []string{"trace"},
+				mkAttrGraph("body", graphParts{
+					nodes: [][]byte{
+						mkNode("Identity", []string{"cond_in"}, []string{"cond_out"}),
+						mkNode("Identity", []string{"i"}, []string{"scan"}),
+					},
+					inputs:  [][]byte{mkValueInfo("i", dtInt64), mkValueInfo("cond_in", dtBool)},
+					outputs: [][]byte{mkValueInfo("cond_out", dtBool), mkValueInfo("scan", dtInt64)},
+				})),
+		},
+		inputs:  [][]byte{mkValueInfo("M", dtInt64)},
+		outputs: [][]byte{mkValueInfo("trace", dtInt64)},
+	})
+	m, err := Read(strings.NewReader(string(model)))
+	require.NoError(t, err)
+	s, err := m.NewSession(SessionOptions{MaxBytes: 1 << 10})
+	require.NoError(t, err)
+	out, err := s.Run(context.Background(), map[string]*tensor.Tensor{"M": tensor.FromSlice([]int64{64}, []int{}...)})
+	require.NoError(t, err, "64 steps of 8 bytes, 1 KiB stacked, fit")
+	assert.Equal(t, int64(63), out["trace"].Int64s()[63])
+	_, err = s.Run(context.Background(), map[string]*tensor.Tensor{"M": tensor.FromSlice([]int64{1 << 40}, []int{}...)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "Loop node")
+	assert.Contains(t, err.Error(), "scan outputs of 520 bytes, stacked, exceed the limit of 1024 bytes")
+}

@@ -95,7 +95,7 @@ func opLoop(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: body has %d outputs for %d loop-carried values", n, len(body.outputs), len(vals))
 	}
 	scans := make([][]*tensor.Tensor, nScan)
-	var scanned int64
+	var scanned, scannedBytes int64
 	for iter := int64(0); (maxTrip < 0 || iter < maxTrip) && cond; iter++ {
 		if n.ctx != nil {
 			if err := n.ctx.Err(); err != nil {
@@ -118,9 +118,13 @@ func opLoop(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			t := outs[1+len(vals)+k]
 			scans[k] = append(scans[k], t)
 			scanned += int64(t.Numel())
+			scannedBytes += tensorBytes(t)
 		}
 		if scanned > n.maxElements {
 			return nil, fmt.Errorf("onnx: %v: scan outputs exceed %d elements", n, n.maxElements)
+		}
+		if err := n.checkScanned(scannedBytes); err != nil {
+			return nil, err
 		}
 	}
 	out := vals
@@ -190,6 +194,7 @@ func opScan(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	vals := slices.Clone(in[:states])
 	outs := make([][]*tensor.Tensor, k)
+	var scannedBytes int64
 	for t := range seq {
 		if n.ctx != nil {
 			if err := n.ctx.Err(); err != nil {
@@ -211,6 +216,10 @@ func opScan(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		copy(vals, res[:states])
 		for j := range k {
 			outs[j] = append(outs[j], res[states+j])
+			scannedBytes += tensorBytes(res[states+j])
+		}
+		if err := n.checkScanned(scannedBytes); err != nil {
+			return nil, err
 		}
 	}
 	result := vals
@@ -342,4 +351,14 @@ func opScan8(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		result = append(result, tensor.Stack(s, 0))
 	}
 	return result, nil
+}
+
+// checkScanned refuses scan outputs of a Loop or Scan that, gathered (the
+// steps' outputs held, then stacked into one tensor), would take more than
+// the session's byte budget.
+func (n *node) checkScanned(stepBytes int64) error {
+	if limit := n.byteLimit(); 2*stepBytes > limit {
+		return fmt.Errorf("onnx: %v: scan outputs of %d bytes, stacked, exceed the limit of %d bytes (SessionOptions.MaxBytes)", n, stepBytes, limit)
+	}
+	return nil
 }
