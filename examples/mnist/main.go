@@ -11,6 +11,11 @@
 // The directory must hold train-images-idx3-ubyte, train-labels-idx1-ubyte,
 // t10k-images-idx3-ubyte and t10k-labels-idx1-ubyte (gzipped copies with a
 // .gz suffix work too).
+//
+// With -logdir DIR it also writes a TensorBoard run there: the model's
+// graph, a grid of test images, the training loss and test accuracy per
+// epoch, a histogram of every parameter per epoch, and the run's
+// hyperparameters with its final accuracy.
 package main
 
 import (
@@ -32,18 +37,19 @@ func main() {
 	batchSize := flag.Int("batch", 128, "batch size")
 	lr := flag.Float64("lr", 1e-3, "Adam learning rate")
 	seed := flag.Uint64("seed", 1, "seed for initialization and shuffling")
+	logdir := flag.String("logdir", "", "write a TensorBoard run to this folder")
 	flag.Parse()
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "mnist: -data DIR is required (see `go doc ./examples/mnist` for where to get the files)")
 		os.Exit(2)
 	}
-	if err := run(*dir, *epochs, *batchSize, *lr, *seed); err != nil {
+	if err := run(*dir, *logdir, *epochs, *batchSize, *lr, *seed); err != nil {
 		fmt.Fprintln(os.Stderr, "mnist:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, epochs, batchSize int, lr float64, seed uint64) error {
+func run(dir, logdir string, epochs, batchSize int, lr float64, seed uint64) error {
 	flat := data.MNISTOptions{Flatten: true}
 	train, err := data.LoadMNIST(dir, true, flat)
 	if err != nil {
@@ -68,6 +74,16 @@ func run(dir string, epochs, batchSize int, lr float64, seed uint64) error {
 	lossFn := nn.NewCrossEntropyLoss()
 	opt := optim.NewAdam(model.Parameters(), optim.AdamOptions{LR: lr})
 	loader := data.NewLoader(train, data.LoaderOptions{BatchSize: batchSize, Shuffle: true, Seed: seed})
+	var shown *tensor.Tensor
+	for batch := range data.NewLoader(test, data.LoaderOptions{BatchSize: 64}).All() {
+		shown = batch[0]
+		break
+	}
+	// The images are flat rows of 784 pixels; the grid wants [N, 1, 28, 28].
+	runLog, err := newRunLog(logdir, model, shown.Narrow(0, 0, 1), shown.Reshape(shown.Shape()[0], 1, 28, 28))
+	if err != nil {
+		return err
+	}
 
 	for epoch := range epochs {
 		start := time.Now()
@@ -91,10 +107,17 @@ func run(dir string, epochs, batchSize int, lr float64, seed uint64) error {
 			sum += loss.Item()
 			n++
 		}
+		acc := accuracy(model, test)
+		runLog.epoch(model, epoch, sum/float64(n), acc)
 		fmt.Printf("epoch %d  loss %.4f  test accuracy %.4f  (%v)\n",
-			epoch+1, sum/float64(n), accuracy(model, test), time.Since(start).Round(time.Millisecond))
+			epoch+1, sum/float64(n), acc, time.Since(start).Round(time.Millisecond))
 	}
-	fmt.Printf("test accuracy: %.4f\n", accuracy(model, test))
+	acc := accuracy(model, test)
+	hparams := map[string]any{"epochs": epochs, "batch_size": batchSize, "lr": lr, "optimizer": "adam", "seed": seed}
+	if err := runLog.close(hparams, acc); err != nil {
+		return err
+	}
+	fmt.Printf("test accuracy: %.4f\n", acc)
 	return nil
 }
 

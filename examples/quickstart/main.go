@@ -9,10 +9,16 @@
 // the model to ONNX and check that Ember's ONNX importer predicts the same.
 //
 //	go run ./examples/quickstart
+//
+// With -logdir DIR it also writes a TensorBoard run there: the model's
+// graph, a grid of a training batch, the training loss and test accuracy
+// per epoch, a histogram of every parameter per epoch, and the run's
+// hyperparameters with its final accuracy.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,10 +36,14 @@ const (
 	epochs    = 15
 	batchSize = 32
 	seed      = 42
+	// learningRate is Adam's step size.
+	learningRate = 3e-3
 )
 
 func main() {
-	if err := run(); err != nil {
+	logdir := flag.String("logdir", "", "write a TensorBoard run to this folder")
+	flag.Parse()
+	if err := run(*logdir); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
@@ -58,7 +68,7 @@ func newModel(g *tensor.Generator) *nn.Sequential {
 	)
 }
 
-func run() error {
+func run(logdir string) error {
 	images, labels, err := loadDigits()
 	if err != nil {
 		return err
@@ -75,8 +85,18 @@ func run() error {
 
 	model := newModel(g)
 	lossFn := nn.NewCrossEntropyLoss()
-	opt := optim.NewAdam(model.Parameters(), optim.AdamOptions{LR: 3e-3})
+	opt := optim.NewAdam(model.Parameters(), optim.AdamOptions{LR: learningRate})
 	loader := data.NewLoader(train, data.LoaderOptions{BatchSize: batchSize, Shuffle: true, Seed: seed})
+	first := test.Get(0)[0].Unsqueeze(0)
+	var shown *tensor.Tensor
+	for batch := range data.NewLoader(test, data.LoaderOptions{BatchSize: batchSize}).All() {
+		shown = batch[0]
+		break
+	}
+	runLog, err := newRunLog(logdir, model, first, shown)
+	if err != nil {
+		return err
+	}
 
 	for epoch := range epochs {
 		start := time.Now()
@@ -97,6 +117,7 @@ func run() error {
 			batches++
 		}
 		acc := accuracy(model, test)
+		runLog.epoch(model, epoch, sum/float64(batches), acc)
 		fmt.Printf("epoch %2d  loss %.4f  test accuracy %.4f  (%v)\n",
 			epoch+1, sum/float64(batches), acc, time.Since(start).Round(time.Millisecond))
 	}
@@ -125,7 +146,12 @@ func run() error {
 		return err
 	}
 	fmt.Printf("exported %s (opset %d, dynamic batch) and ran it with Ember's ONNX import: predictions match\n", filepath.Base(onnxPath), onnx.DefaultExportOpset)
-	fmt.Printf("test accuracy: %.4f\n", accuracy(fresh, test))
+	acc := accuracy(fresh, test)
+	hparams := map[string]any{"epochs": epochs, "batch_size": batchSize, "lr": learningRate, "optimizer": "adam", "seed": seed}
+	if err := runLog.close(hparams, acc); err != nil {
+		return err
+	}
+	fmt.Printf("test accuracy: %.4f\n", acc)
 	return nil
 }
 
