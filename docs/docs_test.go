@@ -429,3 +429,52 @@ func TestREADME(t *testing.T) {
 		assert.NoError(t, err, "guide docs/%s.md is missing", guide)
 	}
 }
+
+var (
+	exampleName = regexp.MustCompile(`\bExample[A-Za-z0-9_]*`)
+	sourceFile  = regexp.MustCompile(`\b[a-z0-9_]+\.(go|s)\b`)
+)
+
+// TestPackageDocs checks the package documentation of the packages users
+// start from: each names at least one runnable example that exists, every
+// example it names exists, and none sends the reader to a source file.
+func TestPackageDocs(t *testing.T) {
+	for _, dir := range []string{"tensor", "autograd", "nn", "optim", "data", "onnx", "distributed", "train"} {
+		t.Run(dir, func(t *testing.T) {
+			fset := token.NewFileSet()
+			pkgs, err := parser.ParseDir(fset, filepath.Join("..", dir), nil, parser.ParseComments|parser.PackageClauseOnly)
+			require.NoError(t, err)
+			var doc string
+			examples := map[string]bool{}
+			for name, pkg := range pkgs {
+				for fname, f := range pkg.Files {
+					if strings.HasSuffix(fname, "_test.go") {
+						continue
+					}
+					if f.Doc != nil && !strings.HasSuffix(name, "_test") {
+						doc += f.Doc.Text()
+					}
+				}
+			}
+			// Example functions live in the test files, in either package.
+			tests, err := filepath.Glob(filepath.Join("..", dir, "*_test.go"))
+			require.NoError(t, err)
+			for _, tf := range tests {
+				f, err := parser.ParseFile(fset, tf, nil, parser.SkipObjectResolution)
+				require.NoError(t, err)
+				for _, d := range f.Decls {
+					if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Example") {
+						examples[fd.Name.Name] = true
+					}
+				}
+			}
+			require.NotEmpty(t, doc, "package %s has no package documentation", dir)
+			named := exampleName.FindAllString(doc, -1)
+			assert.NotEmpty(t, named, "the documentation of package %s names no runnable example", dir)
+			for _, e := range named {
+				assert.True(t, examples[e], "the documentation of package %s names %s, which does not exist", dir, e)
+			}
+			assert.Empty(t, sourceFile.FindAllString(doc, -1), "the documentation of package %s sends readers to source files", dir)
+		})
+	}
+}

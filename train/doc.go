@@ -19,5 +19,6 @@
 //	err := train.SaveCheckpoint("run/last.safetensors", ckpt)
 //
 // and resuming is the same value, built by the same code, passed to
-// LoadCheckpoint.
+// LoadCheckpoint. ExampleSaveCheckpoint, ExampleProgress,
+// ExampleEarlyStopping and ExampleMetricsLog are runnable examples.
 package train
