@@ -114,7 +114,7 @@ func tensorBytes(t *tensor.Tensor) int64 { return int64(t.Numel()) * int64(t.DTy
 
 // maxNameLen bounds how much of a name or value from a model an error
 // message quotes.
-const maxNameLen = 96
+const maxNameLen = 64
 
 // short quotes s for an error message, cut to maxNameLen bytes with the
 // length of what was cut.

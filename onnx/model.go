@@ -148,7 +148,10 @@ func LoadContext(ctx context.Context, path string, opts LoadOptions) (*Model, er
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("onnx: %s is not a regular file (%s)", short(path), fileKind(st.Mode()))
 	}
-	b, err := readModelBytes(f, opts)
+	if limit := modelLimit(opts); st.Size() > limit {
+		return nil, fmt.Errorf("onnx: model file %s has %d bytes, more than the limit of %d bytes", short(path), st.Size(), limit)
+	}
+	b, err := readModelBytes(f, opts, st.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -168,18 +171,25 @@ func Read(r io.Reader) (*Model, error) {
 // ReadContext parses an ONNX model from r under opts. Models with external
 // data must be read with LoadContext, which knows their folder.
 func ReadContext(ctx context.Context, r io.Reader, opts LoadOptions) (*Model, error) {
-	b, err := readModelBytes(r, opts)
+	b, err := readModelBytes(r, opts, 0)
 	if err != nil {
 		return nil, err
 	}
 	return parse(ctx, b, dataSource{maxBytes: byteLimit(opts.MaxBytes), ctx: ctx})
 }
 
-// readModelBytes reads a whole model, refusing more than 2 GiB (the
-// protobuf limit) or the byte budget.
-func readModelBytes(r io.Reader, opts LoadOptions) ([]byte, error) {
-	limit := min(int64(maxModelBytes), byteLimit(opts.MaxBytes))
+// modelLimit is the size a model's bytes may have: 2 GiB (the protobuf
+// limit) or the byte budget if it is smaller.
+func modelLimit(opts LoadOptions) int64 { return min(int64(maxModelBytes), byteLimit(opts.MaxBytes)) }
+
+// readModelBytes reads a whole model, refusing more than modelLimit bytes.
+// size, when known, sizes the buffer at once.
+func readModelBytes(r io.Reader, opts LoadOptions, size int64) ([]byte, error) {
+	limit := modelLimit(opts)
 	var buf bytes.Buffer
+	if size > 0 && size <= limit {
+		buf.Grow(int(size) + bytes.MinRead)
+	}
 	n, err := io.Copy(&buf, io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
