@@ -478,3 +478,30 @@ func TestPackageDocs(t *testing.T) {
 		})
 	}
 }
+
+var fileName = regexp.MustCompile(`\.[a-z]+$`)
+
+var repoPath = regexp.MustCompile("`((?:\\./)?(?:examples|cmd|bench|internal|docs|tensor|autograd|nn|optim|data|onnx|distributed|train|cuda|tensorboard|graphviz|\\.ci)/[A-Za-z0-9_./*<>-]*)")
+
+// TestPathsExist checks that the repository paths README.md and the guides
+// quote in code spans (`examples/onnx-serve`, `bench/compare.py`, ...)
+// exist, globs included.
+func TestPathsExist(t *testing.T) {
+	for _, f := range markdownFiles(t) {
+		text, err := os.ReadFile(filepath.Join("..", f))
+		require.NoError(t, err)
+		for _, m := range repoPath.FindAllStringSubmatch(string(text), -1) {
+			p := strings.TrimSuffix(strings.TrimPrefix(m[1], "./"), ".")
+			if strings.ContainsAny(p, "<>") {
+				continue // a placeholder such as gen_<area>.py
+			}
+			top, _, _ := strings.Cut(p, "/")
+			if !slices.Contains([]string{"examples", "cmd", "bench", "internal", "docs", ".ci"}, top) && !fileName.MatchString(p) {
+				continue // under a package folder only file names count: "train/loss" is a TensorBoard tag
+			}
+			matches, err := filepath.Glob(filepath.Join("..", p))
+			require.NoError(t, err)
+			assert.NotEmpty(t, matches, "%s names %s, which does not exist", f, p)
+		}
+	}
+}
