@@ -1,10 +1,12 @@
 package atomicfile
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,4 +171,35 @@ func TestTempNameIsRecognised(t *testing.T) {
 	require.True(t, ok, name)
 	assert.Equal(t, hostTag(), tag)
 	assert.Equal(t, os.Getpid(), pid)
+}
+
+// TestConcurrentSaves runs saves of one file from several goroutines: each
+// must succeed (no save removes another's temporary), the file must end as
+// one complete version, and no temporary may remain.
+func TestConcurrentSaves(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "shared.bin")
+	const writers, saves = 8, 20
+	errs := make(chan error, writers*saves)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			content := bytes.Repeat([]byte{byte('a' + w)}, 64<<10)
+			for range saves {
+				errs <- WriteFile(path, content, 0o644)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Len(t, got, 64<<10)
+	assert.Equal(t, bytes.Repeat(got[:1], 64<<10), got)
+	assert.Empty(t, temporaries(t, dir, "shared.bin"))
 }
