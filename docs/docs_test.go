@@ -48,6 +48,7 @@ var knownImports = map[string]string{
 	"cuda":        modulePath + "/cuda",
 	"tensorboard": modulePath + "/tensorboard",
 	"graphviz":    modulePath + "/graphviz",
+	"serve":       modulePath + "/serve",
 	"context":     "context",
 	"errors":      "errors",
 	"fmt":         "fmt",
