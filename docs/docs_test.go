@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -404,9 +405,43 @@ func TestRelativeLinksResolve(t *testing.T) {
 			}
 			p := filepath.Join("..", filepath.Dir(f), target)
 			_, err := os.Stat(p)
-			assert.NoError(t, err, "%s links to %s, which does not exist", f, target)
+			if !assert.NoError(t, err, "%s links to %s, which does not exist", f, target) {
+				continue
+			}
+			if anchor := strings.TrimPrefix(m[2], "#"); anchor != "" && strings.HasSuffix(target, ".md") {
+				assert.Contains(t, headingAnchors(t, p), anchor, "%s links to %s#%s, which has no such heading", f, target, anchor)
+			}
 		}
 	}
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of the
+// Markdown file at path: lower case, punctuation dropped, spaces as dashes.
+func headingAnchors(t *testing.T, path string) []string {
+	text, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var anchors []string
+	inCode := false
+	for l := range strings.SplitSeq(string(text), "\n") {
+		if strings.HasPrefix(l, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		title := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var b strings.Builder
+		for _, r := range title {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		anchors = append(anchors, b.String())
+	}
+	return anchors
 }
 
 // TestREADME checks what the front door promises: at most 250 lines, and
