@@ -1,9 +1,12 @@
 package onnx_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log"
+	"os"
+	"time"
 
 	"github.com/emberml/ember/onnx"
 	"github.com/emberml/ember/tensor"
@@ -67,4 +70,51 @@ func ExampleSession_RunValues() {
 	// chunk 1 [2 4] 8
 	// chunk 2 [1 4] 16
 	// count [3]
+}
+
+// Load a model from a source you do not trust with a memory budget and a
+// deadline: loading stops at the deadline, and a session refuses any
+// allocation the model asks for beyond its budget with an error naming the
+// node and the bytes.
+func ExampleLoadContext() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const budget = 64 << 20 // bytes
+	m, err := onnx.LoadContext(ctx, "testdata/models/cnn_opset13/model.onnx", onnx.LoadOptions{MaxBytes: budget})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sess, err := m.NewSession(onnx.SessionOptions{MaxBytes: budget})
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := sess.Run(ctx, map[string]*tensor.Tensor{"x": tensor.Zeros([]int{2, 3, 9, 9})})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("probs", out["probs"].Shape())
+	// A budget smaller than the model's weights refuses it.
+	_, err = onnx.LoadContext(ctx, "testdata/models/cnn_opset13/model.onnx", onnx.LoadOptions{MaxBytes: 2 << 10})
+	fmt.Println(err != nil)
+	// Output:
+	// probs [2 5]
+	// true
+}
+
+// Parse model bytes with a budget: ReadContext is LoadContext for a model
+// that is not a file (it refuses external data).
+func ExampleReadContext() {
+	b, err := os.ReadFile("testdata/models/cnn_opset13/model.onnx")
+	if err != nil {
+		log.Fatal(err)
+	}
+	m, err := onnx.ReadContext(context.Background(), bytes.NewReader(b), onnx.LoadOptions{MaxBytes: 64 << 20})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(m.Inputs), "input,", len(m.Outputs), "output")
+	fmt.Println("default budget is positive:", onnx.DefaultMaxBytes() > 0)
+	// Output:
+	// 1 input, 1 output
+	// default budget is positive: true
 }
