@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -444,4 +445,22 @@ func BenchmarkAddScalarParallel(b *testing.B) {
 			i++
 		}
 	})
+}
+
+func TestFlushIntervalWritesWithoutFlush(t *testing.T) {
+	w, err := NewWriter(t.TempDir(), Options{FlushInterval: 5 * time.Millisecond})
+	require.NoError(t, err)
+	defer w.Close()
+	w.AddScalar("x", 1, 1)
+	// The writing goroutine flushes on its own: wait for the event to
+	// reach the file (the bound only guards against a hang).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if evs := readAll(t, w.Path()); len(evs) == 2 {
+			assert.Equal(t, 1.0, evs[1].Values[0].Scalar)
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "the event never reached the file")
+		time.Sleep(5 * time.Millisecond)
+	}
 }
