@@ -3,6 +3,7 @@ package data_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -241,4 +242,17 @@ func BenchmarkLoaderAugmented(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Seconds())/float64(b.N*6000)*1e6, "µs/sample")
 		})
 	}
+}
+
+func TestLoaderBreakStopsWorkers(t *testing.T) {
+	before := runtime.NumGoroutine()
+	l := data.NewLoader(augmented(), data.LoaderOptions{BatchSize: 2, Workers: 4, Prefetch: 8})
+	n := 0
+	for range l.All() {
+		if n++; n == 2 {
+			break
+		}
+	}
+	require.NoError(t, l.Err())
+	assert.Equal(t, before, runtime.NumGoroutine(), "the workers have finished when the loop is left")
 }
