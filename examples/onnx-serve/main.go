@@ -1,24 +1,42 @@
-// Command onnx-serve serves an ONNX model over HTTP with Ember.
+// Command onnx-serve serves an ONNX model over HTTP with Ember's serve
+// package.
 //
-//	onnx-serve -model model.onnx -addr :8080 [-max-batch 8] [-batch-wait 2ms] [-threads N]
+//	go run ./examples/onnx-serve -model FILE.onnx -addr HOST:PORT
 //
 // POST /predict takes {"inputs": {"name": {"shape": [...], "data": [...]}}}
 // (dtype optional: the model's), or for a single-input model an .npy body
 // (Content-Type application/x-npy, or any body starting with the .npy
-// magic), and returns {"outputs": {"name": {"shape", "dtype", "data"}}}.
+// magic), and returns {"outputs": {"name": {"shape", "dtype", "data"}}}, or
+// the single output as .npy when the request says Accept: application/x-npy.
+// POST /models/NAME/predict does the same for the model NAME (the one
+// loaded is named by -name).
+//
 // Concurrent requests are batched: up to -max-batch requests, or those
-// arriving within -batch-wait of the first, are concatenated along axis 0
-// and run once when the model's batch axis is dynamic, and the outputs are
-// split back. GET /healthz reports the model and counters. Errors are JSON
-// {"error": "..."}: 400 for malformed requests, 413 for oversized ones, 415
-// for other media types, 422 when the model rejects the inputs. SIGINT or
-// SIGTERM stops accepting connections, finishes the requests in flight and
-// exits.
+// arriving within -batch-wait of the first, are joined along axis 0 and run
+// once when the model's batch axis is dynamic (and a warm-up check shows
+// batched rows bit-equal to single runs); -runs runs proceed at once, each
+// with -threads/-runs intra-op threads. At most -queue requests wait; one
+// more gets 503 with Retry-After at once. The bytes in flight (bodies
+// being read and decoded, inputs, batches, outputs) stay within -budget:
+// past it a request waits up to -admission-wait and then gets 503 with
+// Retry-After. Each request's -timeout reaches the run: a request whose
+// time is up gets 504 and is not run if it has not started.
+//
+// GET /healthz is liveness, GET /readyz readiness (503 while shutting
+// down), GET /metrics the Prometheus text exposition (with
+// process_resident_memory_bytes), GET /stats the same as JSON with
+// rss_bytes, GET /debug/vars expvar, GET /models the loaded models. Errors
+// are JSON {"error": "..."}: 400 for malformed requests, 404 for unknown
+// models, 405 for wrong methods, 413 for oversized ones, 415 for other
+// media types, 422 when the model rejects the inputs, 503 when overloaded,
+// 504 on timeout. SIGINT or SIGTERM turns readiness off, stops accepting
+// connections, answers the requests in flight and exits.
 package main
 
 import (
 	"context"
 	"errors"
+	"expvar"
 	"flag"
 	"fmt"
 	"log"
@@ -29,7 +47,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/emberml/ember/onnx"
+	"github.com/emberml/ember/serve"
 )
 
 func main() {
@@ -39,73 +57,99 @@ func main() {
 	}
 }
 
+// timeouts are the HTTP server's connection timeouts.
+type timeouts struct {
+	readHeader, read, write, idle, shutdown time.Duration
+}
+
 // run parses args, serves until SIGINT/SIGTERM and shuts down gracefully.
 func run(args []string) error {
 	fs := flag.NewFlagSet("onnx-serve", flag.ContinueOnError)
 	modelPath := fs.String("model", "", "ONNX model file (required)")
+	name := fs.String("name", "model", "name the model is served as (POST /models/NAME/predict)")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
-	maxBatch := fs.Int("max-batch", 8, "most requests batched into one run")
+	maxBatch := fs.Int("max-batch", 8, "most requests joined into one run")
 	batchWait := fs.Duration("batch-wait", 2*time.Millisecond, "how long the first request of a batch waits for others")
+	queue := fs.Int("queue", 64, "most requests waiting for a run; more get 503")
+	runs := fs.Int("runs", 1, "session runs in progress at once")
+	threads := fs.Int("threads", 0, "the model's thread budget, split between its runs (0: GOMAXPROCS)")
+	budget := fs.Int64("budget", 1<<30, "bytes in flight for all requests together (bodies, inputs, batches, outputs)")
+	admissionWait := fs.Duration("admission-wait", 100*time.Millisecond, "how long a request waits for room in -budget before 503")
 	maxBody := fs.Int64("max-body", 32<<20, "largest request body in bytes")
 	maxElems := fs.Int("max-elements", 1<<24, "most elements of one input tensor")
 	timeout := fs.Duration("timeout", 30*time.Second, "limit on one request's queueing and run")
-	threads := fs.Int("threads", 0, "intra-op threads per kernel (0: GOMAXPROCS)")
+	var to timeouts
+	fs.DurationVar(&to.readHeader, "read-header-timeout", 10*time.Second, "limit on reading a request's headers")
+	fs.DurationVar(&to.read, "read-timeout", 60*time.Second, "limit on reading a whole request (slow senders are cut off)")
+	fs.DurationVar(&to.write, "write-timeout", 0, "limit on writing a response (0: twice -timeout)")
+	fs.DurationVar(&to.idle, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&to.shutdown, "shutdown-timeout", 30*time.Second, "how long shutdown waits for requests in flight")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *modelPath == "" {
 		return errors.New("-model is required")
 	}
-	m, err := onnx.Load(*modelPath)
-	if err != nil {
-		return err
+	if to.write == 0 {
+		to.write = 2 * *timeout
 	}
-	sess, err := m.NewSession(onnx.SessionOptions{IntraOpThreads: *threads})
-	if err != nil {
+	srv := serve.New(serve.Options{MaxBytesInFlight: *budget, AdmissionWait: *admissionWait})
+	opts := serve.ModelOptions{MaxBatch: *maxBatch, MaxWait: *batchWait, QueueSize: *queue, Runs: *runs, Threads: *threads}
+	if err := srv.LoadFile(context.Background(), *name, *modelPath, opts); err != nil {
 		return err
 	}
 	logger := log.New(os.Stderr, "onnx-serve: ", log.LstdFlags)
-	srv, err := newServer(sess, config{
-		maxBatch: *maxBatch, batchWait: *batchWait, maxBody: *maxBody, maxElems: *maxElems, timeout: *timeout,
-	}, logger)
+	hs, err := newServer(srv, *name, config{maxBody: *maxBody, maxElems: *maxElems, timeout: *timeout}, logger)
 	if err != nil {
+		_ = srv.Close(context.Background())
 		return err
 	}
+	expvar.Publish("ember_serve", srv.Expvar())
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		srv.close()
+		_ = srv.Close(context.Background())
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return serve(ctx, ln, srv, logger)
+	return serveHTTP(ctx, ln, hs, to, logger)
 }
 
-// serve answers on ln until ctx is done, then stops accepting, waits up to
-// 30 s for requests in flight and stops the batcher.
-func serve(ctx context.Context, ln net.Listener, srv *server, logger *log.Logger) error {
+// serveHTTP answers on ln until ctx is done, then turns readiness off,
+// stops accepting, waits up to to.shutdown for requests in flight and
+// closes the models.
+func serveHTTP(ctx context.Context, ln net.Listener, s *server, to timeouts, logger *log.Logger) error {
 	hs := &http.Server{
-		Handler:           srv.handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      2 * srv.cfg.timeout,
-		IdleTimeout:       120 * time.Second,
+		Handler:           s.handler(),
+		ReadHeaderTimeout: to.readHeader,
+		ReadTimeout:       to.read,
+		WriteTimeout:      to.write,
+		IdleTimeout:       to.idle,
 		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          logger,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	logger.Printf("serving on http://%s", ln.Addr())
+	logger.Printf("serving %q on http://%s", s.model, ln.Addr())
 	select {
 	case err := <-errc:
-		srv.close()
+		_ = s.srv.Close(context.Background())
 		return err
 	case <-ctx.Done():
 	}
 	logger.Print("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	s.draining.Store(true)
+	sctx, cancel := context.WithTimeout(context.Background(), to.shutdown)
 	defer cancel()
 	err := hs.Shutdown(sctx)
-	srv.close()
+	if cerr := s.srv.Close(sctx); err == nil {
+		err = cerr
+	}
 	<-errc // http.ErrServerClosed once Shutdown has begun
 	return err
+}
+
+// defaultTimeouts are the flags' defaults, for tests.
+func defaultTimeouts(timeout time.Duration) timeouts {
+	return timeouts{readHeader: 10 * time.Second, read: 60 * time.Second, write: 2 * timeout, idle: 120 * time.Second, shutdown: 30 * time.Second}
 }

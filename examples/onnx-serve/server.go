@@ -5,26 +5,33 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"expvar"
 	"fmt"
-	"io"
 	"log"
+	"math"
 	"mime"
 	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emberml/ember/onnx"
+	"github.com/emberml/ember/serve"
 	"github.com/emberml/ember/tensor"
 )
 
 // npyMagic starts every .npy file.
 var npyMagic = []byte("\x93NUMPY")
 
-// config holds the service's settings.
+// npyType is the media type of .npy bodies.
+const npyType = "application/x-npy"
+
+// config holds the HTTP side's settings.
 type config struct {
-	// maxBatch and batchWait bound how many requests share one run and how
-	// long the first of them waits for company.
-	maxBatch  int
-	batchWait time.Duration
 	// maxBody caps a request body in bytes; maxElems caps the elements of
 	// one input tensor.
 	maxBody  int64
@@ -33,48 +40,62 @@ type config struct {
 	timeout time.Duration
 }
 
-// server answers /predict and /healthz for one model.
+// Bytes of the server's budget a request body reserves while it is read
+// and decoded, per body byte: a JSON body becomes json.Number strings,
+// then float64s, then the tensor; an .npy body is copied once.
+const (
+	jsonBodyFactor = 6
+	npyBodyFactor  = 2
+)
+
+// server answers the HTTP endpoints for the models of a serve.Server.
 type server struct {
-	sess    *onnx.Session
-	dtypes  map[string]tensor.DType
-	cfg     config
-	batcher *batcher
-	log     *log.Logger
+	srv *serve.Server
+	// model is the model /predict serves.
+	model    string
+	cfg      config
+	log      *log.Logger
+	draining atomic.Bool
+	bodies   sync.Pool // *bytes.Buffer, reused across requests
 }
 
-// newServer prepares a server for sess; call close to stop its batcher.
-func newServer(sess *onnx.Session, cfg config, logger *log.Logger) (*server, error) {
-	s := &server{sess: sess, cfg: cfg, dtypes: map[string]tensor.DType{}, log: logger}
-	for _, in := range sess.Inputs() {
+// newServer prepares the HTTP side for srv, whose model name answers
+// /predict. It refuses models whose inputs or outputs the codecs cannot
+// carry.
+func newServer(srv *serve.Server, model string, cfg config, logger *log.Logger) (*server, error) {
+	info, err := srv.Model(model)
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range info.Inputs {
 		if in.Kind != "" && in.Kind != "tensor" {
 			return nil, fmt.Errorf("input %q is a %s; the service feeds tensors only", in.Name, in.Kind)
 		}
 		if in.ElemType == "STRING" {
 			return nil, fmt.Errorf("input %q is a string tensor; the service's codecs carry numeric tensors only", in.Name)
 		}
-		dt, err := in.DType()
-		if err != nil {
-			dt = tensor.Float32 // undeclared element type: the request may name one
-		}
-		s.dtypes[in.Name] = dt
 	}
-	for _, out := range sess.Outputs() {
+	for _, out := range info.Outputs {
 		if out.ElemType == "STRING" {
 			return nil, fmt.Errorf("output %q is a string tensor; the service's codecs carry numeric tensors only", out.Name)
 		}
 	}
-	s.batcher = newBatcher(sess, cfg.maxBatch, cfg.batchWait)
+	s := &server{srv: srv, model: model, cfg: cfg, log: logger}
+	s.bodies.New = func() any { return new(bytes.Buffer) }
 	return s, nil
 }
-
-// close stops the batcher after answering the queued requests.
-func (s *server) close() { s.batcher.close() }
 
 // handler routes the service's endpoints.
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/predict", s.predict)
+	mux.HandleFunc("/predict", func(w http.ResponseWriter, r *http.Request) { s.predict(w, r, s.model) })
+	mux.HandleFunc("/models/{name}/predict", func(w http.ResponseWriter, r *http.Request) { s.predict(w, r, r.PathValue("name")) })
+	mux.HandleFunc("/models", s.models)
 	mux.HandleFunc("/healthz", s.healthz)
+	mux.HandleFunc("/readyz", s.readyz)
+	mux.HandleFunc("/metrics", s.metrics)
+	mux.HandleFunc("/stats", s.stats)
+	mux.Handle("/debug/vars", expvar.Handler())
 	return recoverer(mux)
 }
 
@@ -93,14 +114,44 @@ func recoverer(h http.Handler) http.Handler {
 	})
 }
 
-// healthz reports liveness, the model's inputs and outputs and counters.
-func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+// onlyGet answers 405 unless r is a GET or HEAD.
+func onlyGet(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, http.StatusMethodNotAllowed, "use GET")
+		return false
+	}
+	return true
+}
+
+// healthz reports liveness: the process answers.
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
 		return
 	}
-	requests, runs := s.batcher.stats()
+	info, err := s.srv.Model(s.model)
+	batching := err == nil && info.Batching
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "model": s.model, "batching": batching})
+}
+
+// readyz reports readiness: a model is loaded and the server is not
+// shutting down.
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	if s.draining.Load() || !s.srv.Ready() {
+		writeError(w, http.StatusServiceUnavailable, "not ready")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// models lists the loaded models, their inputs and outputs.
+func (s *server) models(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
 	type valueDesc struct {
 		Name  string `json:"name"`
 		Type  string `json:"type"`
@@ -117,22 +168,106 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 		}
 		return out
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"status": "ok", "inputs": desc(s.sess.Inputs()), "outputs": desc(s.sess.Outputs()),
-		"batching": s.batcher.batchable, "requests": requests, "runs": runs,
-	})
+	var list []map[string]any
+	for _, m := range s.srv.Models() {
+		list = append(list, map[string]any{"name": m.Name, "inputs": desc(m.Inputs), "outputs": desc(m.Outputs),
+			"batching": m.Batching, "batching_off": m.BatchingOff})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"models": list})
 }
 
-// predict decodes the inputs, queues them for a batch and writes the
-// outputs.
-func (s *server) predict(w http.ResponseWriter, r *http.Request) {
+// metrics writes the Prometheus text exposition: the serve statistics and
+// the process's resident memory.
+func (s *server) metrics(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	if err := s.srv.WritePrometheus(w); err != nil {
+		return
+	}
+	if rss, ok := residentBytes(); ok {
+		fmt.Fprintf(w, "# HELP process_resident_memory_bytes Resident memory size in bytes.\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %d\n", rss)
+	}
+}
+
+// stats writes the serve statistics as JSON with the process's resident
+// memory (rss_bytes, absent where it cannot be read) and Go heap.
+func (s *server) stats(w http.ResponseWriter, r *http.Request) {
+	if !onlyGet(w, r) {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	out := map[string]any{"serve": s.srv.Stats(), "heap_inuse_bytes": ms.HeapInuse, "goroutines": runtime.NumGoroutine()}
+	if rss, ok := residentBytes(); ok {
+		out["rss_bytes"] = rss
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// residentBytes reads the process's resident set size from /proc (Linux);
+// ok is false elsewhere.
+func residentBytes() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * int64(os.Getpagesize()), true
+}
+
+// predict reserves the body's bytes of the memory budget, reads and
+// decodes the inputs, runs them through model and writes the outputs (as
+// JSON, or as .npy when the client accepts it and the model has one
+// output).
+func (s *server) predict(w http.ResponseWriter, r *http.Request, model string) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		writeError(w, http.StatusMethodNotAllowed, "use POST")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.maxBody))
+	info, err := s.srv.Model(model)
 	if err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	if r.ContentLength > s.cfg.maxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes exceeds %d bytes", r.ContentLength, s.cfg.maxBody))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.timeout)
+	defer cancel()
+	mt, err := mediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		writeError(w, http.StatusUnsupportedMediaType, err.Error())
+		return
+	}
+	size := r.ContentLength
+	if size < 0 {
+		size = s.cfg.maxBody // unknown length: assume the largest
+	}
+	factor := int64(jsonBodyFactor)
+	if mt == npyType || mt == "application/octet-stream" {
+		factor = npyBodyFactor
+	}
+	release, err := s.srv.Reserve(ctx, size*factor)
+	if err != nil {
+		s.writeServeError(w, err)
+		return
+	}
+	defer release()
+	buf := s.bodies.Get().(*bytes.Buffer)
+	defer s.putBody(buf)
+	buf.Reset()
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.cfg.maxBody)); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.cfg.maxBody))
@@ -141,52 +276,101 @@ func (s *server) predict(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
-	inputs, status, err := s.decode(r.Header.Get("Content-Type"), body)
+	inputs, status, err := s.decode(info, mt, buf.Bytes())
 	if err != nil {
 		writeError(w, status, err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.timeout)
-	defer cancel()
-	res := s.batcher.submit(ctx, inputs)
-	switch {
-	case errors.Is(res.err, errShuttingDown):
-		writeError(w, http.StatusServiceUnavailable, res.err.Error())
+	outs, err := s.srv.Predict(ctx, model, inputs)
+	if err != nil {
+		s.writeServeError(w, err)
 		return
-	case errors.Is(res.err, context.DeadlineExceeded):
-		writeError(w, http.StatusGatewayTimeout, "request timed out")
-		return
-	case errors.Is(res.err, context.Canceled):
-		writeError(w, http.StatusServiceUnavailable, "request canceled")
-		return
-	case res.err != nil:
-		// The model refused these inputs (names, dtypes, shapes).
-		writeError(w, http.StatusUnprocessableEntity, res.err.Error())
+	}
+	if acceptsNpy(r.Header.Get("Accept")) && len(outs) == 1 {
+		for _, t := range outs {
+			buf.Reset()
+			if err := tensor.WriteNpy(buf, t); err != nil {
+				writeError(w, http.StatusInternalServerError, "writing .npy: "+err.Error())
+				return
+			}
+			w.Header().Set("Content-Type", npyType)
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(buf.Bytes())
+		}
 		return
 	}
 	resp := predictResponse{Outputs: map[string]outTensor{}}
-	for name, t := range res.outputs {
+	for name, t := range outs {
 		resp.Outputs[name] = encodeTensor(t)
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
 
-// decode reads a JSON body or, for a single-input model, an .npy body.
-// It returns the status to answer with on error.
-func (s *server) decode(contentType string, body []byte) (map[string]*tensor.Tensor, int, error) {
-	mt := ""
-	if contentType != "" {
-		var err error
-		if mt, _, err = mime.ParseMediaType(contentType); err != nil {
-			return nil, http.StatusUnsupportedMediaType, fmt.Errorf("bad Content-Type %q", contentType)
+// maxPooledBody is the largest body buffer kept for reuse; larger ones
+// are left to the collector so one huge request does not pin its memory.
+const maxPooledBody = 4 << 20
+
+// putBody returns buf to the pool when it is not too large.
+func (s *server) putBody(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBody {
+		s.bodies.Put(buf)
+	}
+}
+
+// acceptsNpy reports whether an Accept header asks for .npy.
+func acceptsNpy(accept string) bool {
+	for _, part := range strings.Split(accept, ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == npyType {
+			return true
 		}
 	}
+	return false
+}
+
+// writeServeError answers an error of serve.Server: 503 with Retry-After
+// for overload and shutdown, 504 for a deadline, 404 for an unknown model,
+// 422 for inputs the model refused.
+func (s *server) writeServeError(w http.ResponseWriter, err error) {
+	var overload *serve.OverloadError
+	switch {
+	case errors.As(err, &overload):
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(overload.RetryAfter.Seconds())))))
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+	case errors.Is(err, serve.ErrClosed):
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "server is shutting down")
+	case errors.Is(err, context.DeadlineExceeded):
+		writeError(w, http.StatusGatewayTimeout, "request timed out")
+	case errors.Is(err, context.Canceled):
+		writeError(w, http.StatusServiceUnavailable, "request canceled")
+	case errors.Is(err, serve.ErrUnknownModel):
+		writeError(w, http.StatusNotFound, err.Error())
+	default:
+		// The model refused these inputs (names, dtypes, shapes).
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+	}
+}
+
+// mediaType parses a Content-Type header ("" when absent).
+func mediaType(contentType string) (string, error) {
+	if contentType == "" {
+		return "", nil
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return "", fmt.Errorf("bad Content-Type %q", contentType)
+	}
+	return mt, nil
+}
+
+// decode reads a JSON body or, for a single-input model, an .npy body.
+// It returns the status to answer with on error.
+func (s *server) decode(info serve.ModelInfo, mt string, body []byte) (map[string]*tensor.Tensor, int, error) {
 	isNpy := bytes.HasPrefix(body, npyMagic)
 	switch {
-	case mt == "application/x-npy" || (isNpy && (mt == "" || mt == "application/octet-stream")):
-		ins := s.sess.Inputs()
-		if len(ins) != 1 {
-			return nil, http.StatusBadRequest, fmt.Errorf("an .npy body feeds a single-input model; this one has %d inputs: send JSON", len(ins))
+	case mt == npyType || (isNpy && (mt == "" || mt == "application/octet-stream")):
+		if len(info.Inputs) != 1 {
+			return nil, http.StatusBadRequest, fmt.Errorf("an .npy body feeds a single-input model; this one has %d inputs: send JSON", len(info.Inputs))
 		}
 		t, err := tensor.ReadNpy(bytes.NewReader(body))
 		if err != nil {
@@ -195,7 +379,7 @@ func (s *server) decode(contentType string, body []byte) (map[string]*tensor.Ten
 		if t.Numel() > s.cfg.maxElems {
 			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("input has %d elements, more than %d", t.Numel(), s.cfg.maxElems)
 		}
-		return map[string]*tensor.Tensor{ins[0].Name: t}, 0, nil
+		return map[string]*tensor.Tensor{info.Inputs[0].Name: t}, 0, nil
 	case mt == "" || mt == "application/json":
 		dec := json.NewDecoder(bytes.NewReader(body))
 		dec.UseNumber()
@@ -210,9 +394,17 @@ func (s *server) decode(contentType string, body []byte) (map[string]*tensor.Ten
 		if len(req.Inputs) == 0 {
 			return nil, http.StatusBadRequest, errors.New(`no inputs: send {"inputs": {"name": {"shape": [...], "data": [...]}}}`)
 		}
+		dtypes := map[string]tensor.DType{}
+		for _, in := range info.Inputs {
+			dt, err := in.DType()
+			if err != nil {
+				dt = tensor.Float32 // undeclared element type: the request may name one
+			}
+			dtypes[in.Name] = dt
+		}
 		inputs := map[string]*tensor.Tensor{}
 		for name, wt := range req.Inputs {
-			dt, ok := s.dtypes[name]
+			dt, ok := dtypes[name]
 			if !ok {
 				return nil, http.StatusBadRequest, fmt.Errorf("%q is not an input of the model", name)
 			}
