@@ -3,6 +3,7 @@ package distributed
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -167,4 +168,25 @@ func TestStoreArrivals(t *testing.T) {
 	addrs, err := readStoreReply(bytes.NewReader(notice), 4)
 	assert.Nil(t, addrs)
 	assert.EqualError(t, err, "distributed: rendezvous: rank 3 failed (reported by rank 0): authentication failed between rank 3 and rank 0: their tokens (EMBER_DIST_TOKEN) differ")
+}
+
+func TestRankThatNeverDialsIsNamed(t *testing.T) {
+	// Rank 2 registers with rank 0 and then never connects to its peers:
+	// ranks 0 and 1 time out naming it.
+	job := newRendezvousJob(t, 3, 2*time.Second, func(int) string { return "t" })
+	job.start(0)
+	job.start(1)
+	cfg := Config{Rank: 2, WorldSize: 3, MasterAddr: job.store.Addr().String(), Token: "t"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	addrs, err := joinRendezvous(ctx, cfg, "127.0.0.1:9")
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9", addrs[2])
+	job.wg.Wait()
+	for r := range 2 {
+		var pe *PeerError
+		require.ErrorAs(t, job.errs[r], &pe, "rank %d", r)
+		assert.Equal(t, 2, pe.Rank, "rank %d: %v", r, job.errs[r])
+		assert.Contains(t, job.errs[r].Error(), fmt.Sprintf("distributed: connect: peer rank 2: it did not connect to rank %d: ", r))
+	}
 }

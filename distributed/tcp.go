@@ -490,11 +490,20 @@ func (g *TCPGroup) connect(ctx context.Context, cfg Config, storeLn net.Listener
 			}
 			return h.rank, addrs[h.rank], nil
 		})
+		connected := map[int]bool{}
 		for _, a := range got {
 			g.links[a.rank] = newLink(a.rank, a.addr, a.conn)
+			connected[a.rank] = true
 		}
 		if err != nil {
-			err = fmt.Errorf("distributed: rank %d: waiting for the higher ranks to connect: %w", g.rank, err)
+			// Name the first higher rank that did not connect (the
+			// listener is also closed when this rank's own dial fails,
+			// an error that then comes first).
+			missing := g.rank + 1
+			for connected[missing] {
+				missing++
+			}
+			err = &PeerError{Op: "connect", Rank: missing, Reporter: -1, Err: fmt.Errorf("it did not connect to rank %d: %w", g.rank, err)}
 		}
 		errs <- err
 	}()
