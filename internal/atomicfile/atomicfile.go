@@ -8,7 +8,10 @@
 // power loss. A save that is killed part way leaves its temporary behind; the
 // next save of NAME removes every such temporary whose writer process is known
 // to be dead, and every temporary not modified for StaleAge, but never the
-// temporary of a concurrent save that is still running.
+// temporary of a concurrent save that is still running. RANDOM starts with a
+// token drawn once per process, so a restarted program that got its
+// predecessor's process id (as the first process of a container does)
+// still knows the predecessor's temporaries for dead.
 //
 // The rename replaces NAME itself: when NAME is a symbolic link, the link is
 // replaced by a regular file and its target is left untouched.
@@ -161,12 +164,20 @@ func syncDir(dir string) {
 // tempPrefix is the start of every temporary's name for the file base.
 func tempPrefix(base string) string { return "." + base + ".tmp-" }
 
+// processToken tells this process's temporaries from those of an earlier
+// process that had the same id. It is drawn once and never changes.
+var processToken = func() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}()
+
 // tempName returns a fresh temporary's name for base: the prefix, this
-// host's tag, this process's id and 8 random bytes.
+// host's tag, this process's id, the process token and 4 random bytes.
 func tempName(base string) string {
-	var random [8]byte
+	var random [4]byte
 	rand.Read(random[:])
-	return tempPrefix(base) + hostTag() + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(random[:])
+	return tempPrefix(base) + hostTag() + "-" + strconv.Itoa(os.Getpid()) + "-" + processToken + hex.EncodeToString(random[:])
 }
 
 // hostTag identifies this host in temporary names, so that a process id is
@@ -199,9 +210,14 @@ func removeStale(dir, base string, now time.Time) {
 			continue
 		}
 		stale := false
-		if tag, pid, ok := parseTemp(rest); ok && tag == host && processDead(pid) {
-			stale = true
-		} else if info, err := entry.Info(); err == nil && now.Sub(info.ModTime()) > StaleAge {
+		if tag, pid, token, ok := parseTemp(rest); ok && tag == host {
+			if pid == os.Getpid() {
+				stale = token != processToken // an earlier process with our id
+			} else {
+				stale = processDead(pid)
+			}
+		}
+		if info, err := entry.Info(); !stale && err == nil && now.Sub(info.ModTime()) > StaleAge {
 			stale = true
 		}
 		if stale {
@@ -211,15 +227,15 @@ func removeStale(dir, base string, now time.Time) {
 }
 
 // parseTemp splits the part of a temporary's name after its prefix into the
-// host tag and the writer's process id.
-func parseTemp(rest string) (tag string, pid int, ok bool) {
+// host tag, the writer's process id and its process token.
+func parseTemp(rest string) (tag string, pid int, token string, ok bool) {
 	parts := strings.Split(rest, "-")
 	if len(parts) != 3 || len(parts[0]) != 8 || len(parts[2]) != 16 {
-		return "", 0, false
+		return "", 0, "", false
 	}
 	pid, err := strconv.Atoi(parts[1])
 	if err != nil || pid <= 0 {
-		return "", 0, false
+		return "", 0, "", false
 	}
-	return parts[0], pid, true
+	return parts[0], pid, parts[2][:8], true
 }

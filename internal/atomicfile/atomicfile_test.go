@@ -121,7 +121,10 @@ func TestStaleTemporariesRemovedLiveOnesKept(t *testing.T) {
 		return p
 	}
 	dead := write(fmt.Sprintf(".%s.tmp-%s-%d-%s", base, host, deadPID(t), "0123456789abcdef"))
-	live := write(fmt.Sprintf(".%s.tmp-%s-%d-%s", base, host, os.Getpid(), "0123456789abcdef"))
+	live := write(fmt.Sprintf(".%s.tmp-%s-%d-%s", base, host, os.Getpid(), processToken+"89abcdef"))
+	// Our process id with another token: a killed earlier process that had
+	// our id (the first process of a restarted container).
+	earlierIncarnation := write(fmt.Sprintf(".%s.tmp-%s-%d-%s", base, host, os.Getpid(), otherToken()+"89abcdef"))
 	otherHostFresh := write(fmt.Sprintf(".%s.tmp-%s-%d-%s", base, "ffffffff", deadPID(t), "0123456789abcdef"))
 	otherHostOld := write(fmt.Sprintf(".%s.tmp-%s-%d-%s", base, "fffffffe", deadPID(t), "0123456789abcdef"))
 	legacyOld := write("." + base + ".tmp-123456789")
@@ -132,12 +135,20 @@ func TestStaleTemporariesRemovedLiveOnesKept(t *testing.T) {
 	require.NoError(t, os.Chtimes(legacyOld, old, old))
 
 	require.NoError(t, WriteFile(filepath.Join(dir, base), []byte("new"), 0o644))
-	for _, p := range []string{dead, otherHostOld, legacyOld} {
+	for _, p := range []string{dead, earlierIncarnation, otherHostOld, legacyOld} {
 		assert.NoFileExists(t, p)
 	}
 	for _, p := range []string{live, otherHostFresh, legacyFresh, otherFile} {
 		assert.FileExists(t, p)
 	}
+}
+
+// otherToken returns a process token that is not this process's.
+func otherToken() string {
+	if processToken == "00000000" {
+		return "00000001"
+	}
+	return "00000000"
 }
 
 // deadPID returns the id of a process that has exited and been waited for.
@@ -153,12 +164,13 @@ func deadPID(t *testing.T) int {
 }
 
 func TestParseTemp(t *testing.T) {
-	tag, pid, ok := parseTemp("0a1b2c3d-4242-0123456789abcdef")
+	tag, pid, token, ok := parseTemp("0a1b2c3d-4242-0123456789abcdef")
 	require.True(t, ok)
 	assert.Equal(t, "0a1b2c3d", tag)
 	assert.Equal(t, 4242, pid)
+	assert.Equal(t, "01234567", token)
 	for _, bad := range []string{"", "123456", "0a1b2c3d-x-0123456789abcdef", "0a1b2c3d-0-0123456789abcdef", "0a1b2c3d-12-short"} {
-		_, _, ok := parseTemp(bad)
+		_, _, _, ok := parseTemp(bad)
 		assert.False(t, ok, bad)
 	}
 }
@@ -167,10 +179,11 @@ func TestTempNameIsRecognised(t *testing.T) {
 	name := tempName("w.bin")
 	rest, ok := strings.CutPrefix(name, ".w.bin.tmp-")
 	require.True(t, ok, name)
-	tag, pid, ok := parseTemp(rest)
+	tag, pid, token, ok := parseTemp(rest)
 	require.True(t, ok, name)
 	assert.Equal(t, hostTag(), tag)
 	assert.Equal(t, os.Getpid(), pid)
+	assert.Equal(t, processToken, token)
 }
 
 // TestConcurrentSaves runs saves of one file from several goroutines: each
