@@ -23,7 +23,7 @@ import (
 // The store answers replyFailed, to every rank that has registered and to
 // those that register within storeNoticeWait afterwards, when the job
 // cannot start: a rank failed authentication (causeAuth) or had not
-// registered when rank 0's timeout passed (causeTimeout). Only ranks that
+// registered when rank 0 stopped waiting (causeTimeout). Only ranks that
 // passed authentication hear a reply, and its content is rank 0's own
 // observation: a process that does not know the token sends nothing that
 // reaches another rank. What it can do is fail the handshake under the
@@ -34,7 +34,7 @@ const (
 	replyFailed byte = 'F'
 
 	causeAuth    byte = 1 // the rank failed authentication with rank 0
-	causeTimeout byte = 2 // the rank had not registered when rank 0's timeout passed
+	causeTimeout byte = 2 // the rank had not registered when rank 0 stopped waiting
 )
 
 // storeNoticeWait bounds how long rank 0's store stays open after the job
@@ -52,7 +52,7 @@ func rendezvousFailure(rank int, cause byte) error {
 	case causeAuth:
 		return authFailure(rank, 0)
 	case causeTimeout:
-		return fmt.Errorf("rank %d had not registered with rank 0 when rank 0's timeout passed (is it running, with the same MASTER_ADDR and WORLD_SIZE?)", rank)
+		return fmt.Errorf("rank %d had not registered when rank 0 stopped waiting, at the end of its timeout (is it running, with the same MASTER_ADDR and WORLD_SIZE?)", rank)
 	}
 	return fmt.Errorf("rank %d failed in the rendezvous for an unknown cause %d", rank, cause)
 }

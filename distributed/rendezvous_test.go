@@ -124,7 +124,7 @@ func TestMissingRankIsNamedToEveryRank(t *testing.T) {
 	job.start(1)
 	job.wg.Wait()
 	assert.EqualError(t, job.errs[0], "distributed: rendezvous: peer rank 2: 2 of 3 ranks registered with rank 0; missing rank(s) 2: context deadline exceeded")
-	assert.EqualError(t, job.errs[1], "distributed: rendezvous: rank 2 failed (reported by rank 0): rank 2 had not registered with rank 0 when rank 0's timeout passed (is it running, with the same MASTER_ADDR and WORLD_SIZE?)")
+	assert.EqualError(t, job.errs[1], "distributed: rendezvous: rank 2 failed (reported by rank 0): rank 2 had not registered when rank 0 stopped waiting, at the end of its timeout (is it running, with the same MASTER_ADDR and WORLD_SIZE?)")
 }
 
 // pipeRank is a registered rank's connection to the store; its bytes are
