@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,14 @@ type Writer struct {
 
 	projMu     sync.Mutex
 	embeddings []embeddingEntry
+}
+
+// eventFile is what the writing goroutine needs of its file (an *os.File;
+// tests give a failing one).
+type eventFile interface {
+	io.Writer
+	Sync() error
+	Close() error
 }
 
 // item is one queued request: an event, a scalar to encode, or a flush.
@@ -153,13 +162,21 @@ func wallTime(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // send queues it, panicking after Close.
 func (w *Writer) send(it item) {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	if !w.enqueue(it) {
 		panic("tensorboard: Add on a closed Writer")
 	}
-	for len(w.items) >= w.opts.QueueSize {
+}
+
+// enqueue queues it, waiting while the queue is full; it returns false,
+// queuing nothing, once the Writer is closed.
+func (w *Writer) enqueue(it item) bool {
+	w.mu.Lock()
+	for !w.closed && len(w.items) >= w.opts.QueueSize {
 		w.notFull.Wait()
+	}
+	if w.closed {
+		w.mu.Unlock()
+		return false
 	}
 	w.items = append(w.items, it)
 	first := len(w.items) == 1
@@ -167,6 +184,7 @@ func (w *Writer) send(it item) {
 	if first {
 		w.signal()
 	}
+	return true
 }
 
 // signal wakes the writing goroutine unless a wake-up is pending.
@@ -254,14 +272,10 @@ func (w *Writer) getErr() error {
 // AddScalars' runs), and returns the first error met since the Writer was
 // created.
 func (w *Writer) Flush() error {
-	w.mu.Lock()
-	closed := w.closed
-	w.mu.Unlock()
-	if closed {
+	reply := make(chan error, 1)
+	if !w.enqueue(item{flush: reply}) {
 		return ErrClosed
 	}
-	reply := make(chan error, 1)
-	w.send(item{flush: reply})
 	<-reply
 	w.subMu.Lock()
 	subs := make([]*Writer, 0, len(w.subs))
@@ -302,7 +316,7 @@ func (w *Writer) Close() error {
 }
 
 // run is the Writer's goroutine: it encodes queued items into f.
-func (w *Writer) run(f *os.File) {
+func (w *Writer) run(f eventFile) {
 	defer close(w.done)
 	bw := bufio.NewWriterSize(f, 64<<10)
 	tick := time.NewTicker(w.opts.FlushInterval)
