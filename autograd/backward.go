@@ -149,22 +149,41 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 			}
 		}
 		in, out := n.inputs, v
+		w := v.watch
 		if !opt.CreateGraph {
+			// Detached copies, which carry the observer (not the anomaly
+			// check, which the engine makes) when the node is observed.
+			var bw *watch
+			if w != nil {
+				bw = w.inBackward
+			}
 			in = make([]*Var, len(n.inputs))
 			for i, x := range n.inputs {
 				if x != nil {
-					in[i] = New(x.value)
+					in[i] = &Var{value: x.value, watch: bw}
 				}
 			}
-			out = New(v.value)
-			g = New(g.value)
+			out = &Var{value: v.value, watch: bw}
+			g = &Var{value: g.value, watch: bw}
 		}
-		ig := n.backward(g, in, out)
+		var ig []*Var
+		if w != nil && w.observer != nil {
+			w.observer.BeginOp(n.op, true)
+			ig = n.backward(g, in, out)
+			w.observer.EndOp(OpEvent{Op: n.op, Backward: true, Inputs: n.inputs, Outputs: ig, Grad: g})
+		} else {
+			ig = n.backward(g, in, out)
+		}
 		if len(ig) != len(n.inputs) {
 			// A rule that drops or adds a gradient would leave an input
 			// silently without one (or credit the wrong input); PyTorch
 			// raises here too.
 			return nil, fmt.Errorf("autograd: the backward rule of %s returned %s for its %d inputs; return exactly one per input, nil for an input that gets none", n.op, countOf(len(ig), "gradient"), len(n.inputs))
+		}
+		if w != nil && w.anomaly != nil {
+			if err := checkGradients(n, ig); err != nil {
+				return nil, err
+			}
 		}
 		// gOwned: nothing outside this pass has seen g, so a gradient that
 		// is a dense view of it may be handed on exclusively.

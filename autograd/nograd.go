@@ -35,8 +35,9 @@ import (
 //
 // A result of a marked computation does not require a gradient, and
 // Backward on it returns an error. Detach returns an unmarked copy; a
-// marked Var cannot be made to require a gradient.
-func NoGrad(v *Var) *Var { return &Var{value: v.value, noGrad: true} }
+// marked Var cannot be made to require a gradient. The copy keeps v's
+// observer and anomaly-detection marks (Observe, DetectAnomaly).
+func NoGrad(v *Var) *Var { return &Var{value: v.value, noGrad: true, watch: v.watch} }
 
 // IsNoGrad reports whether v is marked for no-grad evaluation: made by
 // NoGrad or computed by an op with a marked input.
@@ -55,7 +56,8 @@ func NeedsGrad(inputs ...*Var) bool {
 // Unrecorded wraps out, a value computed from inputs outside the tape (by a
 // tensor kernel that has no gradient rule, such as an inference-only fused
 // kernel), as a Var that records nothing. It carries the no-grad mark when
-// an input does, so the evaluation it is part of stays untaped. It panics
+// an input does, so the evaluation it is part of stays untaped, and the
+// first observation mark of its inputs (Observe, DetectAnomaly). It panics
 // when NeedsGrad(inputs...) holds, since the gradient would then be lost
 // without a word: use Custom to give such a value a gradient rule.
 func Unrecorded(out *tensor.Tensor, inputs ...*Var) *Var {
@@ -63,7 +65,7 @@ func Unrecorded(out *tensor.Tensor, inputs ...*Var) *Var {
 	if need {
 		panic(fmt.Sprintf("autograd.Unrecorded: an input requires a gradient, which a value of shape %v computed outside the tape would drop; record it with Custom", out.Shape()))
 	}
-	return &Var{value: out, noGrad: noGrad}
+	return &Var{value: out, noGrad: noGrad, watch: watchOf(inputs)}
 }
 
 // tracking is the one rule deciding whether an op records: record is true

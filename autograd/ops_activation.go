@@ -217,8 +217,9 @@ func Threshold(x *Var, threshold, value float64) *Var {
 func LogSigmoid(x *Var) *Var {
 	checkFloat("LogSigmoid", x)
 	v := x.value
+	s := begin("LogSigmoid", x)
 	out := v.Minimum(tensor.ZerosLike(v)).Sub(v.Abs().Neg().Exp().Log1p())
-	return record("LogSigmoid", out, []*Var{x}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{x}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(in[0].Neg().Sigmoid())}
 	})
 }

@@ -33,28 +33,28 @@ func (v *Var) SumTo(shape []int) *Var {
 
 // Add returns v + u.
 func (v *Var) Add(u *Var) *Var {
-	return record("Add", v.value.Add(u.value), []*Var{v, u}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Add", v, u).record(v.value.Add(u.value), []*Var{v, u}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.SumTo(in[0].Shape()), g.SumTo(in[1].Shape())}
 	})
 }
 
 // Sub returns v - u.
 func (v *Var) Sub(u *Var) *Var {
-	return record("Sub", v.value.Sub(u.value), []*Var{v, u}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Sub", v, u).record(v.value.Sub(u.value), []*Var{v, u}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.SumTo(in[0].Shape()), g.Neg().SumTo(in[1].Shape())}
 	})
 }
 
 // Mul returns v * u.
 func (v *Var) Mul(u *Var) *Var {
-	return record("Mul", v.value.Mul(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Mul", v, u).record(v.value.Mul(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(in[1]).SumTo(in[0].Shape()), g.Mul(in[0]).SumTo(in[1].Shape())}
 	})
 }
 
 // Div returns v / u.
 func (v *Var) Div(u *Var) *Var {
-	return record("Div", v.value.Div(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Div", v, u).record(v.value.Div(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
 		a, b := in[0], in[1]
 		ga := g.Div(b).SumTo(a.Shape())
 		gb := g.Mul(a).Div(b.Mul(b)).Neg().SumTo(b.Shape())
@@ -64,7 +64,7 @@ func (v *Var) Div(u *Var) *Var {
 
 // Pow returns v ** u.
 func (v *Var) Pow(u *Var) *Var {
-	return record("Pow", v.value.Pow(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, out *Var) []*Var {
+	return begin("Pow", v, u).record(v.value.Pow(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, out *Var) []*Var {
 		a, b := in[0], in[1]
 		// d/da = b * a**(b-1); d/db = out * log(a), taken as 0 where a == 0
 		// (PyTorch's convention, which keeps 0**b differentiable in b).
@@ -89,14 +89,14 @@ func (v *Var) MaskedZero(mask *tensor.Tensor) *Var {
 
 // Maximum returns the elementwise maximum; ties split the gradient evenly.
 func (v *Var) Maximum(u *Var) *Var {
-	return record("Maximum", v.value.Maximum(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Maximum", v, u).record(v.value.Maximum(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
 		return minMaxGrad(g, in[0], in[1], in[0].value.Gt(in[1].value))
 	})
 }
 
 // Minimum returns the elementwise minimum; ties split the gradient evenly.
 func (v *Var) Minimum(u *Var) *Var {
-	return record("Minimum", v.value.Minimum(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Minimum", v, u).record(v.value.Minimum(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
 		return minMaxGrad(g, in[0], in[1], in[0].value.Lt(in[1].value))
 	})
 }
@@ -111,35 +111,35 @@ func minMaxGrad(g, a, b *Var, aWins *tensor.Tensor) []*Var {
 
 // AddScalar returns v + s.
 func (v *Var) AddScalar(s float64) *Var {
-	return recordAttrs("AddScalar", map[string]any{"scalar": s}, v.value.AddScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("AddScalar", v).recordAttrs(map[string]any{"scalar": s}, v.value.AddScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g}
 	})
 }
 
 // SubScalar returns v - s.
 func (v *Var) SubScalar(s float64) *Var {
-	return recordAttrs("SubScalar", map[string]any{"scalar": s}, v.value.SubScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("SubScalar", v).recordAttrs(map[string]any{"scalar": s}, v.value.SubScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g}
 	})
 }
 
 // MulScalar returns v * s.
 func (v *Var) MulScalar(s float64) *Var {
-	return recordAttrs("MulScalar", map[string]any{"scalar": s}, v.value.MulScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("MulScalar", v).recordAttrs(map[string]any{"scalar": s}, v.value.MulScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.MulScalar(s)}
 	})
 }
 
 // DivScalar returns v / s.
 func (v *Var) DivScalar(s float64) *Var {
-	return recordAttrs("DivScalar", map[string]any{"scalar": s}, v.value.DivScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("DivScalar", v).recordAttrs(map[string]any{"scalar": s}, v.value.DivScalar(s), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.DivScalar(s)}
 	})
 }
 
 // PowScalar returns v ** e.
 func (v *Var) PowScalar(e float64) *Var {
-	return recordAttrs("PowScalar", map[string]any{"exponent": e}, v.value.PowScalar(e), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("PowScalar", v).recordAttrs(map[string]any{"exponent": e}, v.value.PowScalar(e), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		if e == 0 {
 			return []*Var{g.MulScalar(0)}
 		}
@@ -149,97 +149,103 @@ func (v *Var) PowScalar(e float64) *Var {
 
 // Neg returns -v.
 func (v *Var) Neg() *Var {
-	return record("Neg", v.value.Neg(), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Neg", v).record(v.value.Neg(), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Neg()}
 	})
 }
 
 // Abs returns |v| (gradient sign(v), 0 at 0).
 func (v *Var) Abs() *Var {
-	return record("Abs", v.value.Abs(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Abs", v).record(v.value.Abs(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(New(in[0].value.Sign()))}
 	})
 }
 
 // Exp returns e**v.
 func (v *Var) Exp() *Var {
+	s := begin("Exp", v)
 	out := v.value.Exp()
-	return record("Exp", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+	return s.record(out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
 		return []*Var{g.Mul(out)}
 	})
 }
 
 // Log returns the natural logarithm.
 func (v *Var) Log() *Var {
-	return record("Log", v.value.Log(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Log", v).record(v.value.Log(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Div(in[0])}
 	})
 }
 
 // Log1p returns log(1+v).
 func (v *Var) Log1p() *Var {
-	return record("Log1p", v.value.Log1p(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Log1p", v).record(v.value.Log1p(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Div(in[0].AddScalar(1))}
 	})
 }
 
 // Expm1 returns e**v - 1.
 func (v *Var) Expm1() *Var {
+	s := begin("Expm1", v)
 	out := v.value.Expm1()
-	return record("Expm1", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+	return s.record(out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
 		return []*Var{g.Mul(out.AddScalar(1))}
 	})
 }
 
 // Sqrt returns the square root.
 func (v *Var) Sqrt() *Var {
+	s := begin("Sqrt", v)
 	out := v.value.Sqrt()
-	return record("Sqrt", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+	return s.record(out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
 		return []*Var{g.Div(out.MulScalar(2))}
 	})
 }
 
 // Rsqrt returns 1/sqrt(v).
 func (v *Var) Rsqrt() *Var {
-	return record("Rsqrt", v.value.Rsqrt(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Rsqrt", v).record(v.value.Rsqrt(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(in[0].PowScalar(-1.5)).MulScalar(-0.5)}
 	})
 }
 
 // Sin returns the sine.
 func (v *Var) Sin() *Var {
-	return record("Sin", v.value.Sin(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Sin", v).record(v.value.Sin(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(in[0].Cos())}
 	})
 }
 
 // Cos returns the cosine.
 func (v *Var) Cos() *Var {
-	return record("Cos", v.value.Cos(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Cos", v).record(v.value.Cos(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(in[0].Sin()).Neg()}
 	})
 }
 
 // Tanh returns the hyperbolic tangent.
 func (v *Var) Tanh() *Var {
+	s := begin("Tanh", v)
 	out := v.value.Tanh()
-	return record("Tanh", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+	return s.record(out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
 		return []*Var{g.Mul(out.Mul(out).Neg().AddScalar(1))}
 	})
 }
 
 // Sigmoid returns 1/(1+e**-v).
 func (v *Var) Sigmoid() *Var {
+	s := begin("Sigmoid", v)
 	out := v.value.Sigmoid()
-	return record("Sigmoid", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+	return s.record(out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
 		return []*Var{g.Mul(out.Mul(out.Neg().AddScalar(1)))}
 	})
 }
 
 // Relu returns max(v, 0); the gradient at 0 is 0, as in PyTorch.
 func (v *Var) Relu() *Var {
+	s := begin("Relu", v)
 	out := v.value.Relu()
-	return record("Relu", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+	return s.record(out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
 		return []*Var{reluGrad(g, out.value)}
 	})
 }
@@ -248,14 +254,14 @@ func (v *Var) Relu() *Var {
 // pass. It is linear in g with the mask held constant, so its own gradient
 // is the same mask applied to the incoming gradient (higher orders work).
 func reluGrad(g *Var, out *tensor.Tensor) *Var {
-	return record("ReluBackward", tensor.ReluGrad(g.value, out), []*Var{g}, []*tensor.Tensor{out}, func(gg *Var, _ []*Var, _ *Var) []*Var {
+	return begin("ReluBackward", g).record(tensor.ReluGrad(g.value, out), []*Var{g}, []*tensor.Tensor{out}, func(gg *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{reluGrad(gg, out)}
 	})
 }
 
 // Clamp limits v to [lo, hi]; the gradient passes where lo <= v <= hi.
 func (v *Var) Clamp(lo, hi float64) *Var {
-	return recordAttrs("Clamp", map[string]any{"min": lo, "max": hi}, v.value.Clamp(lo, hi), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Clamp", v).recordAttrs(map[string]any{"min": lo, "max": hi}, v.value.Clamp(lo, hi), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0].value
 		inside := x.Ge(tensor.ScalarOf(lo, x.DType())).LogicalAnd(x.Le(tensor.ScalarOf(hi, x.DType())))
 		return []*Var{g.Mul(New(inside.To(g.DType())))}
@@ -264,51 +270,53 @@ func (v *Var) Clamp(lo, hi float64) *Var {
 
 // Square returns v*v.
 func (v *Var) Square() *Var {
-	return record("Square", v.value.Square(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Square", v).record(v.value.Square(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(in[0]).MulScalar(2)}
 	})
 }
 
 // Reciprocal returns 1/v.
 func (v *Var) Reciprocal() *Var {
+	s := begin("Reciprocal", v)
 	out := v.value.Reciprocal()
-	return record("Reciprocal", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
+	return s.record(out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, out *Var) []*Var {
 		return []*Var{g.Mul(out.Mul(out)).Neg()}
 	})
 }
 
 // Erf returns the error function.
 func (v *Var) Erf() *Var {
-	return record("Erf", v.value.Erf(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Erf", v).record(v.value.Erf(), []*Var{v}, saved(v), func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(in[0].Square().Neg().Exp()).MulScalar(2 / math.Sqrt(math.Pi))}
 	})
 }
 
 // stepOp wraps a piecewise-constant function: its gradient is zero (also
 // where the incoming gradient is Inf or NaN).
-func (v *Var) stepOp(name string, out *tensor.Tensor) *Var {
-	return record(name, out, []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+func (v *Var) stepOp(name string, kernel func(*tensor.Tensor) *tensor.Tensor) *Var {
+	return begin(name, v).record(kernel(v.value), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{New(tensor.ZerosLike(in[0].value))}
 	})
 }
 
 // Sign returns -1, 0 or 1 (zero gradient).
-func (v *Var) Sign() *Var { return v.stepOp("Sign", v.value.Sign()) }
+func (v *Var) Sign() *Var { return v.stepOp("Sign", (*tensor.Tensor).Sign) }
 
 // Floor rounds down (zero gradient).
-func (v *Var) Floor() *Var { return v.stepOp("Floor", v.value.Floor()) }
+func (v *Var) Floor() *Var { return v.stepOp("Floor", (*tensor.Tensor).Floor) }
 
 // Ceil rounds up (zero gradient).
-func (v *Var) Ceil() *Var { return v.stepOp("Ceil", v.value.Ceil()) }
+func (v *Var) Ceil() *Var { return v.stepOp("Ceil", (*tensor.Tensor).Ceil) }
 
 // Round rounds half to even (zero gradient).
-func (v *Var) Round() *Var { return v.stepOp("Round", v.value.Round()) }
+func (v *Var) Round() *Var { return v.stepOp("Round", (*tensor.Tensor).Round) }
 
 // Where returns a where cond is true and b elsewhere; the gradient flows to
 // the chosen side.
 func Where(cond *tensor.Tensor, a, b *Var) *Var {
+	s := begin("Where", a, b)
 	out := tensor.Where(cond, a.value, b.value)
-	return recordAttrs("Where", map[string]any{"cond": cond}, out, []*Var{a, b}, []*tensor.Tensor{cond}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"cond": cond}, out, []*Var{a, b}, []*tensor.Tensor{cond}, func(g *Var, in []*Var, _ *Var) []*Var {
 		zero := New(tensor.ZerosLike(g.value))
 		return []*Var{Where(cond, g, zero).SumTo(in[0].Shape()), Where(cond, zero, g).SumTo(in[1].Shape())}
 	})

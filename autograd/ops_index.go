@@ -37,7 +37,7 @@ func indexOn(like, idx *tensor.Tensor) *tensor.Tensor {
 // The gradient adds each row of the output gradient into a zero tensor at
 // its index, one pass over the output gradient whatever the size of v.
 func (v *Var) IndexSelect(axis int, idx *tensor.Tensor) *Var {
-	return recordAttrs("IndexSelect", map[string]any{"axis": axis, "index": idx}, v.value.IndexSelect(axis, idx), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("IndexSelect", v).recordAttrs(map[string]any{"axis": axis, "index": idx}, v.value.IndexSelect(axis, idx), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{indexSelectBackward(g, tensor.ZerosLike(in[0].value), axis, idx)}
 	})
 }
@@ -45,8 +45,9 @@ func (v *Var) IndexSelect(axis int, idx *tensor.Tensor) *Var {
 // indexSelectBackward adds g into the zero tensor z at positions idx along
 // axis: the adjoint of IndexSelect, whose own adjoint is IndexSelect again.
 func indexSelectBackward(g *Var, z *tensor.Tensor, axis int, idx *tensor.Tensor) *Var {
+	s := begin("IndexSelectBackward", g)
 	out := z.IndexAddInPlace(axis, idx, g.value)
-	return record("IndexSelectBackward", out, []*Var{g}, []*tensor.Tensor{idx}, func(gg *Var, _ []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{g}, []*tensor.Tensor{idx}, func(gg *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{gg.IndexSelect(axis, idx)}
 	})
 }
@@ -54,7 +55,7 @@ func indexSelectBackward(g *Var, z *tensor.Tensor, axis int, idx *tensor.Tensor)
 // IndexAdd returns v with the slices of src added at positions idx along
 // axis (see tensor.IndexAdd).
 func (v *Var) IndexAdd(axis int, idx *tensor.Tensor, src *Var) *Var {
-	return record("IndexAdd", v.value.IndexAdd(axis, idx, src.value), []*Var{v, src}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("IndexAdd", v, src).record(v.value.IndexAdd(axis, idx, src.value), []*Var{v, src}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g, g.IndexSelect(axis, idx)}
 	})
 }
@@ -62,10 +63,11 @@ func (v *Var) IndexAdd(axis int, idx *tensor.Tensor, src *Var) *Var {
 // Gather picks v's entries along axis at positions idx (see tensor.Gather).
 // The gradient scatter-adds the output gradient back.
 func (v *Var) Gather(axis int, idx *tensor.Tensor) *Var {
-	return recordAttrs("Gather", map[string]any{"axis": axis, "index": idx}, v.value.Gather(axis, idx), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Gather", v).recordAttrs(map[string]any{"axis": axis, "index": idx}, v.value.Gather(axis, idx), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
 		z := tensor.ZerosLike(in[0].value)
+		s := begin("GatherBackward", g)
 		out := z.ScatterAddInPlace(axis, idx, g.value)
-		return []*Var{record("GatherBackward", out, []*Var{g}, []*tensor.Tensor{idx}, func(gg *Var, _ []*Var, _ *Var) []*Var {
+		return []*Var{s.record(out, []*Var{g}, []*tensor.Tensor{idx}, func(gg *Var, _ []*Var, _ *Var) []*Var {
 			return []*Var{gg.Gather(axis, idx)}
 		})}
 	})
@@ -89,7 +91,7 @@ func padToShape(x *Var, shape []int) *Var {
 // with the overwritten positions zeroed; that of src gathers the output
 // gradient at idx (zero for src entries outside idx's shape).
 func (v *Var) Scatter(axis int, idx *tensor.Tensor, src *Var) *Var {
-	return record("Scatter", v.value.Scatter(axis, idx, src.value), []*Var{v, src}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Scatter", v, src).record(v.value.Scatter(axis, idx, src.value), []*Var{v, src}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.ScatterScalar(axis, idx, 0), padToShape(g.Gather(axis, idx), in[1].Shape())}
 	})
 }
@@ -97,7 +99,7 @@ func (v *Var) Scatter(axis int, idx *tensor.Tensor, src *Var) *Var {
 // ScatterScalar returns v with value written at the positions idx names
 // along axis; the gradient zeroes those positions.
 func (v *Var) ScatterScalar(axis int, idx *tensor.Tensor, value float64) *Var {
-	return record("ScatterScalar", v.value.ScatterScalar(axis, idx, value), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("ScatterScalar", v).record(v.value.ScatterScalar(axis, idx, value), []*Var{v}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.ScatterScalar(axis, idx, 0)}
 	})
 }
@@ -106,7 +108,7 @@ func (v *Var) ScatterScalar(axis int, idx *tensor.Tensor, value float64) *Var {
 // along axis (see tensor.ScatterAdd). The gradient of v is the output
 // gradient; that of src gathers it at idx.
 func (v *Var) ScatterAdd(axis int, idx *tensor.Tensor, src *Var) *Var {
-	return record("ScatterAdd", v.value.ScatterAdd(axis, idx, src.value), []*Var{v, src}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("ScatterAdd", v, src).record(v.value.ScatterAdd(axis, idx, src.value), []*Var{v, src}, []*tensor.Tensor{idx}, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g, padToShape(g.Gather(axis, idx), in[1].Shape())}
 	})
 }
@@ -114,7 +116,7 @@ func (v *Var) ScatterAdd(axis int, idx *tensor.Tensor, src *Var) *Var {
 // MaskedFill returns v with value where mask is true (see
 // tensor.MaskedFill); no gradient flows through the filled positions.
 func (v *Var) MaskedFill(mask *tensor.Tensor, value float64) *Var {
-	return recordAttrs("MaskedFill", map[string]any{"mask": mask, "value": value}, v.value.MaskedFill(mask, value), []*Var{v}, []*tensor.Tensor{mask}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("MaskedFill", v).recordAttrs(map[string]any{"mask": mask, "value": value}, v.value.MaskedFill(mask, value), []*Var{v}, []*tensor.Tensor{mask}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.MaskedFill(mask, 0)}
 	})
 }
@@ -128,10 +130,11 @@ func (v *Var) MaskedSelect(mask *tensor.Tensor) *Var {
 	if !sameShape(v.Shape(), shape) {
 		x = v.Expand(shape...)
 	}
-	return record("MaskedSelect", x.value.MaskedSelect(mask), []*Var{x}, []*tensor.Tensor{mask}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("MaskedSelect", x).record(x.value.MaskedSelect(mask), []*Var{x}, []*tensor.Tensor{mask}, func(g *Var, in []*Var, _ *Var) []*Var {
 		z := tensor.ZerosLike(in[0].value)
+		s := begin("MaskedSelectBackward", g)
 		out := z.MaskedScatterInPlace(mask, g.value)
-		return []*Var{record("MaskedSelectBackward", out, []*Var{g}, []*tensor.Tensor{mask}, func(gg *Var, _ []*Var, _ *Var) []*Var {
+		return []*Var{s.record(out, []*Var{g}, []*tensor.Tensor{mask}, func(gg *Var, _ []*Var, _ *Var) []*Var {
 			return []*Var{gg.MaskedSelect(mask)}
 		})}
 	})
@@ -142,7 +145,7 @@ func (v *Var) MaskedSelect(mask *tensor.Tensor) *Var {
 // is zero at those positions; src's gradient takes the output gradient at
 // them, in order, and zero for src elements left unused.
 func (v *Var) MaskedScatter(mask *tensor.Tensor, src *Var) *Var {
-	return record("MaskedScatter", v.value.MaskedScatter(mask, src.value), []*Var{v, src}, []*tensor.Tensor{mask}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("MaskedScatter", v, src).record(v.value.MaskedScatter(mask, src.value), []*Var{v, src}, []*tensor.Tensor{mask}, func(g *Var, in []*Var, _ *Var) []*Var {
 		sel := g.MaskedSelect(mask)
 		n, k := in[1].value.Numel(), sel.value.Numel()
 		if k < n {
@@ -192,7 +195,7 @@ func (v *Var) Chunk(n, axis int) []*Var {
 func (v *Var) Pad(pads []int, mode tensor.PadMode, value float64) *Var {
 	pads = slices.Clone(pads)
 	inShape := v.Shape()
-	return recordAttrs("Pad", map[string]any{"pads": pads, "mode": mode, "value": value}, v.value.Pad(pads, mode, value), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Pad", v).recordAttrs(map[string]any{"pads": pads, "mode": mode, "value": value}, v.value.Pad(pads, mode, value), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{padBackward(g, inShape, pads, mode)}
 	})
 }
@@ -224,7 +227,7 @@ func padBackward(g *Var, inShape, pads []int, mode tensor.PadMode) *Var {
 func (v *Var) Repeat(reps ...int) *Var {
 	reps = slices.Clone(reps)
 	inShape := v.Shape()
-	return record("Repeat", v.value.Repeat(reps...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Repeat", v).record(v.value.Repeat(reps...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		lead := len(reps) - len(inShape)
 		inter := make([]int, 0, 2*len(reps))
 		var axes []int
@@ -261,7 +264,7 @@ func (v *Var) Tile(reps ...int) *Var {
 // the gradient rolls back.
 func (v *Var) Roll(shifts, axes []int) *Var {
 	shifts, axes = slices.Clone(shifts), slices.Clone(axes)
-	return recordAttrs("Roll", map[string]any{"shifts": slices.Clone(shifts), "axes": slices.Clone(axes)}, v.value.Roll(shifts, axes), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Roll", v).recordAttrs(map[string]any{"shifts": slices.Clone(shifts), "axes": slices.Clone(axes)}, v.value.Roll(shifts, axes), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		back := make([]int, len(shifts))
 		for i, s := range shifts {
 			back[i] = -s
@@ -273,7 +276,7 @@ func (v *Var) Roll(shifts, axes []int) *Var {
 // Tril keeps the elements of the last two axes on and below diagonal k
 // (see tensor.Tril); the gradient is masked the same way.
 func (v *Var) Tril(k int) *Var {
-	return record("Tril", v.value.Tril(k), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Tril", v).record(v.value.Tril(k), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Tril(k)}
 	})
 }
@@ -281,7 +284,7 @@ func (v *Var) Tril(k int) *Var {
 // Triu keeps the elements of the last two axes on and above diagonal k
 // (see tensor.Triu); the gradient is masked the same way.
 func (v *Var) Triu(k int) *Var {
-	return record("Triu", v.value.Triu(k), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Triu", v).record(v.value.Triu(k), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Triu(k)}
 	})
 }

@@ -9,7 +9,7 @@ func (v *Var) MatMul(u *Var) *Var {
 	// (as PyTorch's needs_input_grad): the product for the other one, often
 	// a network's input, is skipped.
 	na, nb := v.requiresGrad, u.requiresGrad
-	return record("MatMul", v.value.MatMul(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("MatMul", v, u).record(v.value.MatMul(u.value), []*Var{v, u}, saved(v, u), func(g *Var, in []*Var, _ *Var) []*Var {
 		a, b := in[0], in[1]
 		av, bv, gu := a, b, g
 		if a.Dim() == 1 {

@@ -35,8 +35,9 @@ func Softmax(x *Var, axis int) *Var {
 	if x.Dim() == 0 {
 		return Softmax(x.Reshape(1), axis).Reshape()
 	}
+	s := begin("Softmax", x)
 	out := x.value.Softmax(axis)
-	return recordAttrs("Softmax", map[string]any{"axis": axis}, out, []*Var{x}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, y *Var) []*Var {
+	return s.recordAttrs(map[string]any{"axis": axis}, out, []*Var{x}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, y *Var) []*Var {
 		if constant(g, y) {
 			return []*Var{New(tensor.SoftmaxBackward(g.value, y.value, axis))}
 		}
@@ -50,8 +51,9 @@ func LogSoftmax(x *Var, axis int) *Var {
 	if x.Dim() == 0 {
 		return LogSoftmax(x.Reshape(1), axis).Reshape()
 	}
+	s := begin("LogSoftmax", x)
 	out := x.value.LogSoftmax(axis)
-	return recordAttrs("LogSoftmax", map[string]any{"axis": axis}, out, []*Var{x}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, y *Var) []*Var {
+	return s.recordAttrs(map[string]any{"axis": axis}, out, []*Var{x}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, y *Var) []*Var {
 		return []*Var{g.Sub(y.Exp().Mul(g.Sum([]int{axis}, true)))}
 	})
 }
@@ -85,9 +87,10 @@ func groupsOf(g int) int {
 
 // fwd records C(x, w): the bias-free convolution.
 func (c convOp) fwd(x, w *Var) *Var {
+	s := begin("ConvForward", x, w)
 	out := tensor.ConvForward(x.value, w.value, c.g, c.groups)
 	nx, nw := needs(x), needs(w)
-	return record("ConvForward", out, []*Var{x, w}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{x, w}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
 		res := make([]*Var, 2)
 		if nx {
 			res[0] = c.bwdInput(g, in[1])
@@ -103,9 +106,10 @@ func (c convOp) fwd(x, w *Var) *Var {
 // convolution. <T(gy,w), h> = <C(h,w), gy>, so its gradients are C(h, w)
 // for gy and W(h, gy) for w.
 func (c convOp) bwdInput(gy, w *Var) *Var {
+	s := begin("ConvBackwardInput", gy, w)
 	out := tensor.ConvBackwardInput(gy.value, w.value, c.g, c.groups)
 	ng, nw := needs(gy), needs(w)
-	return record("ConvBackwardInput", out, []*Var{gy, w}, saved(gy, w), func(h *Var, in []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{gy, w}, saved(gy, w), func(h *Var, in []*Var, _ *Var) []*Var {
 		res := make([]*Var, 2)
 		if ng {
 			res[0] = c.fwd(h, in[1])
@@ -121,9 +125,10 @@ func (c convOp) bwdInput(gy, w *Var) *Var {
 // <W(x,gy), h> = <C(x,h), gy>, so its gradients are T(gy, h) for x and
 // C(x, h) for gy.
 func (c convOp) bwdWeight(x, gy *Var) *Var {
+	s := begin("ConvBackwardWeight", x, gy)
 	out := tensor.ConvBackwardWeight(x.value, gy.value, c.g, c.groups)
 	nx, ng := needs(x), needs(gy)
-	return record("ConvBackwardWeight", out, []*Var{x, gy}, saved(x, gy), func(h *Var, in []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{x, gy}, saved(x, gy), func(h *Var, in []*Var, _ *Var) []*Var {
 		res := make([]*Var, 2)
 		if nx {
 			res[0] = c.bwdInput(in[1], h)
@@ -158,10 +163,11 @@ func Conv2d(x, w, b *Var, opt tensor.Conv2dOptions) *Var {
 	if x.Dim() == 3 {
 		return Conv2d(x.Unsqueeze(0), w, b, opt).Squeeze(0)
 	}
+	s := begin("Conv2d", x, w, b)
 	out := tensor.Conv2d(x.value, w.value, value(b), opt)
 	c := convOp{g: tensor.Conv2dGeometry(x.Shape(), w.Shape(), opt), groups: groupsOf(opt.Groups)}
 	nx, nw, nb := needs(x), needs(w), needs(b)
-	return recordAttrs("Conv2d", map[string]any{"options": opt}, out, []*Var{x, w, b}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"options": opt}, out, []*Var{x, w, b}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
 		res := make([]*Var, 3)
 		if nx {
 			res[0] = c.bwdInput(g, in[1])
@@ -197,10 +203,11 @@ func ConvTranspose2d(x, w, b *Var, opt tensor.ConvTranspose2dOptions) *Var {
 	if x.Dim() == 3 {
 		return ConvTranspose2d(x.Unsqueeze(0), w, b, opt).Squeeze(0)
 	}
+	s := begin("ConvTranspose2d", x, w, b)
 	out := tensor.ConvTranspose2d(x.value, w.value, value(b), opt)
 	c := convOp{g: tensor.ConvTranspose2dGeometry(x.Shape(), w.Shape(), opt), groups: groupsOf(opt.Groups)}
 	nx, nw, nb := needs(x), needs(w), needs(b)
-	return recordAttrs("ConvTranspose2d", map[string]any{"options": opt}, out, []*Var{x, w, b}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"options": opt}, out, []*Var{x, w, b}, saved(x, w), func(g *Var, in []*Var, _ *Var) []*Var {
 		res := make([]*Var, 3)
 		if nx {
 			res[0] = c.fwd(g, in[1])
@@ -243,13 +250,14 @@ func MaxPool2dWithIndices(x *Var, opt tensor.Pool2dOptions) (*Var, *tensor.Tenso
 // maxPool2d records MaxPool2d, with the indices among its attributes when
 // withIndices is set.
 func maxPool2d(x *Var, opt tensor.Pool2dOptions, withIndices bool) (*Var, *tensor.Tensor) {
+	s := begin("MaxPool2d", x)
 	out, idx := tensor.MaxPool2d(x.value, opt)
 	h, w := spatial(x.Shape())
 	attrs := map[string]any{"options": opt}
 	if withIndices {
 		attrs["indices"] = idx
 	}
-	y := recordAttrs("MaxPool2d", attrs, out, []*Var{x}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	y := s.recordAttrs(attrs, out, []*Var{x}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{maxPoolScatter(g, idx, h, w)}
 	})
 	return y, idx
@@ -258,17 +266,19 @@ func maxPool2d(x *Var, opt tensor.Pool2dOptions, withIndices bool) (*Var, *tenso
 // maxPoolScatter records the max-pooling backward: g added at idx into
 // h×w planes. Its adjoint is the gather at idx.
 func maxPoolScatter(g *Var, idx *tensor.Tensor, h, w int) *Var {
+	s := begin("MaxPool2dBackward", g)
 	out := tensor.MaxPool2dBackward(g.value, idx, h, w)
-	return record("MaxPool2dBackward", out, []*Var{g}, []*tensor.Tensor{idx}, func(gg *Var, _ []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{g}, []*tensor.Tensor{idx}, func(gg *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{maxPoolGather(gg, idx)}
 	})
 }
 
 // maxPoolGather records the gather of x at idx; its adjoint is the scatter.
 func maxPoolGather(x *Var, idx *tensor.Tensor) *Var {
+	s := begin("MaxPool2dGather", x)
 	out := tensor.MaxPool2dGather(x.value, idx)
 	h, w := spatial(x.Shape())
-	return record("MaxPool2dGather", out, []*Var{x}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{x}, []*tensor.Tensor{idx}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{maxPoolScatter(g, idx, h, w)}
 	})
 }
@@ -277,17 +287,19 @@ func maxPoolGather(x *Var, idx *tensor.Tensor) *Var {
 // tensor.AvgPool2d. The gradient spreads each output gradient, divided by
 // its window's divisor, over the window.
 func AvgPool2d(x *Var, opt tensor.Pool2dOptions) *Var {
+	s := begin("AvgPool2d", x)
 	out := tensor.AvgPool2d(x.value, opt)
 	h, w := spatial(x.Shape())
-	return recordAttrs("AvgPool2d", map[string]any{"options": opt}, out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"options": opt}, out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{avgPoolBackward(g, h, w, opt)}
 	})
 }
 
 // avgPoolBackward records AvgPool2d's backward, whose adjoint is AvgPool2d.
 func avgPoolBackward(g *Var, h, w int, opt tensor.Pool2dOptions) *Var {
+	s := begin("AvgPool2dBackward", g)
 	out := tensor.AvgPool2dBackward(g.value, h, w, opt)
-	return record("AvgPool2dBackward", out, []*Var{g}, nil, func(gg *Var, _ []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{g}, nil, func(gg *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{AvgPool2d(gg, opt)}
 	})
 }
@@ -295,9 +307,10 @@ func avgPoolBackward(g *Var, h, w int, opt tensor.Pool2dOptions) *Var {
 // AdaptiveAvgPool2d averages x ([N, C, H, W] or [C, H, W]) down to
 // outH×outW with PyTorch's adaptive windows; see tensor.AdaptiveAvgPool2d.
 func AdaptiveAvgPool2d(x *Var, outH, outW int) *Var {
+	s := begin("AdaptiveAvgPool2d", x)
 	out := tensor.AdaptiveAvgPool2d(x.value, outH, outW)
 	h, w := spatial(x.Shape())
-	return recordAttrs("AdaptiveAvgPool2d", map[string]any{"outH": outH, "outW": outW}, out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"outH": outH, "outW": outW}, out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{adaptiveAvgPoolBackward(g, h, w)}
 	})
 }
@@ -305,9 +318,10 @@ func AdaptiveAvgPool2d(x *Var, outH, outW int) *Var {
 // adaptiveAvgPoolBackward records the adaptive pooling backward, whose
 // adjoint is the adaptive pooling itself.
 func adaptiveAvgPoolBackward(g *Var, h, w int) *Var {
+	s := begin("AdaptiveAvgPool2dBackward", g)
 	out := tensor.AdaptiveAvgPool2dBackward(g.value, h, w)
 	oh, ow := spatial(g.Shape())
-	return record("AdaptiveAvgPool2dBackward", out, []*Var{g}, nil, func(gg *Var, _ []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{g}, nil, func(gg *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{AdaptiveAvgPool2d(gg, oh, ow)}
 	})
 }
@@ -414,6 +428,7 @@ func pick3(n0, n1, n2 bool, g0, g1, g2 *tensor.Tensor) []*Var {
 // updates runningMean and runningVar in place (momentum, unbiased
 // variance), as PyTorch does; otherwise it uses the running statistics.
 func BatchNorm(x, weight, bias *Var, runningMean, runningVar *tensor.Tensor, training bool, momentum, eps float64) *Var {
+	s := begin("BatchNorm", x, weight, bias)
 	out, mean, variance := tensor.BatchNormWithStats(x.value, runningMean, runningVar, value(weight), value(bias), training, momentum, eps)
 	batchStats := training || runningMean == nil
 	xs := x.Shape()
@@ -426,7 +441,7 @@ func BatchNorm(x, weight, bias *Var, runningMean, runningVar *tensor.Tensor, tra
 	bshape[1] = c
 	nx, nw, nb := needs(x), needs(weight), needs(bias)
 	attrs := map[string]any{"runningMean": runningMean, "runningVar": runningVar, "training": training, "momentum": momentum, "eps": eps}
-	return recordAttrs("BatchNorm", attrs, out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.recordAttrs(attrs, out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0]
 		if constant(g, x, in[1]) {
 			dx, dw, db := tensor.BatchNormBackward(g.value, x.value, mean, variance, value(in[1]), batchStats, eps)
@@ -447,6 +462,7 @@ func numel(s []int) int {
 // LayerNorm normalizes x over its trailing axes normalizedShape; see
 // tensor.LayerNorm. weight and bias (shape normalizedShape) may be nil.
 func LayerNorm(x *Var, normalizedShape []int, weight, bias *Var, eps float64) *Var {
+	s := begin("LayerNorm", x, weight, bias)
 	out, mean, variance := tensor.LayerNormWithStats(x.value, normalizedShape, value(weight), value(bias), eps)
 	xs := x.Shape()
 	lead := len(xs) - len(normalizedShape)
@@ -462,7 +478,7 @@ func LayerNorm(x *Var, normalizedShape []int, weight, bias *Var, eps float64) *V
 		return v.Sum(leadAxes, false)
 	}
 	nx, nw, nb := needs(x), needs(weight), needs(bias)
-	return recordAttrs("LayerNorm", map[string]any{"normalizedShape": normalizedShape, "eps": eps}, out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"normalizedShape": normalizedShape, "eps": eps}, out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0]
 		if constant(g, x, in[1]) {
 			dx, dw, db := tensor.LayerNormBackward(g.value, x.value, mean, variance, normalizedShape, value(in[1]), eps)
@@ -492,6 +508,7 @@ func LayerNorm(x *Var, normalizedShape []int, weight, bias *Var, eps float64) *V
 // channels, then applies the per-channel weight and bias ([C] or nil); see
 // tensor.GroupNorm.
 func GroupNorm(x *Var, groups int, weight, bias *Var, eps float64) *Var {
+	s := begin("GroupNorm", x, weight, bias)
 	out, mean, variance := tensor.GroupNormWithStats(x.value, groups, value(weight), value(bias), eps)
 	xs := x.Shape()
 	n, c := xs[0], xs[1]
@@ -502,7 +519,7 @@ func GroupNorm(x *Var, groups int, weight, bias *Var, eps float64) *Var {
 	}
 	bshape[1] = c
 	nx, nw, nb := needs(x), needs(weight), needs(bias)
-	return recordAttrs("GroupNorm", map[string]any{"groups": groups, "eps": eps}, out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"groups": groups, "eps": eps}, out, []*Var{x, weight, bias}, saved(x), func(g *Var, in []*Var, _ *Var) []*Var {
 		x := in[0]
 		if constant(g, x, in[1]) {
 			dx, dw, db := tensor.GroupNormBackward(g.value, x.value, mean, variance, groups, value(in[1]), eps)
@@ -523,8 +540,9 @@ func Dropout(x *Var, p float64, training bool, gen *tensor.Generator) *Var {
 	if !training || p == 0 {
 		return x
 	}
+	s := begin("Dropout", x)
 	out, mask := tensor.DropoutWithMask(x.value, p, gen)
-	return recordAttrs("Dropout", map[string]any{"p": p}, out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"p": p}, out, []*Var{x}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Mul(New(mask))}
 	})
 }
@@ -533,9 +551,10 @@ func Dropout(x *Var, p float64, training bool, gen *tensor.Generator) *Var {
 // (any shape), shaped ids.Shape() + [D]; see tensor.Embedding. The weight
 // gradient adds each output row's gradient into the row it came from.
 func Embedding(ids *tensor.Tensor, weight *Var) *Var {
+	s := begin("Embedding", weight)
 	out := tensor.Embedding(ids, weight.value)
 	v := weight.Shape()[0]
-	return recordAttrs("Embedding", map[string]any{"ids": ids}, out, []*Var{weight}, []*tensor.Tensor{ids}, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"ids": ids}, out, []*Var{weight}, []*tensor.Tensor{ids}, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{embeddingBackward(g, ids, v)}
 	})
 }
@@ -543,8 +562,9 @@ func Embedding(ids *tensor.Tensor, weight *Var) *Var {
 // embeddingBackward records Embedding's weight gradient, whose adjoint is
 // the lookup itself.
 func embeddingBackward(g *Var, ids *tensor.Tensor, v int) *Var {
+	s := begin("EmbeddingBackward", g)
 	out := tensor.EmbeddingBackward(g.value, ids, v)
-	return record("EmbeddingBackward", out, []*Var{g}, []*tensor.Tensor{ids}, func(gg *Var, _ []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{g}, []*tensor.Tensor{ids}, func(gg *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{Embedding(ids, gg)}
 	})
 }

@@ -46,7 +46,7 @@ func unreduce(g *Var, inShape []int, axes []int, keepDim bool) *Var {
 
 // Sum sums over axes.
 func (v *Var) Sum(axes []int, keepDim bool) *Var {
-	return recordAttrs("Sum", map[string]any{"axes": axes, "keepDim": keepDim}, v.value.Sum(axes, keepDim), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Sum", v).recordAttrs(map[string]any{"axes": axes, "keepDim": keepDim}, v.value.Sum(axes, keepDim), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		s := in[0].Shape()
 		return []*Var{unreduce(g, s, axes, keepDim).Expand(s...)}
 	})
@@ -66,8 +66,9 @@ func (v *Var) Mean(axes []int, keepDim bool) *Var {
 // Prod multiplies over axes. The gradient is exact when inputs contain
 // zeros: it is the product of the other elements.
 func (v *Var) Prod(axes []int, keepDim bool) *Var {
+	s := begin("Prod", v)
 	out := v.value.Prod(axes, keepDim)
-	return recordAttrs("Prod", map[string]any{"axes": axes, "keepDim": keepDim}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
+	return s.recordAttrs(map[string]any{"axes": axes, "keepDim": keepDim}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		x := in[0]
 		s := x.Shape()
 		gk := unreduce(g, s, axes, keepDim)
@@ -135,13 +136,14 @@ func (v *Var) Max(axes []int, keepDim bool) *Var { return v.extreme("Max", true,
 func (v *Var) Min(axes []int, keepDim bool) *Var { return v.extreme("Min", false, axes, keepDim) }
 
 func (v *Var) extreme(name string, isMax bool, axes []int, keepDim bool) *Var {
+	s := begin(name, v)
 	var out *tensor.Tensor
 	if isMax {
 		out = v.value.Max(axes, keepDim)
 	} else {
 		out = v.value.Min(axes, keepDim)
 	}
-	return recordAttrs(name, map[string]any{"axes": axes, "keepDim": keepDim}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
+	return s.recordAttrs(map[string]any{"axes": axes, "keepDim": keepDim}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		x := in[0]
 		s := x.Shape()
 		w := New(evenShare(x.value, unreduce(o, s, axes, keepDim).value, axes))
@@ -180,8 +182,9 @@ func (v *Var) Std(axes []int, correction int, keepDim bool) *Var {
 // whose gradient is zero where the root is zero, PyTorch's std_backward. The
 // rule is written in Var operations, so higher-order gradients still work.
 func (v *Var) stdRoot() *Var {
+	s := begin("Sqrt", v)
 	out := v.value.Sqrt()
-	return record("Sqrt", out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, root *Var) []*Var {
+	return s.record(out, []*Var{v}, []*tensor.Tensor{out}, func(g *Var, _ []*Var, root *Var) []*Var {
 		zero := root.value.Eq(tensor.ZerosLike(root.value))
 		return []*Var{g.Div(root.Where0(zero).MulScalar(2)).MaskedZero(zero)}
 	})
@@ -190,8 +193,9 @@ func (v *Var) stdRoot() *Var {
 // LogSumExp returns log(sum(exp(v))) over axes, computed stably; its
 // gradient is the softmax over the same axes.
 func (v *Var) LogSumExp(axes []int, keepDim bool) *Var {
+	s := begin("LogSumExp", v)
 	out := v.value.LogSumExp(axes, keepDim)
-	return recordAttrs("LogSumExp", map[string]any{"axes": axes, "keepDim": keepDim}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
+	return s.recordAttrs(map[string]any{"axes": axes, "keepDim": keepDim}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		s := in[0].Shape()
 		sm := in[0].Sub(unreduce(o, s, axes, keepDim)).Exp()
 		return []*Var{unreduce(g, s, axes, keepDim).Mul(sm)}
@@ -201,8 +205,9 @@ func (v *Var) LogSumExp(axes []int, keepDim bool) *Var {
 // Norm returns the p-norm over axes (p = 2 gives the Euclidean norm; the
 // gradient at a zero vector is zero).
 func (v *Var) Norm(p float64, axes []int, keepDim bool) *Var {
+	s := begin("Norm", v)
 	out := v.value.Norm(p, axes, keepDim)
-	return record("Norm", out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
+	return s.record(out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		x := in[0]
 		s := x.Shape()
 		gk := unreduce(g, s, axes, keepDim)
@@ -231,7 +236,7 @@ func (v *Var) Norm(p float64, axes []int, keepDim bool) *Var {
 
 // CumSum returns the running sum along axis.
 func (v *Var) CumSum(axis int) *Var {
-	return recordAttrs("CumSum", map[string]any{"axis": axis}, v.value.CumSum(axis), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("CumSum", v).recordAttrs(map[string]any{"axis": axis}, v.value.CumSum(axis), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		// The adjoint of a prefix sum is a suffix sum.
 		return []*Var{g.Flip(axis).CumSum(axis).Flip(axis)}
 	})
@@ -240,8 +245,9 @@ func (v *Var) CumSum(axis int) *Var {
 // CumProd returns the running product along axis (inputs without zeros
 // have the exact gradient; zeros are handled by the generic rule).
 func (v *Var) CumProd(axis int) *Var {
+	s := begin("CumProd", v)
 	out := v.value.CumProd(axis)
-	return recordAttrs("CumProd", map[string]any{"axis": axis}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
+	return s.recordAttrs(map[string]any{"axis": axis}, out, []*Var{v}, saved(v), func(g *Var, in []*Var, o *Var) []*Var {
 		x := in[0]
 		zero := x.value.Eq(tensor.ZerosLike(x.value))
 		if zero.Sum(nil, false).Item() == 0 {

@@ -20,9 +20,10 @@ import (
 // the backward pass is itself recorded (Options.CreateGraph) the gradient is
 // built from those Var ops instead, so higher-order gradients work.
 func GRUGates(gi, gh, h *Var) *Var {
+	s := begin("GRUGates", gi, gh, h)
 	out, gates := tensor.GRUGates(gi.value, gh.value, h.value)
 	hidden := h.value.Shape()[1]
-	return record("GRUGates", out, []*Var{gi, gh, h}, []*tensor.Tensor{gi.value, gh.value, h.value}, func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.record(out, []*Var{gi, gh, h}, []*tensor.Tensor{gi.value, gh.value, h.value}, func(g *Var, in []*Var, _ *Var) []*Var {
 		if recording(g, in) {
 			return gruGatesGrad(g, in[0], in[1], in[2], hidden)
 		}
@@ -89,13 +90,14 @@ func GRUSequence(gi, h0, whh, bhh *Var, reverse bool) *Var {
 	if bhh != nil {
 		bv = bhh.value
 	}
-	out, gates, gh := tensor.GRUSequence(gi.value, h0.value, whh.value, bv, reverse)
 	inputs := []*Var{gi, h0, whh, bhh}
+	s := begin("GRUSequence", inputs...)
+	out, gates, gh := tensor.GRUSequence(gi.value, h0.value, whh.value, bv, reverse)
 	savedT := []*tensor.Tensor{gi.value, h0.value, whh.value}
 	if bv != nil {
 		savedT = append(savedT, bv)
 	}
-	return record("GRUSequence", out, inputs, savedT, func(g *Var, in []*Var, o *Var) []*Var {
+	return s.record(out, inputs, savedT, func(g *Var, in []*Var, o *Var) []*Var {
 		if recording(g, in) {
 			return gruSequenceGrad(g, in, reverse)
 		}

@@ -39,7 +39,7 @@ func (v *Var) Unbind(axis int) []*Var {
 	grads := make([]*Var, n)
 	sink := New(zerosOn(v.value, []int{1}).Expand(shape...))
 	sink.gradSink = true
-	hub := record("UnbindStack", v.value, []*Var{v}, nil, func(_ *Var, _ []*Var, _ *Var) []*Var {
+	hub := begin("UnbindStack", v).record(v.value, []*Var{v}, nil, func(_ *Var, _ []*Var, _ *Var) []*Var {
 		pieceShape := append(shape[:axis:axis], shape[axis+1:]...)
 		gs := make([]*Var, n)
 		for i, g := range grads {
@@ -53,7 +53,7 @@ func (v *Var) Unbind(axis int) []*Var {
 	})
 	for i := range out {
 		attrs := map[string]any{"axis": axis, "index": i}
-		out[i] = recordAttrs("Unbind", attrs, v.value.Select(axis, i), []*Var{hub}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+		out[i] = begin("Unbind", hub).recordAttrs(attrs, v.value.Select(axis, i), []*Var{hub}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 			grads[i] = g
 			return []*Var{sink}
 		})

@@ -9,28 +9,28 @@ import (
 
 // Reshape returns v with a new shape (see tensor.Reshape).
 func (v *Var) Reshape(shape ...int) *Var {
-	return recordAttrs("Reshape", map[string]any{"shape": shape}, v.value.Reshape(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Reshape", v).recordAttrs(map[string]any{"shape": shape}, v.value.Reshape(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // View is Reshape that refuses to copy (see tensor.View).
 func (v *Var) View(shape ...int) *Var {
-	return recordAttrs("View", map[string]any{"shape": shape}, v.value.View(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("View", v).recordAttrs(map[string]any{"shape": shape}, v.value.View(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // Flatten merges axes start..end into one.
 func (v *Var) Flatten(start, end int) *Var {
-	return recordAttrs("Flatten", map[string]any{"start": start, "end": end}, v.value.Flatten(start, end), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Flatten", v).recordAttrs(map[string]any{"start": start, "end": end}, v.value.Flatten(start, end), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // Permute reorders axes.
 func (v *Var) Permute(axes ...int) *Var {
-	return recordAttrs("Permute", map[string]any{"axes": axes}, v.value.Permute(axes...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Permute", v).recordAttrs(map[string]any{"axes": axes}, v.value.Permute(axes...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		inv := make([]int, len(axes))
 		for i, a := range axes {
 			if a < 0 {
@@ -44,7 +44,7 @@ func (v *Var) Permute(axes ...int) *Var {
 
 // Transpose swaps two axes.
 func (v *Var) Transpose(a, b int) *Var {
-	return recordAttrs("Transpose", map[string]any{"a": a, "b": b}, v.value.Transpose(a, b), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Transpose", v).recordAttrs(map[string]any{"a": a, "b": b}, v.value.Transpose(a, b), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Transpose(a, b)}
 	})
 }
@@ -57,21 +57,21 @@ func (v *Var) T() *Var {
 
 // Squeeze removes size-1 axes (all of them when none are given).
 func (v *Var) Squeeze(axes ...int) *Var {
-	return recordAttrs("Squeeze", map[string]any{"axes": axes}, v.value.Squeeze(axes...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Squeeze", v).recordAttrs(map[string]any{"axes": axes}, v.value.Squeeze(axes...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // Unsqueeze inserts a size-1 axis.
 func (v *Var) Unsqueeze(axis int) *Var {
-	return recordAttrs("Unsqueeze", map[string]any{"axis": axis}, v.value.Unsqueeze(axis), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Unsqueeze", v).recordAttrs(map[string]any{"axis": axis}, v.value.Unsqueeze(axis), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.Reshape(in[0].Shape()...)}
 	})
 }
 
 // Expand broadcasts v to shape; the gradient sums over the broadcast axes.
 func (v *Var) Expand(shape ...int) *Var {
-	return recordAttrs("Expand", map[string]any{"shape": shape}, v.value.Expand(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin("Expand", v).recordAttrs(map[string]any{"shape": shape}, v.value.Expand(shape...), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{g.SumTo(in[0].Shape())}
 	})
 }
@@ -81,7 +81,7 @@ func (v *Var) Contiguous() *Var {
 	if v.value.IsContiguous() {
 		return v
 	}
-	return record("Contiguous", v.value.Contiguous(), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Contiguous", v).record(v.value.Contiguous(), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g}
 	})
 }
@@ -92,7 +92,7 @@ func (v *Var) To(dt tensor.DType) *Var {
 		return v
 	}
 	from := v.DType()
-	return recordAttrs("To", map[string]any{"dtype": dt}, v.value.To(dt), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("To", v).recordAttrs(map[string]any{"dtype": dt}, v.value.To(dt), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.To(from)}
 	})
 }
@@ -100,7 +100,7 @@ func (v *Var) To(dt tensor.DType) *Var {
 // sliceGrad scatters g into zeros of the input's shape through the same view
 // that produced the output.
 func sliceGrad(g *Var, inShape []int, view func(*tensor.Tensor) *tensor.Tensor, viewVar func(*Var) *Var) *Var {
-	return record("SliceBackward", sliceInto(g.value, inShape, view), []*Var{g}, nil, func(gg *Var, _ []*Var, _ *Var) []*Var {
+	return begin("SliceBackward", g).record(sliceInto(g.value, inShape, view), []*Var{g}, nil, func(gg *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{viewVar(gg)}
 	})
 }
@@ -130,14 +130,14 @@ func (v *Var) Select(axis, i int) *Var {
 }
 
 func (v *Var) viewOp(name string, attrs map[string]any, view func(*tensor.Tensor) *tensor.Tensor, viewVar func(*Var) *Var) *Var {
-	return recordAttrs(name, attrs, view(v.value), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return begin(name, v).recordAttrs(attrs, view(v.value), []*Var{v}, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		return []*Var{sliceGrad(g, in[0].Shape(), view, viewVar)}
 	})
 }
 
 // Flip reverses v along the given axes.
 func (v *Var) Flip(axes ...int) *Var {
-	return recordAttrs("Flip", map[string]any{"axes": axes}, v.value.Flip(axes...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
+	return begin("Flip", v).recordAttrs(map[string]any{"axes": axes}, v.value.Flip(axes...), []*Var{v}, nil, func(g *Var, _ []*Var, _ *Var) []*Var {
 		return []*Var{g.Flip(axes...)}
 	})
 }
@@ -151,8 +151,9 @@ func Concat(vs []*Var, axis int) *Var {
 	for i, v := range vs {
 		ts[i] = v.value
 	}
+	s := begin("Concat", vs...)
 	out := tensor.Concat(ts, axis)
-	return recordAttrs("Concat", map[string]any{"axis": axis}, out, vs, nil, func(g *Var, in []*Var, _ *Var) []*Var {
+	return s.recordAttrs(map[string]any{"axis": axis}, out, vs, nil, func(g *Var, in []*Var, _ *Var) []*Var {
 		a := axis
 		if a < 0 {
 			a += out.Dim()

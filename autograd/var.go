@@ -52,6 +52,11 @@ type Var struct {
 	// noGrad marks a value of a no-grad evaluation (NoGrad): an op with
 	// such an input records nothing and marks its output. See nograd.go.
 	noGrad bool
+
+	// watch marks a computation that is observed (Observe) or checked for
+	// anomalies (DetectAnomaly): ops with a marked input report to it and
+	// pass it to their output. See observe.go.
+	watch *watch
 }
 
 // node is one recorded operation.
@@ -79,6 +84,9 @@ type node struct {
 	// forward is a Function's forward in Var operations, which graph
 	// readers re-run on the node's inputs to trace it; nil otherwise.
 	forward func(in []*Var) *Var
+	// site is the call stack that recorded the node under anomaly
+	// detection (anomaly.go); nil otherwise.
+	site []uintptr
 }
 
 // savedVersion remembers the storage version a saved tensor had when the op
@@ -202,18 +210,24 @@ func (v *Var) Format(f fmt.State, verb rune) {
 
 // record makes the output Var of an op. If no input requires a gradient, or
 // an input is marked no-grad (see tracking), the output is a plain leaf
-// carrying the inputs' no-grad mark and nothing is recorded. saved lists the
+// carrying the inputs' no-grad mark and nothing is recorded. The output
+// carries the first marked input's observation mark (observe.go), and a
+// node recorded under anomaly detection keeps its creation site. saved lists the
 // tensors the backward rule reads, for the in-place version check.
 func record(op string, out *tensor.Tensor, inputs []*Var, saved []*tensor.Tensor, backward func(g *Var, in []*Var, out *Var) []*Var) *Var {
 	need, noGrad := tracking(inputs)
+	w := watchOf(inputs)
 	if !need {
-		return &Var{value: out, noGrad: noGrad}
+		return &Var{value: out, noGrad: noGrad, watch: w}
 	}
 	n := &node{op: op, inputs: inputs, backward: backward}
 	for _, s := range saved {
 		n.saved = append(n.saved, savedVersion{t: s, version: s.Version()})
 	}
-	return &Var{value: out, requiresGrad: true, node: n}
+	if w != nil && w.anomaly != nil {
+		n.site = captureSite()
+	}
+	return &Var{value: out, requiresGrad: true, node: n, watch: w}
 }
 
 // BackwardFunc is a gradient rule: given the output gradient g, the op's
