@@ -9,6 +9,7 @@
 //
 //	bench   run the performance workloads (see "ember bench -h")
 //	onnx    inspect or run an ONNX model (see "ember onnx -h")
+//	serve-bench load a server on the loopback address (see "ember serve-bench -h")
 //	tensorboard export TensorBoard scalars as CSV (see "ember tensorboard -h")
 package main
 
@@ -34,6 +35,7 @@ func commands() []command {
 		{"bench", "run the performance workloads and print ms/step, samples/s and peak RSS", runBench},
 		{"onnx", "inspect, run or export an ONNX model (ember onnx inspect|run MODEL.onnx ..., ember onnx export -model NAME ...)", runONNX},
 		{"launch", "start N local ranks of a distributed job (ember launch -nproc N PROGRAM ARGS...)", runLaunch},
+		{"serve-bench", "load a server on this machine and print throughput, latency and its memory (ember serve-bench -url URL -input X.npy -clients N -requests M)", runServeBench},
 		{"tensorboard", "export the scalars of TensorBoard event files as CSV (ember tensorboard export LOGDIR)", runTensorBoard},
 	}
 }
