@@ -1,7 +1,9 @@
 package tensorboard_test
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -42,4 +44,51 @@ func Example() {
 	// step 0: 1.000
 	// step 1: 0.500
 	// step 2: 0.333
+}
+
+// Read an event file record by record; damaged records are reported with
+// their offset.
+func ExampleNewReader() {
+	dir, err := os.MkdirTemp("", "run")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	w, err := tensorboard.NewWriter(dir, tensorboard.Options{})
+	if err != nil {
+		panic(err)
+	}
+	w.AddScalar("loss", 0.5, 10)
+	if err := w.Close(); err != nil {
+		panic(err)
+	}
+
+	f, err := os.Open(w.Path())
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	r := tensorboard.NewReader(f)
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var bad *tensorboard.CorruptionError
+		if errors.As(err, &bad) {
+			fmt.Println("damaged at offset", bad.Offset)
+			return
+		} else if err != nil {
+			panic(err)
+		}
+		if ev.FileVersion != "" {
+			fmt.Println("file version", ev.FileVersion)
+		}
+		for _, v := range ev.Values {
+			fmt.Printf("step %d %s=%g (%s)\n", ev.Step, v.Tag, v.Scalar, v.Plugin)
+		}
+	}
+	// Output:
+	// file version brain.Event:2
+	// step 10 loss=0.5 (scalars)
 }
