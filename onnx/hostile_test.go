@@ -529,3 +529,31 @@ func TestLoopScanOutputsBudget(t *testing.T) {
 	assert.Contains(t, err.Error(), "Loop node")
 	assert.Contains(t, err.Error(), "scan outputs of 520 bytes, stacked, exceed the limit of 1024 bytes")
 }
+
+// Errors stay short whatever the model holds, and keep what they wrap.
+func TestErrorsAreBounded(t *testing.T) {
+	var nodes [][]byte
+	for i := range 1000 {
+		nodes = append(nodes, mkNode(fmt.Sprintf("NoSuchOp%04d%s", i, strings.Repeat("x", 200)), []string{"x"}, []string{fmt.Sprintf("y%d", i)}))
+	}
+	m, err := Read(strings.NewReader(string(mkModel(13, graphParts{
+		nodes:   nodes,
+		inputs:  [][]byte{mkValueInfo("x", dtFloat, 2)},
+		outputs: [][]byte{mkValueInfo("y0", dtFloat, 2)},
+	}))))
+	require.NoError(t, err)
+	_, err = m.NewSession(SessionOptions{})
+	require.Error(t, err)
+	assert.LessOrEqual(t, len(err.Error()), maxErrorLen+64)
+	var ue *UnsupportedError
+	require.ErrorAs(t, err, &ue)
+	assert.Len(t, ue.Ops, 1000, "the error still lists every operator")
+	assert.Contains(t, ue.Error(), "(1000 in all)")
+
+	long := bounded(fmt.Errorf("wrapped: %w", context.Canceled))
+	require.ErrorIs(t, long, context.Canceled)
+	huge := bounded(fmt.Errorf("%s: %w", strings.Repeat("é", 5000), context.Canceled))
+	require.ErrorIs(t, huge, context.Canceled)
+	assert.Contains(t, huge.Error(), "... (10018 bytes in all)") // 5000 two-byte runes, ": ", "context canceled"
+	assert.LessOrEqual(t, len(huge.Error()), maxErrorLen+64)
+}

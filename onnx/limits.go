@@ -129,6 +129,37 @@ func short(s string) string {
 	return strconv.Quote(s[:cut]) + fmt.Sprintf("... (%d bytes)", len(s))
 }
 
+// maxErrorLen bounds the text of the errors the package's functions
+// return.
+const maxErrorLen = 2048
+
+// boundedError is an error whose text was cut to maxErrorLen bytes; it
+// unwraps to the original, so errors.Is and errors.As still see it.
+type boundedError struct {
+	msg string
+	err error
+}
+
+func (e *boundedError) Error() string { return e.msg }
+func (e *boundedError) Unwrap() error { return e.err }
+
+// bounded returns err, or err with its text cut to maxErrorLen bytes when
+// it is longer.
+func bounded(err error) error {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	if len(s) <= maxErrorLen {
+		return err
+	}
+	cut := maxErrorLen
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return &boundedError{msg: s[:cut] + fmt.Sprintf("... (%d bytes in all)", len(s)), err: err}
+}
+
 // clipName cuts s, a name from a model printed without quotes (an operator
 // type), to maxNameLen bytes.
 func clipName(s string) string {

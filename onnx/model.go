@@ -136,6 +136,12 @@ func Load(path string) (*Model, error) {
 // inside the folder once symbolic links are followed, and name a regular
 // file. Reading stops with ctx's error once ctx is done.
 func LoadContext(ctx context.Context, path string, opts LoadOptions) (*Model, error) {
+	m, err := loadContext(ctx, path, opts)
+	return m, bounded(err)
+}
+
+// loadContext is LoadContext with errors of any length.
+func loadContext(ctx context.Context, path string, opts LoadOptions) (*Model, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -175,7 +181,8 @@ func ReadContext(ctx context.Context, r io.Reader, opts LoadOptions) (*Model, er
 	if err != nil {
 		return nil, err
 	}
-	return parse(ctx, b, dataSource{maxBytes: byteLimit(opts.MaxBytes), ctx: ctx})
+	m, err := parse(ctx, b, dataSource{maxBytes: byteLimit(opts.MaxBytes), ctx: ctx})
+	return m, bounded(err)
 }
 
 // modelLimit is the size a model's bytes may have: 2 GiB (the protobuf

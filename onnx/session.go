@@ -48,9 +48,17 @@ type UnsupportedError struct {
 	Ops []string
 }
 
-// Error lists the unsupported operators.
+// maxListed is how many unsupported operators an UnsupportedError's message
+// names.
+const maxListed = 32
+
+// Error lists the unsupported operators (the first 32, and the count).
 func (e *UnsupportedError) Error() string {
-	return "onnx: unsupported operators: " + strings.Join(e.Ops, ", ")
+	ops := e.Ops
+	if len(ops) <= maxListed {
+		return "onnx: unsupported operators: " + strings.Join(ops, ", ")
+	}
+	return fmt.Sprintf("onnx: unsupported operators: %s, ... (%d in all)", strings.Join(ops[:maxListed], ", "), len(ops))
 }
 
 // Session is a model prepared to run: operators resolved, nodes sorted,
@@ -95,6 +103,12 @@ type compiler struct {
 // every unsupported operator (subgraphs included), or with an error for a
 // malformed graph (missing inputs, cycles, duplicate outputs).
 func (m *Model) NewSession(opts SessionOptions) (*Session, error) {
+	s, err := m.newSession(opts)
+	return s, bounded(err)
+}
+
+// newSession is NewSession with errors of any length.
+func (m *Model) newSession(opts SessionOptions) (*Session, error) {
 	c := &compiler{m: m, opts: opts, limit: opts.MaxElements, unsupported: map[string]bool{}}
 	if c.limit <= 0 {
 		c.limit = maxElements
@@ -522,6 +536,12 @@ func (s *Session) Outputs() []ValueInfo { return s.model.Outputs }
 // and returns ctx's error once it is done. Graphs that take or return
 // sequences or optionals run through RunValues.
 func (s *Session) Run(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	out, err := s.run(ctx, inputs)
+	return out, bounded(err)
+}
+
+// run is Run with errors of any length.
+func (s *Session) run(ctx context.Context, inputs map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
 	if err := s.validate(inputs, nil); err != nil {
 		return nil, err
 	}

@@ -457,5 +457,6 @@ func ReadTensor(r io.Reader) (*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tp.toTensor(dataSource{maxBytes: DefaultMaxBytes()})
+	t, err := tp.toTensor(dataSource{maxBytes: DefaultMaxBytes()})
+	return t, bounded(err)
 }

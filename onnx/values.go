@@ -28,6 +28,12 @@ type Optional struct {
 // against their declared rank and static dimensions, and the elements of
 // sequences against their declared element type.
 func (s *Session) RunValues(ctx context.Context, inputs map[string]any) (map[string]any, error) {
+	out, err := s.runValues(ctx, inputs)
+	return out, bounded(err)
+}
+
+// runValues is RunValues with errors of any length.
+func (s *Session) runValues(ctx context.Context, inputs map[string]any) (map[string]any, error) {
 	store := &seqStore{}
 	tensors := make(map[string]*tensor.Tensor, len(inputs))
 	markers := map[string]*tensor.Tensor{}
