@@ -144,7 +144,7 @@ type ratioReader struct {
 func (g *ratioReader) Read(p []byte) (int, error) {
 	n, err := g.r.Read(p)
 	g.out += int64(n)
-	if limit := g.ratio*g.compressed.n + gzipSlack; g.out > limit {
+	if limit := satMul(g.ratio, g.compressed.n) + gzipSlack; g.out > limit {
 		return n, fmt.Errorf("gzip stream expands more than %d times: %d bytes from %d compressed "+
 			"(raise IDXOptions.MaxGzipRatio if the file is genuine)", g.ratio, g.out, g.compressed.n)
 	}
@@ -247,12 +247,13 @@ func maxBytesBudget(o IDXOptions) budget {
 	return budget{o.MaxBytes, fmt.Sprintf("the limit of %d bytes (%s)", o.MaxBytes, source)}
 }
 
-// satMul returns a*b for non-negative a and b, or math.MaxInt64 when the
-// product overflows.
+// satMul returns a*b for non-negative a and b, or math.MaxInt64 - gzipSlack
+// when the product is larger (so that adding gzipSlack cannot overflow).
 func satMul(a, b int64) int64 {
+	const most = math.MaxInt64 - gzipSlack
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	if hi != 0 || lo > math.MaxInt64 {
-		return math.MaxInt64
+	if hi != 0 || lo > most {
+		return most
 	}
 	return int64(lo)
 }

@@ -271,6 +271,14 @@ func TestReadIDXGzipRatio(t *testing.T) {
 	got, err = ReadIDX(bytes.NewReader(compressed), IDXOptions{MaxGzipRatio: 1000})
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(want.Data, got.Data))
+
+	// The largest ratio turns the check off without overflowing.
+	got, err = ReadIDX(bytes.NewReader(compressed), IDXOptions{MaxGzipRatio: math.MaxInt64})
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(want.Data, got.Data))
+	got, err = ReadIDXFile(path, IDXOptions{MaxGzipRatio: math.MaxInt64, MaxBytes: math.MaxInt64})
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(want.Data, got.Data))
 }
 
 func TestReadIDXMaxBytes(t *testing.T) {
