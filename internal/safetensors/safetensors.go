@@ -508,14 +508,16 @@ func ReadFileBytes(path string) ([]byte, error) {
 	if size > math.MaxInt {
 		return nil, fmt.Errorf("safetensors: %s: file of %d bytes is too large for this platform", path, size)
 	}
-	b := make([]byte, min(size, 8))
-	if _, err := io.ReadFull(f, b); err != nil {
+	var prefix [8]byte
+	n, err := io.ReadFull(f, prefix[:min(size, 8)])
+	if err != nil {
 		return nil, fmt.Errorf("safetensors: %s: %w", path, safeio.Truncated(err))
 	}
-	if err := checkHeaderLength(b, uint64(size)); err != nil {
+	if err := checkHeaderLength(prefix[:n], uint64(size)); err != nil {
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
-	b = append(b, make([]byte, size-int64(len(b)))...)
+	b := make([]byte, size) // one allocation of the file's size, no more
+	copy(b, prefix[:])
 	if _, err := io.ReadFull(f, b[8:]); err != nil {
 		return nil, fmt.Errorf("safetensors: %s: %w", path, safeio.Truncated(err))
 	}
