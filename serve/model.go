@@ -40,7 +40,8 @@ type ModelOptions struct {
 	Session onnx.SessionOptions
 	// WarmUp holds inputs for the warm-up runs at load. When nil, inputs
 	// are made from the declared input shapes (symbolic dimensions set to
-	// 1): small deterministic values for floats, zeros for integers.
+	// 1): small deterministic values for floats, zeros and ones for
+	// integers.
 	WarmUp map[string]*tensor.Tensor
 	// NoWarmUp skips the warm-up runs; batching is then used whenever the
 	// model's declared shapes allow it, without the bit-equality check.
@@ -177,12 +178,33 @@ func batchAxis(sess *onnx.Session) (bool, string) {
 		return false, "the model has no inputs"
 	}
 	for _, out := range sess.Outputs() {
-		d, ok := sess.ValueShape(out.Name)
-		if !ok || len(d) == 0 || d[0].Param != sym {
+		d := outputShape(sess, out)
+		if len(d) == 0 || d[0].Param != sym {
 			return false, fmt.Sprintf("output %q does not have the inputs' batch dimension %q first", out.Name, sym)
 		}
 	}
 	return true, ""
+}
+
+// outputShape returns the shape of out inferred at load, each dimension
+// shape inference left unknown taken from the model's declaration (nil
+// when neither knows the rank).
+func outputShape(sess *onnx.Session, out onnx.ValueInfo) []onnx.Dim {
+	d, ok := sess.ValueShape(out.Name)
+	if !ok {
+		if out.HasShape {
+			return out.Shape
+		}
+		return nil
+	}
+	if out.HasShape && len(out.Shape) == len(d) {
+		for i := range d {
+			if d[i].Value < 0 && d[i].Param == "" {
+				d[i] = out.Shape[i]
+			}
+		}
+	}
+	return d
 }
 
 // outputRowBytes returns the bytes of one batch row of every output, or -1
@@ -191,8 +213,8 @@ func outputRowBytes(sess *onnx.Session) int64 {
 	var total int64
 	for _, out := range sess.Outputs() {
 		dt, err := out.DType()
-		d, ok := sess.ValueShape(out.Name)
-		if err != nil || !ok || len(d) == 0 {
+		d := outputShape(sess, out)
+		if err != nil || len(d) == 0 {
 			return -1
 		}
 		n := int64(dt.Size())
@@ -230,6 +252,11 @@ func (in *instance) warmUp(ctx context.Context) error {
 		other, _ = synthInputs(in.sess, 1)
 	}
 	otherOut, err := in.sess.Run(ctx, other)
+	if err != nil && in.opts.WarmUp == nil {
+		// Integer inputs of 1 may be out of range (indices into a short
+		// axis): check with the first inputs twice.
+		other, otherOut, err = inputs, single, nil
+	}
 	if err != nil {
 		return fmt.Errorf("serve: model %q: warm-up run: %w", in.name, err)
 	}
@@ -258,8 +285,8 @@ func (in *instance) warmUp(ctx context.Context) error {
 }
 
 // synthInputs makes inputs from the declared shapes of sess (symbolic
-// dimensions 1): floats follow a deterministic pattern varied by seed,
-// other dtypes are zero.
+// dimensions 1): floats follow a deterministic pattern varied by seed;
+// other dtypes are zero for seed 0 and alternate 0 and 1 otherwise.
 func synthInputs(sess *onnx.Session, seed int) (map[string]*tensor.Tensor, error) {
 	out := map[string]*tensor.Tensor{}
 	for _, v := range sess.Inputs() {
@@ -285,9 +312,12 @@ func synthInputs(sess *onnx.Session, seed int) (map[string]*tensor.Tensor, error
 			return nil, fmt.Errorf("input %q holds %d elements: too large for warm-up data", v.Name, n)
 		}
 		vals := make([]float32, n)
-		if dt.IsFloat() {
-			for i := range vals {
+		for i := range vals {
+			switch {
+			case dt.IsFloat():
 				vals[i] = float32((i*7+seed*13)%17)/17 - 0.5
+			case seed > 0:
+				vals[i] = float32((i + seed) % 2)
 			}
 		}
 		out[v.Name] = tensor.FromSlice(vals, shape...).To(dt)
