@@ -79,8 +79,9 @@ type Value struct {
 }
 
 // Histogram is a histogram as TensorBoard stores it: bucket i counts the
-// values in (BucketLimits[i-1], BucketLimits[i]], the first bucket starting
-// at Min.
+// values between BucketLimits[i-1] (Min for the first bucket) and
+// BucketLimits[i]. (AddHistogram's buckets hold their left edge, the last
+// one both edges.)
 type Histogram struct {
 	Min, Max, Num, Sum, SumSquares float64
 	BucketLimits, Buckets          []float64

@@ -464,3 +464,17 @@ func TestFlushIntervalWritesWithoutFlush(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestMakeHistogramEdgeCases(t *testing.T) {
+	h := makeHistogram([]float64{2, 2, 2}, 10)
+	assert.Equal(t, []float64{2}, h.BucketLimit, "equal values: one bucket")
+	assert.Equal(t, []float64{3}, h.Bucket)
+	h = makeHistogram(nil, 10)
+	assert.Zero(t, h.Num)
+	assert.Empty(t, h.Bucket)
+	h = makeHistogram([]float64{math.Inf(1), math.NaN()}, 10)
+	assert.Zero(t, h.Num, "only non-finite values: empty")
+	h = makeHistogram([]float64{0, 1, 2, 3, 4}, 2)
+	assert.Equal(t, []float64{2, 4}, h.BucketLimit)
+	assert.Equal(t, []float64{2, 3}, h.Bucket, "2 falls in the upper bucket, [2, 4]")
+}
