@@ -20,33 +20,30 @@ const printThreshold = 1000
 // (numpy.set_printoptions' edgeitems).
 const printEdge = 3
 
-// formatTensorValues formats t's values.
+// formatTensorValues formats t's values. Only the printed elements are
+// read, so printing a large output costs no copy of it.
 func formatTensorValues(t *tensor.Tensor) string {
-	var elem func(i int) string
-	switch dt := t.DType(); {
-	case dt == tensor.Bool:
-		v := t.Bools()
-		elem = func(i int) string {
-			if v[i] {
+	flat := t.Reshape(-1)
+	dt := t.DType()
+	return formatArray(t.Shape(), func(i int) string {
+		x := flat.Narrow(0, i, 1)
+		switch {
+		case dt == tensor.Bool:
+			if x.Bools()[0] {
 				return "True"
 			}
 			return "False"
+		case dt == tensor.Uint64 || dt == tensor.Uint32:
+			return strconv.FormatUint(x.Uint64s()[0], 10)
+		case dt.IsFloat():
+			bits := 32
+			if dt == tensor.Float64 {
+				bits = 64
+			}
+			return strconv.FormatFloat(x.Float64s()[0], 'g', 6, bits)
 		}
-	case dt == tensor.Uint64 || dt == tensor.Uint32:
-		v := t.Uint64s()
-		elem = func(i int) string { return strconv.FormatUint(v[i], 10) }
-	case dt.IsFloat():
-		v := t.Float64s()
-		bits := 64
-		if dt != tensor.Float64 {
-			bits = 32
-		}
-		elem = func(i int) string { return strconv.FormatFloat(v[i], 'g', 6, bits) }
-	default:
-		v := t.Int64s()
-		elem = func(i int) string { return strconv.FormatInt(v[i], 10) }
-	}
-	return formatArray(t.Shape(), elem)
+		return strconv.FormatInt(x.Int64s()[0], 10)
+	})
 }
 
 // formatStringValues formats a string tensor's values, each quoted.
