@@ -32,12 +32,13 @@ const (
 	recordFooterSize = 4
 )
 
-// appendRecord appends payload to dst in the TFRecord framing.
+// appendRecord appends payload to dst in the TFRecord framing. It writes
+// the header in place in dst, so that framing allocates nothing once dst
+// has room.
 func appendRecord(dst, payload []byte) []byte {
-	var head [recordHeaderSize]byte
-	binary.LittleEndian.PutUint64(head[:8], uint64(len(payload)))
-	binary.LittleEndian.PutUint32(head[8:], maskedCRC(head[:8]))
-	dst = append(dst, head[:]...)
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, maskedCRC(dst[start:start+8]))
 	dst = append(dst, payload...)
 	return binary.LittleEndian.AppendUint32(dst, maskedCRC(payload))
 }
