@@ -481,3 +481,11 @@ func TestMakeHistogramEdgeCases(t *testing.T) {
 	assert.Equal(t, []float64{2, 4}, h.BucketLimit)
 	assert.Equal(t, []float64{2, 3}, h.Bucket, "2 falls in the upper bucket, [2, 4]")
 }
+
+func TestAddScalarsRejectsKeysThatAreNotFolderNames(t *testing.T) {
+	w, err := NewWriter(t.TempDir(), Options{})
+	require.NoError(t, err)
+	w.AddScalars("loss", map[string]float64{"a/../../x": 1}, 0)
+	assert.ErrorContains(t, w.Flush(), "cannot name a run folder")
+	assert.ErrorContains(t, w.Close(), "cannot name a run folder")
+}
