@@ -121,7 +121,12 @@ type instance struct {
 	// -1 when an output's shape is not known past axis 0.
 	outRowBytes int64
 
-	queue   chan *request
+	queue chan *request
+	// active counts the Predict calls in progress for this instance and
+	// inRun the requests its runners hold: when every active request is
+	// held, a runner has no one to wait for.
+	active  atomic.Int64
+	inRun   atomic.Int64
 	mu      sync.RWMutex // guards closed against sends on queue
 	closed  bool
 	users   sync.WaitGroup // Predict calls holding this instance
@@ -421,6 +426,7 @@ func (in *instance) runLoop() {
 		if !ok {
 			return
 		}
+		in.inRun.Add(1)
 		batch = append(batch[:0], first)
 		if in.opts.beforeBatch != nil {
 			in.opts.beforeBatch()
@@ -429,37 +435,48 @@ func (in *instance) runLoop() {
 			batch = in.gather(batch, timer)
 		}
 		in.process(batch, &scratch)
+		in.inRun.Add(-int64(len(batch)))
 		clear(batch)
 	}
 }
 
-// gather adds queued requests to batch until it holds MaxBatch of them or
-// MaxWait has passed since the first.
+// gather adds queued requests to batch until it holds MaxBatch of them,
+// MaxWait has passed since the first, or no other request is in progress
+// (a lone caller does not wait for company that cannot come).
 func (in *instance) gather(batch []*request, timer *time.Timer) []*request {
-	if in.opts.MaxWait < 0 {
-		for len(batch) < in.opts.MaxBatch {
-			select {
-			case r, ok := <-in.queue:
-				if !ok {
-					return batch
-				}
-				batch = append(batch, r)
-			default:
-				return batch
-			}
+	waiting := false
+	defer func() {
+		if waiting {
+			timer.Stop()
 		}
-		return batch
-	}
-	timer.Reset(in.opts.MaxWait)
-	defer timer.Stop()
+	}()
 	for len(batch) < in.opts.MaxBatch {
 		select {
 		case r, ok := <-in.queue:
 			if !ok {
 				return batch
 			}
+			in.inRun.Add(1)
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		if in.opts.MaxWait < 0 || in.active.Load() <= in.inRun.Load() {
+			return batch
+		}
+		if !waiting {
+			waiting = true
+			timer.Reset(in.opts.MaxWait)
+		}
+		select {
+		case r, ok := <-in.queue:
+			if !ok {
+				return batch
+			}
+			in.inRun.Add(1)
 			batch = append(batch, r)
 		case <-timer.C:
+			waiting = false
 			return batch
 		}
 	}

@@ -90,12 +90,22 @@ func TestPredictMatchesSession(t *testing.T) {
 	assert.Equal(t, uint64(1), st.Errors)
 }
 
+// activeRequests returns the Predict calls in progress for name.
+func activeRequests(s *Server, name string) int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if in := s.models[name]; in != nil {
+		return in.active.Load()
+	}
+	return -1
+}
+
 // TestBatchedBitEqual joins four requests of batch sizes 1 and 2 into one
 // run and checks every answer bit for bit against the request run alone.
 func TestBatchedBitEqual(t *testing.T) {
 	m := loadModel(t, cnnModel)
 	s := newServer(t, Options{})
-	require.NoError(t, s.Load(context.Background(), "cnn", m, ModelOptions{MaxBatch: 4, MaxWait: time.Minute}))
+	entered, release := blockedModel(t, s, ModelOptions{MaxBatch: 4, MaxWait: time.Minute})
 	out := outputName(t, s, "cnn")
 	inputs := make([]*tensor.Tensor, 4)
 	results := make([]*tensor.Tensor, 4)
@@ -113,6 +123,9 @@ func TestBatchedBitEqual(t *testing.T) {
 			}
 		}()
 	}
+	<-entered
+	require.Eventually(t, func() bool { return activeRequests(s, "cnn") == 4 }, 10*time.Second, time.Millisecond)
+	close(release)
 	wg.Wait()
 	for i := range inputs {
 		require.NoError(t, errs[i])
@@ -124,6 +137,34 @@ func TestBatchedBitEqual(t *testing.T) {
 	assert.Equal(t, uint64(1), st.BatchSizes.Counts[2], "one batch in the bucket of size 4 (bounds %v)", st.BatchSizes.Bounds)
 	assert.Equal(t, uint64(4), st.OK)
 	assert.Equal(t, uint64(4), st.Latency.Count)
+}
+
+// TestBadRequestInBatchDoesNotFailOthers gathers a good request and one
+// the model refuses into one batch: their shapes differ past axis 0, so
+// they run apart, and the good one gets its answer.
+func TestBadRequestInBatchDoesNotFailOthers(t *testing.T) {
+	m := loadModel(t, cnnModel)
+	s := newServer(t, Options{})
+	entered, release := blockedModel(t, s, ModelOptions{MaxBatch: 2, MaxWait: time.Minute})
+	good, bad := image(1, 3), tensor.Ones([]int{1, 3, 2, 2}) // too small for the CNN's pooling
+	goodC := make(chan map[string]*tensor.Tensor, 1)
+	go func() {
+		out, err := s.Predict(context.Background(), "cnn", map[string]*tensor.Tensor{"x": good})
+		assert.NoError(t, err)
+		goodC <- out
+	}()
+	<-entered
+	badC := predictAsync(s, context.Background(), bad)
+	require.Eventually(t, func() bool { return activeRequests(s, "cnn") == 2 }, 10*time.Second, time.Millisecond)
+	close(release)
+	out := <-goodC
+	require.NotNil(t, out)
+	assert.True(t, bitEqual(reference(t, m, good), out[outputName(t, s, "cnn")]))
+	require.Error(t, <-badC)
+	st := s.Stats().Models["cnn"]
+	assert.Equal(t, uint64(2), st.Runs, "one batch of two requests that cannot be joined: two runs")
+	assert.Equal(t, uint64(1), st.OK)
+	assert.Equal(t, uint64(1), st.Errors)
 }
 
 // TestRace64 sends requests from 64 goroutines at once (run it with
@@ -487,4 +528,18 @@ func TestHistogramQuantile(t *testing.T) {
 	assert.Equal(t, 2.0, h.Quantile(0.5))
 	assert.Equal(t, 4.0, h.Quantile(0.99), "the overflow bucket reports the largest bound")
 	assert.Equal(t, 16.5, h.Sum)
+}
+
+// TestLoneRequestDoesNotWait: with nobody else in progress a runner does
+// not hold a request for MaxWait (an hour here) waiting for company.
+func TestLoneRequestDoesNotWait(t *testing.T) {
+	s := newServer(t, Options{})
+	require.NoError(t, s.Load(context.Background(), "cnn", loadModel(t, cnnModel), ModelOptions{MaxWait: time.Hour}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i := range 3 {
+		_, err := s.Predict(ctx, "cnn", map[string]*tensor.Tensor{"x": image(1, i)})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, uint64(3), s.Stats().Models["cnn"].Runs)
 }

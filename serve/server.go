@@ -311,6 +311,8 @@ func (s *Server) Predict(ctx context.Context, name string, inputs map[string]*te
 		return nil, err
 	}
 	defer in.users.Done()
+	in.active.Add(1)
+	defer in.active.Add(-1)
 	if err := ctx.Err(); err != nil {
 		in.metrics.request(outcomeExpired, 0, false)
 		return nil, err

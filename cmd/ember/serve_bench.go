@@ -33,6 +33,9 @@ type serveBenchConfig struct {
 	warmup         int
 	duration       time.Duration // bound on the measured phase
 	requestTimeout time.Duration
+	// rate, when positive, paces the requests: at most rate per second
+	// from all clients together (clients still wait for their answers).
+	rate float64
 }
 
 // serveBenchResult is the measured phase's outcome.
@@ -60,9 +63,11 @@ func runServeBench(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 10*time.Minute, "stop sending once this much time has passed")
 	requestTimeout := fs.Duration("request-timeout", time.Minute, "limit on one request")
 	stats := fs.String("stats", "/stats", "path of the server's JSON stats (with rss_bytes)")
+	rate := fs.Float64("rate", 0, "requests per second from all clients together (0: as fast as the server answers)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ember serve-bench -url URL -input X.npy -clients N -requests M")
-		fmt.Fprintln(stderr, "  POSTs X.npy (Content-Type application/x-npy) to a server on 127.0.0.0/8, ::1 or localhost")
+		fmt.Fprintln(stderr, "  POSTs X.npy (Content-Type application/x-npy) to a server on 127.0.0.0/8, ::1 or localhost,")
+		fmt.Fprintln(stderr, "  from N clients (paced to -rate per second when given) until M requests are answered or -duration passes,")
 		fmt.Fprintln(stderr, "  and ends with: requests=M errors=E throughput=R/s p50_ms=… p95_ms=… p99_ms=… rss_start_mb=… rss_end_mb=…")
 		fs.PrintDefaults()
 	}
@@ -73,10 +78,14 @@ func runServeBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg, err := newServeBenchConfig(*rawURL, *input, *stats, *clients, *requests, *warmup, *duration, *requestTimeout)
+	if err == nil && (*rate < 0 || *rate > 1e6) {
+		err = fmt.Errorf("-rate %g: want 0 to 1,000,000", *rate)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "ember serve-bench:", err)
 		return 2
 	}
+	cfg.rate = *rate
 	res, err := serveBench(context.Background(), cfg, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "ember serve-bench:", err)
@@ -193,7 +202,19 @@ func serveBench(ctx context.Context, cfg serveBenchConfig, stderr io.Writer) (se
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(cfg.requests) && ctx.Err() == nil {
+			for {
+				i := next.Add(1)
+				if i > int64(cfg.requests) || ctx.Err() != nil {
+					return
+				}
+				if cfg.rate > 0 { // request i is due at start + (i-1)/rate
+					due := start.Add(time.Duration(float64(i-1) / cfg.rate * float64(time.Second)))
+					select {
+					case <-time.After(time.Until(due)):
+					case <-ctx.Done():
+						return
+					}
+				}
 				d, code, err := post(ctx, client, cfg)
 				if err != nil && ctx.Err() != nil {
 					return // the run's time is up: not counted

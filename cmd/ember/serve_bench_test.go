@@ -102,6 +102,16 @@ func TestServeBench(t *testing.T) {
 	assert.Greater(t, rssEnd, 11.0)
 	assert.Contains(t, stdout.String(), "status 503: 8\n")
 	assert.Equal(t, int64(44), predicts.Load())
+
+	// Paced: the same summary, every request sent.
+	stdout.Reset()
+	predicts.Store(0)
+	code = runServeBench([]string{"-url", ts.URL + "/predict", "-input", writeInput(t), "-clients", "2", "-requests", "6", "-warmup", "1", "-rate", "1000"}, &stdout, &stderr)
+	lines = strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	require.NotNil(t, re.FindStringSubmatch(lines[len(lines)-1]), "%q", stdout.String())
+	assert.True(t, strings.HasPrefix(lines[len(lines)-1], "requests=6 "), lines[len(lines)-1])
+	assert.Equal(t, 1, code, "the fifth predict failed")
+	assert.Equal(t, int64(7), predicts.Load())
 }
 
 func TestServeBenchRefuses(t *testing.T) {
@@ -114,6 +124,7 @@ func TestServeBenchRefuses(t *testing.T) {
 		{[]string{"-url", "http://127.0.0.1:1/predict", "-input", input, "-clients", "0"}, "-clients 0"},
 		{[]string{"-url", "http://127.0.0.1:1/predict", "-input", input, "-requests", "0"}, "-requests 0"},
 		{[]string{"-url", "http://127.0.0.1:1/predict"}, "-input X.npy is required"},
+		{[]string{"-url", "http://127.0.0.1:1/predict", "-input", input, "-rate", "-1"}, "-rate -1"},
 		{[]string{"-url", "http://127.0.0.1:1/predict", "-input", filepath.Join(t.TempDir(), "none.npy")}, "no such file"},
 	} {
 		var stdout, stderr bytes.Buffer
