@@ -4,8 +4,9 @@
 // micro-kernel computes one MR×NR tile of C at a time from those panels.
 //
 // On amd64 the micro-kernel is written in assembly (AVX-512F when the CPU
-// has it, else AVX2+FMA), chosen at run time; elsewhere, under the purego
-// build tag, or on older x86 CPUs a pure-Go kernel is used.
+// has it, else AVX2+FMA), chosen at run time; on arm64 it is NEON assembly
+// (12×8 and 8×8 tiles); elsewhere, under the purego build tag, or on older
+// x86 CPUs a pure-Go kernel is used.
 //
 // The pure-Go kernel is scalar (Go does not vectorize): a 2×4 tile on amd64,
 // whose accumulators fit its 15 float registers, 4×4 on arm64. At 1024² on

@@ -111,6 +111,13 @@ func requireSameBits(t *testing.T, want, got []float32) {
 // unless one with the same panels pads at least 5% fewer rows.
 func TestPackKernel(t *testing.T) {
 	ks := availableKernels()
+	if ks[0].name == "neon" {
+		for m, want := range map[int]string{64: "neon8x8", 8: "neon8x8", 16: "neon8x8", 3: "neon8x8", 12: "neon", 24: "neon", 96: "neon", 100: "neon", 128: "neon"} {
+			require.Equal(t, want, packKernel(m).name, "m = %d", m)
+		}
+		require.Equal(t, packedSize(packKernel(64), 64, 10), PackedSize(64, 10))
+		return
+	}
 	if ks[0].name != "avx512" {
 		require.Same(t, ks[0], packKernel(64))
 		return
