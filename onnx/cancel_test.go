@@ -43,6 +43,7 @@ func TestChunkCount(t *testing.T) {
 func TestLongKernelsStopBetweenChunks(t *testing.T) {
 	x := tensor.NewGenerator(1).Randn([]int{8, 3, 10, 10}, tensor.Float32)
 	w := tensor.NewGenerator(2).Randn([]int{4, 3, 3, 3}, tensor.Float32)
+	wt := tensor.NewGenerator(7).Randn([]int{3, 2, 3, 3}, tensor.Float32)
 	a := tensor.NewGenerator(3).Randn([]int{16, 12}, tensor.Float32)
 	b := tensor.NewGenerator(4).Randn([]int{12, 5}, tensor.Float32)
 	a3 := tensor.NewGenerator(5).Randn([]int{6, 4, 12}, tensor.Float32)
@@ -57,6 +58,7 @@ func TestLongKernelsStopBetweenChunks(t *testing.T) {
 		{"MatMul", opMatMul, []*tensor.Tensor{a, b}, a.MatMul(b)},
 		{"MatMul batched", opMatMul, []*tensor.Tensor{a3, b3}, a3.MatMul(b3)},
 		{"Gemm", opGemm, []*tensor.Tensor{a, b}, a.MatMul(b)},
+		{"ConvTranspose", opConvTranspose, []*tensor.Tensor{x, wt}, tensor.ConvTranspose2d(x, wt, nil, tensor.ConvTranspose2dOptions{})},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -437,7 +437,16 @@ func opConvTranspose(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			w4 = w.Unsqueeze(2)
 		}
 		opt := tensor.ConvTranspose2dOptions{Stride: lift2(stride, 1), Dilation: lift2(dil, 1), Groups: int(n.attrInt("group", 1))}
-		full = tensor.ConvTranspose2d(x4, w4, nil, opt)
+		// Long transposed convolutions run in chunks of the batch
+		// (cancel.go): per image, every input pixel meets the whole weight.
+		batch := x4.Shape()[0]
+		work := float64(x4.Numel()/max(batch, 1)) * float64(w4.Numel()/max(w4.Shape()[0], 1))
+		full, err = n.inChunks(batch, work, 0, func(lo, hi int) *tensor.Tensor {
+			return tensor.ConvTranspose2d(x4.Narrow(0, lo, hi-lo), w4, nil, opt)
+		})
+		if err != nil {
+			return nil, err
+		}
 		if lifted {
 			full = full.Squeeze(2)
 		}
