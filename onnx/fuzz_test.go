@@ -53,7 +53,8 @@ func hostileSeeds(f *testing.F) {
 
 // FuzzNewSession prepares and, when its inputs are small and static, runs
 // whatever parses, with the default limits (so a fuzzed model may allocate
-// up to DefaultMaxBytes, and no more).
+// up to DefaultMaxBytes, and no more: half the machine's memory per fuzz
+// worker, so fuzz with -parallel 1).
 func FuzzNewSession(f *testing.F) {
 	fuzzSeeds(f)
 	hostileSeeds(f)
