@@ -49,6 +49,7 @@ var knownImports = map[string]string{
 	"cuda":        modulePath + "/cuda",
 	"tensorboard": modulePath + "/tensorboard",
 	"graphviz":    modulePath + "/graphviz",
+	"profiler":    modulePath + "/profiler",
 	"serve":       modulePath + "/serve",
 	"context":     "context",
 	"errors":      "errors",

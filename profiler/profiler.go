@@ -177,7 +177,7 @@ func (p *Profiler) Step() {
 	var ready *Trace
 	if cur == phaseActive && (next != phaseActive || nextCycle != curCycle) && p.opt.Schedule != (Schedule{}) {
 		ready = p.traceLocked()
-		p.events = nil
+		p.events = p.events[:0] // ready holds a copy
 	}
 	for _, l := range p.lanes {
 		l.reset()
@@ -359,8 +359,11 @@ func (l *Lane) labelsFor(name string) context.Context {
 
 // EndOp implements autograd.OpObserver.
 func (o *observer) EndOp(e autograd.OpEvent) {
-	end := time.Now()
 	l := (*Lane)(o)
+	if !l.p.recording() && !l.p.opt.PprofLabels {
+		return // waiting: BeginOp kept nothing
+	}
+	end := time.Now()
 	f, ok := l.pop(e.Op, kindOf(e.Backward), end)
 	if !ok || !f.timed || !l.p.keeping() {
 		return
