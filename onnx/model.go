@@ -207,13 +207,20 @@ func readModelBytes(r io.Reader, opts LoadOptions, size int64) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// The IR versions Load accepts: 3 (ONNX 1.0's opset imports) to 13 (ONNX
+// 1.19 and later, whose structure is IR 11's with new element types).
+const (
+	minIRVersion = 3
+	maxIRVersion = 13
+)
+
 func parse(ctx context.Context, b []byte, src dataSource) (*Model, error) {
 	mp, err := decodeModel(b)
 	if err != nil {
 		return nil, err
 	}
-	if mp.irVersion < 3 || mp.irVersion > 11 {
-		return nil, fmt.Errorf("onnx: IR version %d is not supported (want 3 to 11)", mp.irVersion)
+	if mp.irVersion < minIRVersion || mp.irVersion > maxIRVersion {
+		return nil, fmt.Errorf("onnx: IR version %d is not supported (want %d to %d)", mp.irVersion, minIRVersion, maxIRVersion)
 	}
 	m := &Model{
 		IRVersion:       mp.irVersion,
@@ -242,7 +249,7 @@ func parse(ctx context.Context, b []byte, src dataSource) (*Model, error) {
 	}
 	for _, tp := range mp.graph.initializers {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("onnx: loading stopped: %w", err)
 		}
 		if tp.name == "" {
 			return nil, fmt.Errorf("onnx: graph has an initializer without a name")
@@ -259,7 +266,7 @@ func parse(ctx context.Context, b []byte, src dataSource) (*Model, error) {
 	}
 	for _, sp := range mp.graph.sparseInits {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("onnx: loading stopped: %w", err)
 		}
 		name := sp.values.name
 		if _, dup := m.initializers[name]; dup || name == "" {
