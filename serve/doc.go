@@ -9,11 +9,12 @@
 //     503 instead of piling work up;
 //   - a fixed number of runners (ModelOptions.Runs), each taking up to
 //     ModelOptions.MaxBatch queued requests, waiting at most
-//     ModelOptions.MaxWait for company, and running them through the
-//     session once, concatenated along the batch axis, when the model's
-//     inputs share a dynamic first axis (one by one otherwise). Batching is
-//     kept only if a warm-up check at load shows batched rows bit-equal to
-//     single runs;
+//     ModelOptions.MaxWait for company (and not at all when no other
+//     request is in progress), and running them through the session once,
+//     concatenated along the batch axis (at most ModelOptions.MaxBatchRows
+//     rows), when the model's inputs share a dynamic first axis (one by
+//     one otherwise). Batching is kept only if a warm-up check at load
+//     shows batched rows bit-equal to single runs;
 //   - a thread budget (ModelOptions.Threads) split between its runners and
 //     handed to the session, never set for the whole process;
 //   - reused batch buffers, one set per runner, so that steady traffic

@@ -21,6 +21,10 @@ type ModelOptions struct {
 	// MaxBatch is the most requests joined into one run; 1 runs every
 	// request alone. Zero means 8.
 	MaxBatch int
+	// MaxBatchRows is the most rows (the size of the batch axis, summed
+	// over the joined requests) one run holds, which bounds a joined
+	// run's memory; a request with more rows runs alone. Zero means 64.
+	MaxBatchRows int
 	// MaxWait is how long a runner holding the first request of a batch
 	// waits for more. Zero means 2 ms; a negative value means no wait
 	// (a batch is whatever is already queued).
@@ -56,6 +60,9 @@ type ModelOptions struct {
 func (o ModelOptions) withDefaults() ModelOptions {
 	if o.MaxBatch <= 0 {
 		o.MaxBatch = 8
+	}
+	if o.MaxBatchRows <= 0 {
+		o.MaxBatchRows = 64
 	}
 	if o.MaxWait == 0 {
 		o.MaxWait = 2 * time.Millisecond
@@ -498,23 +505,35 @@ func (in *instance) process(batch []*request, scratch *batchScratch) {
 		}
 		live = append(live, r)
 	}
-	for len(live) > 0 {
-		group := live[:1]
-		rest := live[1:][:0:0]
-		if in.batchable && live[0].rows >= 0 {
-			for _, r := range live[1:] {
-				if r.rows >= 0 && r.key == live[0].key {
-					group = append(group, r)
-				} else {
-					rest = append(rest, r)
+	for _, group := range in.groups(live) {
+		in.runGroup(group, scratch)
+	}
+}
+
+// groups splits requests into runs: requests with equal signatures are
+// joined, in arrival order, while their rows fit in MaxBatchRows; without
+// batching, or for a request that cannot be joined, each runs alone.
+func (in *instance) groups(live []*request) [][]*request {
+	var out [][]*request
+	var rows []int // rows of each group in out
+	for _, r := range live {
+		placed := false
+		if in.batchable && r.rows >= 0 {
+			for i, g := range out {
+				if g[0].rows >= 0 && g[0].key == r.key && rows[i]+r.rows <= in.opts.MaxBatchRows {
+					out[i] = append(g, r)
+					rows[i] += r.rows
+					placed = true
+					break
 				}
 			}
-		} else {
-			rest = live[1:]
 		}
-		in.runGroup(group, scratch)
-		live = rest
+		if !placed {
+			out = append(out, []*request{r})
+			rows = append(rows, r.rows)
+		}
 	}
+	return out
 }
 
 // runGroup runs joinable requests, once for all when there are several,

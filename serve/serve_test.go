@@ -543,3 +543,13 @@ func TestLoneRequestDoesNotWait(t *testing.T) {
 	}
 	assert.Equal(t, uint64(3), s.Stats().Models["cnn"].Runs)
 }
+
+func TestGroupsRespectKeysAndRows(t *testing.T) {
+	in := &instance{batchable: true, opts: ModelOptions{MaxBatchRows: 4}}
+	req := func(rows int, key string) *request { return &request{rows: rows, key: key} }
+	a1, b1, a3, a2, big, odd := req(1, "a"), req(1, "b"), req(3, "a"), req(2, "a"), req(9, "a"), req(-1, "")
+	got := in.groups([]*request{a1, b1, a3, a2, big, odd})
+	assert.Equal(t, [][]*request{{a1, a3}, {b1}, {a2}, {big}, {odd}}, got)
+	in.batchable = false
+	assert.Len(t, in.groups([]*request{a1, a3}), 2, "without batching every request runs alone")
+}

@@ -11,9 +11,10 @@
 // POST /models/NAME/predict does the same for the model NAME (the one
 // loaded is named by -name).
 //
-// Concurrent requests are batched: up to -max-batch requests, or those
-// arriving within -batch-wait of the first, are joined along axis 0 and run
-// once when the model's batch axis is dynamic (and a warm-up check shows
+// Concurrent requests are batched: up to -max-batch requests (and
+// -max-batch-rows rows), or those arriving within -batch-wait of the
+// first, are joined along axis 0 and run once when the model's batch axis
+// is dynamic (and a warm-up check shows
 // batched rows bit-equal to single runs); -runs runs proceed at once, each
 // with -threads/-runs intra-op threads. At most -queue requests wait; one
 // more gets 503 with Retry-After at once. The bytes in flight (bodies
@@ -69,6 +70,7 @@ func run(args []string) error {
 	name := fs.String("name", "model", "name the model is served as (POST /models/NAME/predict)")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	maxBatch := fs.Int("max-batch", 8, "most requests joined into one run")
+	maxBatchRows := fs.Int("max-batch-rows", 64, "most rows (batch-axis size) in one joined run; larger requests run alone")
 	batchWait := fs.Duration("batch-wait", 2*time.Millisecond, "how long the first request of a batch waits for others")
 	queue := fs.Int("queue", 64, "most requests waiting for a run; more get 503")
 	runs := fs.Int("runs", 1, "session runs in progress at once")
@@ -94,7 +96,7 @@ func run(args []string) error {
 		to.write = 2 * *timeout
 	}
 	srv := serve.New(serve.Options{MaxBytesInFlight: *budget, AdmissionWait: *admissionWait})
-	opts := serve.ModelOptions{MaxBatch: *maxBatch, MaxWait: *batchWait, QueueSize: *queue, Runs: *runs, Threads: *threads}
+	opts := serve.ModelOptions{MaxBatch: *maxBatch, MaxBatchRows: *maxBatchRows, MaxWait: *batchWait, QueueSize: *queue, Runs: *runs, Threads: *threads}
 	if err := srv.LoadFile(context.Background(), *name, *modelPath, opts); err != nil {
 		return err
 	}
