@@ -1,0 +1,94 @@
+//go:build arm64 && !purego
+
+package vec
+
+//go:generate sh -c "python3 asmgen_arm64.py > vec_arm64.s"
+
+// The NEON kernels of vec_arm64.s. Callers guarantee equal lengths; the
+// exp and tanh kernels need len(a) to be a multiple of 4.
+
+//go:noescape
+func addNEON(dst, a, b []float32)
+
+//go:noescape
+func subNEON(dst, a, b []float32)
+
+//go:noescape
+func mulNEON(dst, a, b []float32)
+
+//go:noescape
+func divNEON(dst, a, b []float32)
+
+//go:noescape
+func reluGradNEON(dst, g, out []float32)
+
+//go:noescape
+func addConstNEON(dst, a []float32, c float32)
+
+//go:noescape
+func subConstNEON(dst, a []float32, c float32)
+
+//go:noescape
+func mulConstNEON(dst, a []float32, c float32)
+
+//go:noescape
+func divConstNEON(dst, a []float32, c float32)
+
+//go:noescape
+func constSubNEON(dst, a []float32, c float32)
+
+//go:noescape
+func constDivNEON(dst, a []float32, c float32)
+
+//go:noescape
+func reluNEON(dst, a []float32)
+
+//go:noescape
+func negNEON(dst, a []float32)
+
+//go:noescape
+func absNEON(dst, a []float32)
+
+//go:noescape
+func sqrtNEON(dst, a []float32)
+
+//go:noescape
+func sumNEON(a []float32) float64
+
+//go:noescape
+func expNEON(dst, a []float32)
+
+//go:noescape
+func tanhNEON(dst, a []float32)
+
+// neonImpl is the NEON kernel set. Its exp and tanh do the arithmetic of
+// the AVX2 kernels (Cody-Waite reduction, the same polynomials, fused
+// multiply-adds) four lanes at a time. The optimizer steps are the
+// pure-Go twins: their flush-to-zero contract (see Adam) would need FPCR.FZ
+// set around the kernel, which the NEON set does not do yet.
+var neonImpl = &impl{
+	name: "neon",
+	add:  addNEON, sub: subNEON, mul: mulNEON, div: divNEON,
+	addConst: addConstNEON, subConst: subConstNEON, mulConst: mulConstNEON, divConst: divConstNEON,
+	constSub: constSubNEON, constDiv: constDivNEON,
+	relu: reluNEON, reluGrad: reluGradNEON, neg: negNEON, abs: absNEON, sqrt: sqrtNEON,
+	exp: expNEON, tanh: tanhNEON, expLanes: 4, tail: tailNEON, sum: sumNEON,
+	sgdMomentum: sgdMomentumGo, adam: adamGo,
+}
+
+// tailNEON runs the NEON exp (or tanh) kernel on fewer than 4 elements
+// through a zero-padded copy.
+func tailNEON(tanh bool, dst, a []float32) {
+	var buf [4]float32
+	n := copy(buf[:], a)
+	if tanh {
+		tanhNEON(buf[:], buf[:])
+	} else {
+		expNEON(buf[:], buf[:])
+	}
+	copy(dst, buf[:n])
+}
+
+// impls lists the kernel sets of this build, fastest first: NEON
+// (Advanced SIMD is part of every arm64 CPU Go runs on), then pure Go.
+func impls() []*impl { return []*impl{neonImpl, goImpl} }
