@@ -21,10 +21,10 @@ import "github.com/emberml/ember/tensor"
 // OpObserver watches the ops computed from an observed Var (see Observe).
 // BeginOp and EndOp come in matched pairs, nested as the ops are: an op
 // whose forward runs other ops (Conv1d runs Conv2d), or the backward of a
-// node whose gradient rule runs ops, is reported around them. Ops recorded
-// through Custom, Unrecorded or a Function are not timed: their values are
-// computed before this package sees them (their outputs still carry the
-// mark on).
+// node whose gradient rule runs ops, is reported around them, and so is a
+// value computed through UnrecordedOp. Ops recorded through Custom,
+// Unrecorded or a Function are not reported: their values are computed
+// before this package sees them (their outputs still carry the mark on).
 //
 // An observer is called on the goroutine that computes the op; ops from
 // several goroutines reach the same observer when their inputs share its
@@ -187,4 +187,19 @@ func (s span) finish(v *Var, inputs ...*Var) *Var {
 		s.end(v, inputs)
 	}
 	return v
+}
+
+// UnrecordedOp is Unrecorded for a value that compute computes from inputs
+// outside the tape (an inference-only fused kernel): it calls compute and
+// wraps its result as Unrecorded does, and an observer of the inputs
+// (Observe) sees the op named op begin before compute runs and end after,
+// as it sees the ops of this package. List among inputs every Var the
+// kernel reads (the weight too), so that their shapes reach the observer.
+// It panics, before calling compute, when NeedsGrad(inputs...) holds.
+func UnrecordedOp(op string, compute func() *tensor.Tensor, inputs ...*Var) *Var {
+	if NeedsGrad(inputs...) {
+		panic("autograd.UnrecordedOp(" + op + "): an input requires a gradient, which a value computed outside the tape would drop; record it with Custom")
+	}
+	s := begin(op, inputs...)
+	return s.finish(Unrecorded(compute(), inputs...), inputs...)
 }

@@ -123,7 +123,9 @@ func (c *Conv2d) Forward(x *autograd.Var) *autograd.Var {
 		if c.Bias != nil {
 			b = c.Bias.Value()
 		}
-		return autograd.Unrecorded(tensor.Conv2dPacked(x.Value(), c.packs.get(w, max(opt.Groups, 1)), b, opt, nil, false), x)
+		return autograd.UnrecordedOp("Conv2d", func() *tensor.Tensor {
+			return tensor.Conv2dPacked(x.Value(), c.packs.get(w, max(opt.Groups, 1)), b, opt, nil, false)
+		}, x, c.Weight, c.Bias)
 	}
 	return autograd.Conv2d(x, c.Weight, c.Bias, opt)
 }

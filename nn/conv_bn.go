@@ -31,7 +31,9 @@ func (c *Conv2d) ForwardBatchNorm(x *autograd.Var, bn *BatchNorm, residual *auto
 		if residual != nil {
 			r = residual.Value()
 		}
-		return autograd.Unrecorded(tensor.Conv2dPacked(x.Value(), p.packed, p.shift, c.Options, r, relu != nil), x, residual)
+		return autograd.UnrecordedOp("Conv2dBatchNorm", func() *tensor.Tensor {
+			return tensor.Conv2dPacked(x.Value(), p.packed, p.shift, c.Options, r, relu != nil)
+		}, x, c.Weight, residual)
 	}
 	y := Call(bn, Call(c, x))
 	if residual != nil {

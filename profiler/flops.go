@@ -43,8 +43,9 @@ func sharesWithEarlier(t *tensor.Tensor, earlier []*autograd.Var) bool {
 }
 
 // flops returns the floating-point operations (a multiply and an add
-// count two) of the products and convolutions among autograd's ops, from
-// their input and output shapes; 0 for other ops.
+// count two) of the products and convolutions among autograd's ops and
+// nn's inference kernels, from their input and output shapes; 0 for
+// other ops.
 func flops(op string, in [][]int, out []int) int64 {
 	numel := func(s []int) int64 {
 		n := int64(1)
@@ -68,8 +69,10 @@ func flops(op string, in [][]int, out []int) int64 {
 		if len(in) == 2 && len(in[0]) > 0 {
 			return 2 * numel(out) * int64(in[0][len(in[0])-1])
 		}
-	case "Conv2d", "ConvForward":
-		// x [N, C, H, W], w [O, C/groups, KH, KW], out [N, O, OH, OW].
+	case "Conv2d", "ConvForward", "Conv2dBatchNorm":
+		// x [N, C, H, W], w [O, C/groups, KH, KW], out [N, O, OH, OW]
+		// (Conv2dBatchNorm: nn's inference kernel with a batch norm folded
+		// in, inputs x, w and the residual).
 		if len(in) >= 2 {
 			return 2 * numel(out) * perChannel(in[1])
 		}

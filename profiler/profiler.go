@@ -28,8 +28,9 @@
 //
 // Ops recorded through autograd.Custom, autograd.Unrecorded or an
 // autograd.Function are not timed (their values are computed before
-// autograd sees them), and neither is work outside Var operations; mark it
-// with Range. Times are wall-clock times on the calling goroutine: an op
+// autograd sees them; nn's inference kernels go through
+// autograd.UnrecordedOp, which is), and neither is work outside Var
+// operations; mark it with Range. Times are wall-clock times on the calling goroutine: an op
 // on a GPU is timed until its kernels are queued, not run.
 //
 // The runnable example ExampleProfiler shows a whole session.

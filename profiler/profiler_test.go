@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/emberml/ember/autograd"
+	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/profiler"
 	"github.com/emberml/ember/tensor"
 )
@@ -370,4 +371,22 @@ func runsAndFails(f func(t *testing.T)) bool {
 	}()
 	<-done
 	return inner.Failed()
+}
+
+func TestInferenceKernelsOfNNAreProfiled(t *testing.T) {
+	g := tensor.NewGenerator(2)
+	conv := nn.NewConv2d(g, 3, 8, [2]int{3, 3}, tensor.Conv2dOptions{}, true)
+	p := profiler.New(profiler.Options{})
+	// A no-grad evaluation takes nn's packed inference kernel, which is
+	// computed outside the tape (autograd.UnrecordedOp).
+	x := autograd.NoGrad(p.Watch(autograd.New(g.Randn([]int{2, 3, 6, 6}))))
+	y := conv.Forward(x).Relu()
+	require.False(t, y.RequiresGrad())
+	ev := p.Trace().Events
+	require.Len(t, ev, 2)
+	assert.Equal(t, "Conv2d", ev[0].Name)
+	assert.Equal(t, [][]int{{2, 3, 6, 6}, {8, 3, 3, 3}, {8}}, ev[0].InputShapes)
+	assert.Equal(t, int64(2*(2*8*4*4)*(3*3*3)), ev[0].FLOPs)
+	assert.Equal(t, int64(2*8*4*4*4), ev[0].Bytes)
+	assert.Equal(t, "Relu", ev[1].Name)
 }
