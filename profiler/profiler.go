@@ -60,7 +60,9 @@ type Options struct {
 	// name, or "<name>.backward" for the backward of its node) for the
 	// time each op runs, while the profiler is not waiting, so that CPU
 	// profiles split by op. Between ops the goroutine's labels are set to
-	// those of LabelContext.
+	// those of LabelContext. Labels follow goroutines: the part of a
+	// kernel the CPU backend runs on its worker goroutines is not labelled
+	// (tensor.SetNumThreads(1) keeps a kernel on the op's goroutine).
 	PprofLabels bool
 	// LabelContext holds the pprof labels the goroutine has outside ops
 	// (those a pprof.Do around the training loop set): with PprofLabels
