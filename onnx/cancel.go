@@ -1,6 +1,8 @@
 package onnx
 
 import (
+	"fmt"
+
 	"github.com/emberml/ember/tensor"
 )
 
@@ -44,7 +46,7 @@ func (n *node) inChunks(units int, work float64, axis int, part func(lo, hi int)
 	outs := make([]*tensor.Tensor, 0, k)
 	for i := range k {
 		if err := n.ctx.Err(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("onnx: run stopped in %v (chunk %d of %d): %w", n, i+1, k, err)
 		}
 		lo, hi := i*units/k, (i+1)*units/k
 		if lo < hi {
@@ -52,7 +54,7 @@ func (n *node) inChunks(units int, work float64, axis int, part func(lo, hi int)
 		}
 	}
 	if err := n.ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("onnx: run stopped in %v: %w", n, err)
 	}
 	return tensor.Concat(outs, axis), nil
 }

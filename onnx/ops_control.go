@@ -99,7 +99,7 @@ func opLoop(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	for iter := int64(0); (maxTrip < 0 || iter < maxTrip) && cond; iter++ {
 		if n.ctx != nil {
 			if err := n.ctx.Err(); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("onnx: run stopped in %v: %w", n, err)
 			}
 		}
 		formal := append([]*tensor.Tensor{
@@ -198,7 +198,7 @@ func opScan(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	for t := range seq {
 		if n.ctx != nil {
 			if err := n.ctx.Err(); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("onnx: run stopped in %v: %w", n, err)
 			}
 		}
 		formal := slices.Clone(vals)
@@ -310,7 +310,7 @@ func opScan8(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		for t := range lens[b] {
 			if n.ctx != nil {
 				if err := n.ctx.Err(); err != nil {
-					return nil, err
+					return nil, fmt.Errorf("onnx: run stopped in %v: %w", n, err)
 				}
 			}
 			formal := slices.Clone(vals)

@@ -421,7 +421,7 @@ func (p *plan) run(ctx context.Context, env map[string]*tensor.Tensor) ([]*tenso
 	counted := map[string]int64{}
 	for i, n := range p.nodes {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("onnx: run stopped before %v: %w", n, err)
 		}
 		in := p.gather(n, env)
 		for j, name := range n.inputs {
