@@ -93,11 +93,16 @@ type request struct {
 	// release hands back the request's bytes of the server's budget; the
 	// runner calls it once the request's run is over.
 	release func()
+	// answered is set by finish.
+	answered atomic.Bool
 }
 
 // finish delivers a to r (never blocks: done has room for one) and
-// returns r's bytes to the budget.
+// returns r's bytes to the budget; calls after the first do nothing.
 func (r *request) finish(a answer) {
+	if !r.answered.CompareAndSwap(false, true) {
+		return
+	}
 	r.done <- a
 	if r.release != nil {
 		r.release()
@@ -441,10 +446,27 @@ func (in *instance) runLoop() {
 		if in.batchable {
 			batch = in.gather(batch, timer)
 		}
-		in.process(batch, &scratch)
+		in.safeProcess(batch, &scratch)
 		in.inRun.Add(-int64(len(batch)))
 		clear(batch)
 	}
+}
+
+// safeProcess is process with a panic turned into an error answer for
+// every request of batch not answered yet, so the runner lives on and
+// every caller gets a response.
+func (in *instance) safeProcess(batch []*request, scratch *batchScratch) {
+	defer func() {
+		if p := recover(); p != nil {
+			*scratch = batchScratch{}
+			err := fmt.Errorf("serve: model %q: internal error: %v", in.name, p)
+			for _, r := range batch {
+				r.taken.Store(true)
+				r.finish(answer{err: err})
+			}
+		}
+	}()
+	in.process(batch, scratch)
 }
 
 // gather adds queued requests to batch until it holds MaxBatch of them,

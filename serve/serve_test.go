@@ -553,3 +553,20 @@ func TestGroupsRespectKeysAndRows(t *testing.T) {
 	in.batchable = false
 	assert.Len(t, in.groups([]*request{a1, a3}), 2, "without batching every request runs alone")
 }
+
+// TestRunnerPanicAnswersEveryRequest: a panic while a runner processes a
+// batch (a nil context here) becomes an error answer for each request.
+func TestRunnerPanicAnswersEveryRequest(t *testing.T) {
+	in := &instance{name: "m", metrics: newMetrics(2), opts: ModelOptions{MaxBatchRows: 4}}
+	released := 0
+	rs := []*request{{done: make(chan answer, 1)}, {done: make(chan answer, 1)}}
+	for _, r := range rs {
+		r.release = func() { released++ }
+	}
+	in.safeProcess(rs, &batchScratch{})
+	for _, r := range rs {
+		a := <-r.done
+		require.ErrorContains(t, a.err, `serve: model "m": internal error`)
+	}
+	assert.Equal(t, 2, released)
+}
