@@ -23,6 +23,12 @@
 // Retry-After. Each request's -timeout reaches the run: a request whose
 // time is up gets 504 and is not run if it has not started.
 //
+// -budget bounds the bytes the requests hold; the model's weights and the
+// intermediates of the -runs runs in progress come on top, and Go's
+// collector lets the heap grow to about twice what is live: set
+// GOMEMLIMIT (e.g. GOMEMLIMIT=1500MiB) to keep the resident size near a
+// figure.
+//
 // GET /healthz is liveness, GET /readyz readiness (503 while shutting
 // down), GET /metrics the Prometheus text exposition (with
 // process_resident_memory_bytes), GET /stats the same as JSON with
