@@ -170,7 +170,7 @@ func run(outputs, gouts []*Var, targets []*Var, opt Options) ([]*Var, error) {
 		if w != nil && w.observer != nil {
 			w.observer.BeginOp(n.op, true)
 			ig = n.backward(g, in, out)
-			w.observer.EndOp(OpEvent{Op: n.op, Backward: true, Inputs: n.inputs, Outputs: ig, Grad: g})
+			w.observer.EndOp(OpEvent{Op: n.op, Backward: true, Inputs: n.inputs, Outputs: ig, Grad: g, Key: n.key})
 		} else {
 			ig = n.backward(g, in, out)
 		}

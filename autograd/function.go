@@ -53,6 +53,8 @@ func (f *Function) Key() *OpKey { return f.key }
 // result is recorded as one op whose gradient is the Function's rule;
 // otherwise it is a plain value.
 func (f *Function) Apply(inputs ...*Var) *Var {
+	s := begin(f.key.name, inputs...) // an observer times the op (observe.go)
+	s.key = f.key
 	plain := make([]*Var, len(inputs))
 	saved := make([]*tensor.Tensor, 0, len(inputs))
 	for i, in := range inputs {
@@ -72,5 +74,5 @@ func (f *Function) Apply(inputs ...*Var) *Var {
 		v.node.key = f.key
 		v.node.forward = f.forward
 	}
-	return v
+	return s.finish(v, inputs...)
 }

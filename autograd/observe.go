@@ -21,10 +21,12 @@ import "github.com/emberml/ember/tensor"
 // OpObserver watches the ops computed from an observed Var (see Observe).
 // BeginOp and EndOp come in matched pairs, nested as the ops are: an op
 // whose forward runs other ops (Conv1d runs Conv2d), or the backward of a
-// node whose gradient rule runs ops, is reported around them, and so is a
-// value computed through UnrecordedOp. Ops recorded through Custom,
-// Unrecorded or a Function are not reported: their values are computed
-// before this package sees them (their outputs still carry the mark on).
+// node whose gradient rule runs ops, is reported around them, and so are a
+// Function's op (the ops of its forward, which runs on unmarked copies of
+// the inputs, are not) and a value computed through UnrecordedOp. The
+// forward of an op recorded through Custom or Unrecorded is not reported:
+// its value is computed before this package sees it (the output still
+// carries the mark on, and the backward of a Custom node is reported).
 //
 // An observer is called on the goroutine that computes the op; ops from
 // several goroutines reach the same observer when their inputs share its
@@ -54,6 +56,10 @@ type OpEvent struct {
 	// Grad is, in backward, the gradient of the node's output that the
 	// rule was given; nil in forward.
 	Grad *Var
+	// Key identifies an op defined outside this package (a Function, or
+	// the backward of a Custom op), whose name may be any, a built-in
+	// op's included; nil for the ops of this package and UnrecordedOp.
+	Key *OpKey
 }
 
 // watch is the mark of an observed computation, shared by every Var
@@ -130,8 +136,9 @@ func watchOf(inputs []*Var) *watch {
 // its record or recordAttrs makes the output and ends it. Without a marked
 // input it only carries the op's name.
 type span struct {
-	op string
-	w  *watch
+	op  string
+	w   *watch
+	key *OpKey // set for a Function's op
 }
 
 // begin starts the op named op on inputs: it tells the observer of the
@@ -172,7 +179,7 @@ func (s span) end(v *Var, inputs []*Var) {
 	if o := s.w.observer; o != nil {
 		// The observer hears of the end first, so that an anomaly panic
 		// leaves its spans matched.
-		o.EndOp(OpEvent{Op: s.op, Inputs: inputs, Outputs: []*Var{v}})
+		o.EndOp(OpEvent{Op: s.op, Inputs: inputs, Outputs: []*Var{v}, Key: s.key})
 	}
 	if a := s.w.anomaly; a != nil && a.CheckForward {
 		checkForward(s.op, v, inputs)

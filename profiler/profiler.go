@@ -26,11 +26,12 @@
 //	}
 //	fmt.Print(p.Trace().Table(profiler.SortBySelfTime, 20))
 //
-// Ops recorded through autograd.Custom, autograd.Unrecorded or an
-// autograd.Function are not timed (their values are computed before
-// autograd sees them; nn's inference kernels go through
-// autograd.UnrecordedOp, which is), and neither is work outside Var
-// operations; mark it with Range. Times are wall-clock times on the calling goroutine: an op
+// The forward of an op recorded through autograd.Custom or
+// autograd.Unrecorded is not timed, since its value is computed before
+// autograd sees it (nn's inference kernels go through
+// autograd.UnrecordedOp, which is timed; so is an autograd.Function, as
+// one op), and neither is work outside Var operations: mark it with
+// Range. Times are wall-clock times on the calling goroutine: an op
 // on a GPU is timed until its kernels are queued, not run.
 //
 // The runnable example ExampleProfiler shows a whole session.
@@ -380,7 +381,7 @@ func (o *observer) EndOp(e autograd.OpEvent) {
 		}
 	}
 	ev.Bytes = allocated(e)
-	if !e.Backward && len(e.Outputs) == 1 {
+	if !e.Backward && e.Key == nil && len(e.Outputs) == 1 {
 		ev.FLOPs = flops(e.Op, ev.InputShapes, e.Outputs[0].Shape())
 	}
 	// Added without the lane's lock held: Step takes the profiler's lock,

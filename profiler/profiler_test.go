@@ -390,3 +390,27 @@ func TestInferenceKernelsOfNNAreProfiled(t *testing.T) {
 	assert.Equal(t, int64(2*8*4*4*4), ev[0].Bytes)
 	assert.Equal(t, "Relu", ev[1].Name)
 }
+
+func TestFunctionsAreProfiledAsOneOpWithoutBuiltInFLOPs(t *testing.T) {
+	// A Function named as a built-in op: timed as one op, but its FLOPs are
+	// not guessed from the name.
+	square := autograd.NewFunction("MatMul", func(in []*autograd.Var) *autograd.Var { return in[0].Mul(in[0]) },
+		func(g *autograd.Var, in []*autograd.Var, _ *autograd.Var) []*autograd.Var {
+			return []*autograd.Var{g.Mul(in[0]).MulScalar(2)}
+		})
+	p := profiler.New(profiler.Options{})
+	x := p.Watch(autograd.New(tensor.Ones([]int{2, 2})).SetRequiresGrad(true))
+	require.NoError(t, square.Apply(x).Sum(nil, false).Backward())
+	c := map[string]profiler.OpStats{}
+	for _, r := range p.Trace().KeyAverages(profiler.SortByCalls) {
+		c[r.Name] = r
+	}
+	assert.Equal(t, 1, c["MatMul"].Calls)
+	assert.Equal(t, int64(0), c["MatMul"].FLOPs)
+	// The rule's Mul and MulScalar run inside the backward; the forward's
+	// Mul runs on unmarked copies of the inputs and is not seen.
+	assert.Equal(t, 1, c["Mul"].Calls)
+	assert.Equal(t, 1, c["MulScalar"].Calls)
+	assert.Equal(t, 1, c["MatMul.backward"].Calls)
+	assert.Equal(t, []float32{2, 2, 2, 2}, x.Grad().Float32s())
+}
