@@ -70,6 +70,18 @@ def faddp_d(d, n):
     return 0x7E70D800 | (n << 5) | d, "faddp d%d, v%d.2d" % (d, n)
 
 
+def fmla2d(d, n, m):
+    return 0x4E60CC00 | (m << 16) | (n << 5) | d, "fmla v%d.2d, v%d.2d, v%d.2d" % (d, n, m)
+
+
+def fmax_s(d, n, m):
+    return 0x1E204800 | (m << 16) | (n << 5) | d, "fmax s%d, s%d, s%d" % (d, n, m)
+
+
+def fmaxv(d, n):
+    return 0x6E30F800 | (n << 5) | d, "fmaxv s%d, v%d.4s" % (d, n)
+
+
 def sshr(d, n, s):
     return 0x4F000400 | ((64 - s) << 16) | (n << 5) | d, "sshr v%d.4s, v%d.4s, #%d" % (d, n, s)
 
@@ -236,6 +248,70 @@ def sum_kernel():
     emit()
 
 
+def max_kernel():
+    fn = "maxNEON"
+    emit("// func maxNEON(a []float32) float32: the largest element of a (NaN if")
+    emit("// any is); len(a) >= 1. FMAX returns NaN when either operand is, and")
+    emit("// +0 for max(-0, +0), as Go's max does.")
+    header(fn, ["MOVD a_base+0(FP), R1", "MOVD a_len+8(FP), R3", "VLD1R (R1), [V16.S4]"], 28)
+    for r in range(17, 21):
+        emit("\tVMOV V16.B16, V%d.B16" % r)
+
+    def body(lanes):
+        load(lanes, 0, 0, "R1")
+        if lanes == 1:
+            W(fmax_s(20, 20, 0))
+            return
+        for j in range(nregs(lanes)):
+            W(op3("fmax", 16 + j, 16 + j, j))
+
+    loops(fn, body)
+    W(op3("fmax", 16, 16, 17))
+    W(op3("fmax", 18, 18, 19))
+    W(op3("fmax", 16, 16, 18))
+    W(fmaxv(0, 16))
+    W(fmax_s(0, 0, 20))
+    emit("\tFMOVS F0, ret+24(FP)")
+    emit("\tRET")
+    emit()
+
+
+def dot_kernel():
+    fn = "dotNEON"
+    emit("// func dotNEON(a, b []float32) float64: the inner product of a and b,")
+    emit("// accumulated in float64 in eight partial sums (V16..V19, two lanes")
+    emit("// each); float32 products are exact in float64, so the fused")
+    emit("// multiply-add rounds only the sum.")
+    header(fn, ["MOVD a_base+0(FP), R1", "MOVD a_len+8(FP), R3", "MOVD b_base+24(FP), R2"], 56)
+    for r in range(16, 20):
+        emit("\tVEOR V%d.B16, V%d.B16, V%d.B16" % (r, r, r))
+
+    def body(lanes):
+        load(lanes, 0, 0, "R1")
+        load(lanes, 0, 4, "R2")
+        if lanes == 1:
+            W(fcvtl(8, 0, False))
+            W(fcvtl(10, 4, False))
+            W(fmla2d(16, 8, 10))
+            return
+        for j in range(nregs(lanes)):
+            W(fcvtl(8, j, False))
+            W(fcvtl(9, j, True))
+            W(fcvtl(10, 4 + j, False))
+            W(fcvtl(11, 4 + j, True))
+            W(fmla2d(16 + (j % 2) * 2, 8, 10))
+            W(fmla2d(17 + (j % 2) * 2, 9, 11))
+
+    loops(fn, body)
+    W(fadd2d(16, 16, 17))
+    W(fadd2d(18, 18, 19))
+    W(fadd2d(16, 16, 18))
+    W(faddp_d(0, 16))
+    emit("\tFMOVD F0, ret+48(FP)")
+    emit("\tRET")
+    emit()
+
+
 # exp: clamp x to [-104, 89] (NaN kept: FMAX and FMIN return NaN), k =
 # round(x·log2e), r = x - k·ln2hi - k·ln2lo with fused multiply-subtracts,
 # p = Horner(1/5040, 1/720, 1/120, 1/24, 1/6, 1/2, 1, 1) in r with fused
@@ -378,6 +454,8 @@ def generate():
     unary("abs", "|a[i]|", "fabs")
     unary("sqrt", "sqrt(a[i])", "fsqrt")
     sum_kernel()
+    max_kernel()
+    dot_kernel()
     exp_kernel()
     tanh_kernel()
     return "\n".join(out).rstrip("\n") + "\n"

@@ -31,7 +31,6 @@ package vec
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/chewxy/math32"
 )
@@ -72,6 +71,8 @@ type impl struct {
 	// through the function value. Unused (nil) when expLanes is 1.
 	tail        func(tanh bool, dst, a []float32)
 	sum         func(a []float32) float64
+	max         func(a []float32) float32 // len(a) >= 1
+	dot         func(a, b []float32) float64
 	sgdMomentum func(w, g, buf []float32, mom, damp, lr float32)
 	// adam takes the constants by value, so that the copy a kernel reads
 	// through a pointer stays on the stack.
@@ -85,6 +86,7 @@ var goImpl = &impl{
 	addConst: addConstGo, subConst: subConstGo, mulConst: mulConstGo, divConst: divConstGo,
 	constSub: constSubGo, constDiv: constDivGo,
 	relu: reluGo, reluGrad: reluGradGo, neg: negGo, abs: absGo, sqrt: sqrtGo, exp: expGo, tanh: tanhGo, expLanes: 1, sum: sumGo,
+	max: maxGo, dot: dotGo,
 	sgdMomentum: sgdMomentumGo, adam: adamGo,
 }
 
@@ -279,22 +281,7 @@ func Max(a []float32) float32 {
 	if len(a) == 0 {
 		panic("vec: Max of an empty slice")
 	}
-	m0, m1, m2, m3 := a[0], a[0], a[0], a[0]
-	nan := false
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		v0, v1, v2, v3 := a[i], a[i+1], a[i+2], a[i+3]
-		nan = nan || v0 != v0 || v1 != v1 || v2 != v2 || v3 != v3
-		m0, m1, m2, m3 = max(m0, v0), max(m1, v1), max(m2, v2), max(m3, v3)
-	}
-	for ; i < len(a); i++ {
-		nan = nan || a[i] != a[i]
-		m0 = max(m0, a[i])
-	}
-	if nan {
-		return float32(math.NaN())
-	}
-	return max(m0, m1, m2, m3)
+	return active.max(a)
 }
 
 // Dot returns the inner product of a and b, accumulated in float64.
@@ -302,16 +289,7 @@ func Dot(a, b []float32) float64 {
 	if len(a) != len(b) {
 		panic(fmt.Sprintf("vec: Dot: len(a) = %d, len(b) = %d; they must be equal", len(a), len(b)))
 	}
-	var s0, s1 float64
-	i := 0
-	for ; i+2 <= len(a); i += 2 {
-		s0 += float64(a[i]) * float64(b[i])
-		s1 += float64(a[i+1]) * float64(b[i+1])
-	}
-	if i < len(a) {
-		s0 += float64(a[i]) * float64(b[i])
-	}
-	return s0 + s1
+	return active.dot(a, b)
 }
 
 // SGDMomentum applies the common SGD-with-momentum step in place:

@@ -136,7 +136,7 @@ var (
 		add:  addAVX2, sub: subAVX2, mul: mulAVX2, div: divAVX2,
 		addConst: addConstAVX2, subConst: subConstAVX2, mulConst: mulConstAVX2, divConst: divConstAVX2,
 		constSub: constSubAVX2, constDiv: constDivAVX2,
-		relu: reluAVX2, reluGrad: reluGradAVX2, neg: negAVX2, abs: absAVX2, sqrt: sqrtAVX2, exp: expAVX2, tanh: tanhAVX2, expLanes: 8, tail: func(tanh bool, dst, a []float32) { tailAsm(false, tanh, dst, a) }, sum: sumAVX2,
+		relu: reluAVX2, reluGrad: reluGradAVX2, neg: negAVX2, abs: absAVX2, sqrt: sqrtAVX2, exp: expAVX2, tanh: tanhAVX2, expLanes: 8, tail: func(tanh bool, dst, a []float32) { tailAsm(false, tanh, dst, a) }, sum: sumAVX2, max: maxGo, dot: dotGo,
 		sgdMomentum: sgdMomentumAVX2, adam: func(w, g, m, v []float32, c AdamConsts) { adamAVX2(w, g, m, v, &c) },
 	}
 	avx512Impl = &impl{
@@ -144,7 +144,7 @@ var (
 		add:  addAVX512, sub: subAVX512, mul: mulAVX512, div: divAVX512,
 		addConst: addConstAVX512, subConst: subConstAVX512, mulConst: mulConstAVX512, divConst: divConstAVX512,
 		constSub: constSubAVX512, constDiv: constDivAVX512,
-		relu: reluAVX512, reluGrad: reluGradAVX512, neg: negAVX512, abs: absAVX512, sqrt: sqrtAVX512, exp: expAVX512, tanh: tanhAVX512, expLanes: 16, tail: func(tanh bool, dst, a []float32) { tailAsm(true, tanh, dst, a) }, sum: sumAVX512,
+		relu: reluAVX512, reluGrad: reluGradAVX512, neg: negAVX512, abs: absAVX512, sqrt: sqrtAVX512, exp: expAVX512, tanh: tanhAVX512, expLanes: 16, tail: func(tanh bool, dst, a []float32) { tailAsm(true, tanh, dst, a) }, sum: sumAVX512, max: maxGo, dot: dotGo,
 		sgdMomentum: sgdMomentumAVX512, adam: func(w, g, m, v []float32, c AdamConsts) { adamAVX512(w, g, m, v, &c) },
 	}
 )

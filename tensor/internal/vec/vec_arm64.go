@@ -56,6 +56,12 @@ func sqrtNEON(dst, a []float32)
 func sumNEON(a []float32) float64
 
 //go:noescape
+func maxNEON(a []float32) float32
+
+//go:noescape
+func dotNEON(a, b []float32) float64
+
+//go:noescape
 func expNEON(dst, a []float32)
 
 //go:noescape
@@ -72,7 +78,7 @@ var neonImpl = &impl{
 	addConst: addConstNEON, subConst: subConstNEON, mulConst: mulConstNEON, divConst: divConstNEON,
 	constSub: constSubNEON, constDiv: constDivNEON,
 	relu: reluNEON, reluGrad: reluGradNEON, neg: negNEON, abs: absNEON, sqrt: sqrtNEON,
-	exp: expNEON, tanh: tanhNEON, expLanes: 4, tail: tailNEON, sum: sumNEON,
+	exp: expNEON, tanh: tanhNEON, expLanes: 4, tail: tailNEON, sum: sumNEON, max: maxNEON, dot: dotNEON,
 	sgdMomentum: sgdMomentumGo, adam: adamGo,
 }
 

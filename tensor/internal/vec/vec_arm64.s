@@ -610,6 +610,122 @@ sumNEON_done:
 	FMOVD F0, ret+24(FP)
 	RET
 
+// func maxNEON(a []float32) float32: the largest element of a (NaN if
+// any is); len(a) >= 1. FMAX returns NaN when either operand is, and
+// +0 for max(-0, +0), as Go's max does.
+TEXT ·maxNEON(SB), NOSPLIT, $0-28
+	MOVD a_base+0(FP), R1
+	MOVD a_len+8(FP), R3
+	VLD1R (R1), [V16.S4]
+	VMOV V16.B16, V17.B16
+	VMOV V16.B16, V18.B16
+	VMOV V16.B16, V19.B16
+	VMOV V16.B16, V20.B16
+maxNEON_loop16:
+	CMP $16, R3
+	BLT maxNEON_loop4
+	VLD1.P 64(R1), [V0.S4, V1.S4, V2.S4, V3.S4]
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	WORD $0x4e21f631 // fmax v17.4s, v17.4s, v1.4s
+	WORD $0x4e22f652 // fmax v18.4s, v18.4s, v2.4s
+	WORD $0x4e23f673 // fmax v19.4s, v19.4s, v3.4s
+	SUB $16, R3, R3
+	B maxNEON_loop16
+maxNEON_loop4:
+	CMP $4, R3
+	BLT maxNEON_loop1
+	VLD1.P 16(R1), [V0.S4]
+	WORD $0x4e20f610 // fmax v16.4s, v16.4s, v0.4s
+	SUB $4, R3, R3
+	B maxNEON_loop4
+maxNEON_loop1:
+	CBZ R3, maxNEON_done
+	FMOVS.P 4(R1), F0
+	WORD $0x1e204a94 // fmax s20, s20, s0
+	SUB $1, R3, R3
+	B maxNEON_loop1
+maxNEON_done:
+	WORD $0x4e31f610 // fmax v16.4s, v16.4s, v17.4s
+	WORD $0x4e33f652 // fmax v18.4s, v18.4s, v19.4s
+	WORD $0x4e32f610 // fmax v16.4s, v16.4s, v18.4s
+	WORD $0x6e30fa00 // fmaxv s0, v16.4s
+	WORD $0x1e344800 // fmax s0, s0, s20
+	FMOVS F0, ret+24(FP)
+	RET
+
+// func dotNEON(a, b []float32) float64: the inner product of a and b,
+// accumulated in float64 in eight partial sums (V16..V19, two lanes
+// each); float32 products are exact in float64, so the fused
+// multiply-add rounds only the sum.
+TEXT ·dotNEON(SB), NOSPLIT, $0-56
+	MOVD a_base+0(FP), R1
+	MOVD a_len+8(FP), R3
+	MOVD b_base+24(FP), R2
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+dotNEON_loop16:
+	CMP $16, R3
+	BLT dotNEON_loop4
+	VLD1.P 64(R1), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
+	WORD $0x4e617809 // fcvtl2 v9.2d, v0.4s
+	WORD $0x0e61788a // fcvtl v10.2d, v4.2s
+	WORD $0x4e61788b // fcvtl2 v11.2d, v4.4s
+	WORD $0x4e6acd10 // fmla v16.2d, v8.2d, v10.2d
+	WORD $0x4e6bcd31 // fmla v17.2d, v9.2d, v11.2d
+	WORD $0x0e617828 // fcvtl v8.2d, v1.2s
+	WORD $0x4e617829 // fcvtl2 v9.2d, v1.4s
+	WORD $0x0e6178aa // fcvtl v10.2d, v5.2s
+	WORD $0x4e6178ab // fcvtl2 v11.2d, v5.4s
+	WORD $0x4e6acd12 // fmla v18.2d, v8.2d, v10.2d
+	WORD $0x4e6bcd33 // fmla v19.2d, v9.2d, v11.2d
+	WORD $0x0e617848 // fcvtl v8.2d, v2.2s
+	WORD $0x4e617849 // fcvtl2 v9.2d, v2.4s
+	WORD $0x0e6178ca // fcvtl v10.2d, v6.2s
+	WORD $0x4e6178cb // fcvtl2 v11.2d, v6.4s
+	WORD $0x4e6acd10 // fmla v16.2d, v8.2d, v10.2d
+	WORD $0x4e6bcd31 // fmla v17.2d, v9.2d, v11.2d
+	WORD $0x0e617868 // fcvtl v8.2d, v3.2s
+	WORD $0x4e617869 // fcvtl2 v9.2d, v3.4s
+	WORD $0x0e6178ea // fcvtl v10.2d, v7.2s
+	WORD $0x4e6178eb // fcvtl2 v11.2d, v7.4s
+	WORD $0x4e6acd12 // fmla v18.2d, v8.2d, v10.2d
+	WORD $0x4e6bcd33 // fmla v19.2d, v9.2d, v11.2d
+	SUB $16, R3, R3
+	B dotNEON_loop16
+dotNEON_loop4:
+	CMP $4, R3
+	BLT dotNEON_loop1
+	VLD1.P 16(R1), [V0.S4]
+	VLD1.P 16(R2), [V4.S4]
+	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
+	WORD $0x4e617809 // fcvtl2 v9.2d, v0.4s
+	WORD $0x0e61788a // fcvtl v10.2d, v4.2s
+	WORD $0x4e61788b // fcvtl2 v11.2d, v4.4s
+	WORD $0x4e6acd10 // fmla v16.2d, v8.2d, v10.2d
+	WORD $0x4e6bcd31 // fmla v17.2d, v9.2d, v11.2d
+	SUB $4, R3, R3
+	B dotNEON_loop4
+dotNEON_loop1:
+	CBZ R3, dotNEON_done
+	FMOVS.P 4(R1), F0
+	FMOVS.P 4(R2), F4
+	WORD $0x0e617808 // fcvtl v8.2d, v0.2s
+	WORD $0x0e61788a // fcvtl v10.2d, v4.2s
+	WORD $0x4e6acd10 // fmla v16.2d, v8.2d, v10.2d
+	SUB $1, R3, R3
+	B dotNEON_loop1
+dotNEON_done:
+	WORD $0x4e71d610 // fadd v16.2d, v16.2d, v17.2d
+	WORD $0x4e73d652 // fadd v18.2d, v18.2d, v19.2d
+	WORD $0x4e72d610 // fadd v16.2d, v16.2d, v18.2d
+	WORD $0x7e70da00 // faddp d0, v16.2d
+	FMOVD F0, ret+48(FP)
+	RET
+
 // func expNEON(dst, a []float32): dst[i] = e**a[i]; len(a) must be a
 // multiple of 4 (the Go wrapper handles the tail).
 TEXT ·expNEON(SB), NOSPLIT, $0-48

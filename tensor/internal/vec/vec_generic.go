@@ -125,6 +125,41 @@ func sumGo(a []float32) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
+// maxGo is the pure-Go twin of the Max kernels; len(a) >= 1.
+func maxGo(a []float32) float32 {
+	m0, m1, m2, m3 := a[0], a[0], a[0], a[0]
+	nan := false
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		v0, v1, v2, v3 := a[i], a[i+1], a[i+2], a[i+3]
+		nan = nan || v0 != v0 || v1 != v1 || v2 != v2 || v3 != v3
+		m0, m1, m2, m3 = max(m0, v0), max(m1, v1), max(m2, v2), max(m3, v3)
+	}
+	for ; i < len(a); i++ {
+		nan = nan || a[i] != a[i]
+		m0 = max(m0, a[i])
+	}
+	if nan {
+		return float32(math.NaN())
+	}
+	return max(m0, m1, m2, m3)
+}
+
+// dotGo is the pure-Go twin of the Dot kernels; len(b) == len(a).
+func dotGo(a, b []float32) float64 {
+	b = b[:len(a)]
+	var s0, s1 float64
+	i := 0
+	for ; i+2 <= len(a); i += 2 {
+		s0 += float64(a[i]) * float64(b[i])
+		s1 += float64(a[i+1]) * float64(b[i+1])
+	}
+	if i < len(a) {
+		s0 += float64(a[i]) * float64(b[i])
+	}
+	return s0 + s1
+}
+
 func expGo(dst, a []float32) {
 	dst = dst[:len(a)]
 	for i, v := range a {
