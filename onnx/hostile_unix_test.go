@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -33,4 +34,22 @@ func diskUsage(t testing.TB, dir string) int64 {
 	})
 	require.NoError(t, err)
 	return total
+}
+
+// A model path that is a FIFO is refused without blocking.
+func TestLoadRefusesFIFOModel(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "model.onnx")
+	require.NoError(t, mkfifo(p))
+	done := make(chan error, 1)
+	go func() {
+		_, err := Load(p)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "named pipe")
+	case <-time.After(60 * time.Second):
+		t.Fatal("Load blocks on a FIFO")
+	}
 }

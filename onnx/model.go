@@ -26,10 +26,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 
+	"github.com/emberml/ember/internal/safeio"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -142,22 +142,16 @@ func LoadContext(ctx context.Context, path string, opts LoadOptions) (*Model, er
 
 // loadContext is LoadContext with errors of any length.
 func loadContext(ctx context.Context, path string, opts LoadOptions) (*Model, error) {
-	f, err := os.Open(path)
+	// A regular file only, opened without blocking on a FIFO.
+	f, size, err := safeio.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("onnx: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+	if limit := modelLimit(opts); size > limit {
+		return nil, fmt.Errorf("onnx: model file %s has %d bytes, more than the limit of %d bytes", short(path), size, limit)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("onnx: %s is not a regular file (%s)", short(path), fileKind(st.Mode()))
-	}
-	if limit := modelLimit(opts); st.Size() > limit {
-		return nil, fmt.Errorf("onnx: model file %s has %d bytes, more than the limit of %d bytes", short(path), st.Size(), limit)
-	}
-	b, err := readModelBytes(f, opts, st.Size())
+	b, err := readModelBytes(f, opts, size)
 	if err != nil {
 		return nil, err
 	}
