@@ -350,7 +350,7 @@ func TestMaxPool2dMatchesGeneric(t *testing.T) {
 }
 
 // TestMaxIntoAsmMatchesGo checks maxInto32 (the AVX2 kernel where the CPU
-// has it) against its Go twin on every length 1…67 at odd offsets, with
+// has it, NEON on arm64) against its Go twin on every length 1…67 at odd offsets, with
 // NaNs, infinities and zeros of both signs, and guards past the end.
 func TestMaxIntoAsmMatchesGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
