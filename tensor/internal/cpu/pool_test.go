@@ -350,8 +350,9 @@ func TestMaxPool2dMatchesGeneric(t *testing.T) {
 }
 
 // TestMaxIntoAsmMatchesGo checks maxInto32 (the AVX2 kernel where the CPU
-// has it, NEON on arm64) against its Go twin on every length 1…67 at odd offsets, with
-// NaNs, infinities and zeros of both signs, and guards past the end.
+// has it, NEON on arm64) against its Go twin on every length 1…67 at odd
+// offsets, with NaNs, infinities and zeros of both signs, and guards past
+// the end.
 func TestMaxIntoAsmMatchesGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.Copysign(0, -1)), 0}
