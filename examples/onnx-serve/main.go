@@ -2,6 +2,7 @@
 // package.
 //
 //	go run ./examples/onnx-serve -model FILE.onnx -addr HOST:PORT
+//	go run ./examples/onnx-serve -model a.onnx -model b=other.onnx ...  # several models
 //
 // POST /predict takes {"inputs": {"name": {"shape": [...], "data": [...]}}}
 // (dtype optional: the model's), or for a single-input model an .npy body
@@ -36,7 +37,9 @@
 // are JSON {"error": "..."}: 400 for malformed requests, 404 for unknown
 // models, 405 for wrong methods, 413 for oversized ones, 415 for other
 // media types, 422 when the model rejects the inputs, 503 when overloaded,
-// 504 on timeout. SIGINT or SIGTERM turns readiness off, stops accepting
+// 504 on timeout. SIGHUP reloads every model from its file (load, warm
+// up, swap, drain the old version; a model that fails to load keeps its
+// old version). SIGINT or SIGTERM turns readiness off, stops accepting
 // connections, answers the requests in flight and exits.
 package main
 
@@ -51,6 +54,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -72,8 +77,9 @@ type timeouts struct {
 // run parses args, serves until SIGINT/SIGTERM and shuts down gracefully.
 func run(args []string) error {
 	fs := flag.NewFlagSet("onnx-serve", flag.ContinueOnError)
-	modelPath := fs.String("model", "", "ONNX model file (required)")
-	name := fs.String("name", "model", "name the model is served as (POST /models/NAME/predict)")
+	var specs modelSpecs
+	fs.Var(&specs, "model", "ONNX model file, or NAME=FILE; repeat for several models (the first also answers /predict)")
+	name := fs.String("name", "model", "name of the first model when -model gives none (POST /models/NAME/predict)")
 	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
 	maxBatch := fs.Int("max-batch", 8, "most requests joined into one run")
 	maxBatchRows := fs.Int("max-batch-rows", 64, "most rows (batch-axis size) in one joined run; larger requests run alone")
@@ -95,23 +101,30 @@ func run(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *modelPath == "" {
+	if len(specs) == 0 {
 		return errors.New("-model is required")
+	}
+	if err := specs.name(*name); err != nil {
+		return err
 	}
 	if to.write == 0 {
 		to.write = 2 * *timeout
 	}
 	srv := serve.New(serve.Options{MaxBytesInFlight: *budget, AdmissionWait: *admissionWait})
 	opts := serve.ModelOptions{MaxBatch: *maxBatch, MaxBatchRows: *maxBatchRows, MaxWait: *batchWait, QueueSize: *queue, Runs: *runs, Threads: *threads}
-	if err := srv.LoadFile(context.Background(), *name, *modelPath, opts); err != nil {
-		return err
+	for _, m := range specs {
+		if err := srv.LoadFile(context.Background(), m.name, m.path, opts); err != nil {
+			_ = srv.Close(context.Background())
+			return fmt.Errorf("model %q: %w", m.name, err)
+		}
 	}
 	logger := log.New(os.Stderr, "onnx-serve: ", log.LstdFlags)
-	hs, err := newServer(srv, *name, config{maxBody: *maxBody, maxElems: *maxElems, timeout: *timeout}, logger)
+	hs, err := newServer(srv, specs[0].name, config{maxBody: *maxBody, maxElems: *maxElems, timeout: *timeout}, logger)
 	if err != nil {
 		_ = srv.Close(context.Background())
 		return err
 	}
+	hs.sources, hs.modelOpts = specs, opts
 	expvar.Publish("ember_serve", srv.Expvar())
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -120,7 +133,70 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				hs.reload(ctx)
+			}
+		}
+	}()
 	return serveHTTP(ctx, ln, hs, to, logger)
+}
+
+// modelSpec is one -model flag: the name a model is served as and its
+// file.
+type modelSpec struct {
+	name, path string
+}
+
+// modelSpecs collects repeated -model flags.
+type modelSpecs []modelSpec
+
+// String lists the models as NAME=FILE.
+func (m *modelSpecs) String() string {
+	parts := make([]string, len(*m))
+	for i, s := range *m {
+		parts[i] = s.name + "=" + s.path
+	}
+	return strings.Join(parts, ",")
+}
+
+// Set adds FILE or NAME=FILE (a name has no "/" and no "=").
+func (m *modelSpecs) Set(v string) error {
+	if v == "" {
+		return errors.New("empty -model")
+	}
+	spec := modelSpec{path: v}
+	if name, path, ok := strings.Cut(v, "="); ok && name != "" && !strings.ContainsAny(name, `/\`) {
+		spec = modelSpec{name: name, path: path}
+	}
+	*m = append(*m, spec)
+	return nil
+}
+
+// name gives the unnamed models their names: first the first, then each
+// its file's base name without .onnx; names must be distinct.
+func (m modelSpecs) name(first string) error {
+	seen := map[string]bool{}
+	for i := range m {
+		if m[i].name == "" {
+			m[i].name = first
+			if i > 0 {
+				m[i].name = strings.TrimSuffix(filepath.Base(m[i].path), ".onnx")
+			}
+		}
+		if seen[m[i].name] {
+			return fmt.Errorf("two models named %q: name them with -model NAME=FILE", m[i].name)
+		}
+		seen[m[i].name] = true
+	}
+	return nil
 }
 
 // serveHTTP answers on ln until ctx is done, then turns readiness off,

@@ -57,27 +57,49 @@ type server struct {
 	log      *log.Logger
 	draining atomic.Bool
 	bodies   sync.Pool // *bytes.Buffer, reused across requests
+	// sources and modelOpts are where and how the models were loaded, for
+	// reload.
+	sources   []modelSpec
+	modelOpts serve.ModelOptions
 }
 
-// newServer prepares the HTTP side for srv, whose model name answers
-// /predict. It refuses models whose inputs or outputs the codecs cannot
-// carry.
+// reload loads every model again from its file (a hot reload: the new
+// version serves once warmed up, the old one answers what it accepted)
+// and logs each outcome; a model that fails keeps its old version. It
+// returns how many failed.
+func (s *server) reload(ctx context.Context) int {
+	failed := 0
+	for _, m := range s.sources {
+		if err := s.srv.LoadFile(ctx, m.name, m.path, s.modelOpts); err != nil {
+			failed++
+			s.log.Printf("reloading %q from %s: %v (the old version stays)", m.name, m.path, err)
+			continue
+		}
+		s.log.Printf("reloaded %q from %s", m.name, m.path)
+	}
+	return failed
+}
+
+// newServer prepares the HTTP side for srv, whose model named model
+// answers /predict. It refuses models whose inputs or outputs the codecs
+// cannot carry.
 func newServer(srv *serve.Server, model string, cfg config, logger *log.Logger) (*server, error) {
-	info, err := srv.Model(model)
-	if err != nil {
+	if _, err := srv.Model(model); err != nil {
 		return nil, err
 	}
-	for _, in := range info.Inputs {
-		if in.Kind != "" && in.Kind != "tensor" {
-			return nil, fmt.Errorf("input %q is a %s; the service feeds tensors only", in.Name, in.Kind)
+	for _, info := range srv.Models() {
+		for _, in := range info.Inputs {
+			if in.Kind != "" && in.Kind != "tensor" {
+				return nil, fmt.Errorf("model %q: input %q is a %s; the service feeds tensors only", info.Name, in.Name, in.Kind)
+			}
+			if in.ElemType == "STRING" {
+				return nil, fmt.Errorf("model %q: input %q is a string tensor; the service's codecs carry numeric tensors only", info.Name, in.Name)
+			}
 		}
-		if in.ElemType == "STRING" {
-			return nil, fmt.Errorf("input %q is a string tensor; the service's codecs carry numeric tensors only", in.Name)
-		}
-	}
-	for _, out := range info.Outputs {
-		if out.ElemType == "STRING" {
-			return nil, fmt.Errorf("output %q is a string tensor; the service's codecs carry numeric tensors only", out.Name)
+		for _, out := range info.Outputs {
+			if out.ElemType == "STRING" {
+				return nil, fmt.Errorf("model %q: output %q is a string tensor; the service's codecs carry numeric tensors only", info.Name, out.Name)
+			}
 		}
 	}
 	s := &server{srv: srv, model: model, cfg: cfg, log: logger}

@@ -478,3 +478,51 @@ func TestRunFlags(t *testing.T) {
 	require.Error(t, run([]string{"-model", "does-not-exist.onnx"}))
 	require.Error(t, run([]string{"-bogus"}))
 }
+
+func TestModelFlags(t *testing.T) {
+	var m modelSpecs
+	require.NoError(t, m.Set("dir/a.onnx"))
+	require.NoError(t, m.Set("b=dir/x.onnx"))
+	require.NoError(t, m.Set("dir/c.onnx"))
+	require.NoError(t, m.Set("./weird=name.onnx"))
+	require.Error(t, m.Set(""))
+	require.NoError(t, m.name("first"))
+	assert.Equal(t, modelSpecs{{"first", "dir/a.onnx"}, {"b", "dir/x.onnx"}, {"c", "dir/c.onnx"}, {"weird=name", "./weird=name.onnx"}}, m)
+	assert.Equal(t, "first=dir/a.onnx,b=dir/x.onnx,c=dir/c.onnx,weird=name=./weird=name.onnx", m.String())
+	two := modelSpecs{{"", "m.onnx"}, {"", "x/a.onnx"}}
+	require.NoError(t, two.name("model"))
+	assert.Equal(t, modelSpecs{{"model", "m.onnx"}, {"a", "x/a.onnx"}}, two)
+	dup := modelSpecs{{"", "a.onnx"}, {"", "x/a.onnx"}}
+	require.ErrorContains(t, dup.name("a"), `two models named "a"`)
+	dup = modelSpecs{{"", "a.onnx"}, {"model", "b.onnx"}}
+	require.ErrorContains(t, dup.name("model"), `two models named "model"`)
+}
+
+// TestReloadAndSeveralModels serves the CNN and the transformer, reloads
+// both as SIGHUP does, and checks a failed reload keeps the old version.
+func TestReloadAndSeveralModels(t *testing.T) {
+	srv, _ := testServer(t, serve.ModelOptions{}, serve.Options{}, config{})
+	const tf = "../../onnx/testdata/models/transformer_opset13/model.onnx"
+	require.NoError(t, srv.srv.LoadFile(context.Background(), "tf", tf, serve.ModelOptions{}))
+	srv.sources = []modelSpec{{"cnn", testModel}, {"tf", tf}}
+	var logs strings.Builder
+	srv.log = log.New(&logs, "", 0)
+	assert.Zero(t, srv.reload(context.Background()))
+	assert.Contains(t, logs.String(), `reloaded "tf"`)
+	st := srv.srv.Stats()
+	assert.Equal(t, 2, st.Models["cnn"].Version)
+	assert.Equal(t, 2, st.Models["tf"].Version)
+
+	srv.sources = []modelSpec{{"cnn", "does-not-exist.onnx"}}
+	assert.Equal(t, 1, srv.reload(context.Background()))
+	assert.Contains(t, logs.String(), "the old version stays")
+	assert.Equal(t, 2, srv.srv.Stats().Models["cnn"].Version)
+
+	h := srv.handler()
+	body := []byte(fmt.Sprintf(`{"inputs": {"query": {"shape": [4, 2, 8], "data": [%s0]}}}`, strings.Repeat("0.5, ", 63)))
+	rec := do(h, "POST", "/models/tf/predict", "application/json", body)
+	require.Equal(t, 200, rec.Code, rec.Body.String())
+	shape, _ := decodeOutput(t, rec.Body.Bytes())
+	assert.Equal(t, []int{4, 2, 8}, shape)
+	assert.Equal(t, 200, do(h, "POST", "/predict", "application/x-npy", npyBody(t, image(1, 0))).Code)
+}
