@@ -120,21 +120,25 @@ func shapesString(shapes [][]int) string {
 // maxSiteFrames bounds the creation site kept per op.
 const maxSiteFrames = 32
 
-// captureSite returns the program counters of the current call stack above
-// this package's frames.
-func captureSite() []uintptr {
+// callSite is a captured call stack: the program counters of its frames.
+type callSite struct{ pcs []uintptr }
+
+// captureSite returns the current call stack (this package's frames
+// included; siteFrames drops them).
+func captureSite() *callSite {
 	var pcs [maxSiteFrames + 8]uintptr
 	n := runtime.Callers(2, pcs[:])
-	return append([]uintptr(nil), pcs[:n]...)
+	return &callSite{pcs: append([]uintptr(nil), pcs[:n]...)}
 }
 
 // siteFrames turns a captured stack into the creation site: it drops the
 // frames of this package (its tests excepted) above the caller, and the
 // runtime and testing frames below the caller's.
-func siteFrames(pcs []uintptr) []runtime.Frame {
-	if len(pcs) == 0 {
+func siteFrames(site *callSite) []runtime.Frame {
+	if site == nil || len(site.pcs) == 0 {
 		return nil
 	}
+	pcs := site.pcs
 	const self = "github.com/emberml/ember/autograd."
 	frames := runtime.CallersFrames(pcs)
 	var out []runtime.Frame
@@ -193,7 +197,7 @@ func nonFinite(t *tensor.Tensor) (nans, infs, first int) {
 
 // anomalyIn returns the *AnomalyError for t, the value or gradient of the
 // op, or nil when t is finite.
-func anomalyIn(t *tensor.Tensor, op string, inputs []*Var, site []uintptr) *AnomalyError {
+func anomalyIn(t *tensor.Tensor, op string, inputs []*Var, site *callSite) *AnomalyError {
 	nans, infs, first := nonFinite(t)
 	if nans == 0 && infs == 0 {
 		return nil

@@ -38,20 +38,19 @@ import (
 type Var struct {
 	value        *tensor.Tensor
 	requiresGrad bool
-	node         *node // the op that made this Var; nil for leaves
+	// gradSink marks a placeholder gradient that stands for gradients an op
+	// collects itself (Unbind): backward adds it to a gradient only once.
+	gradSink bool
+	// noGrad marks a value of a no-grad evaluation (NoGrad): an op with
+	// such an input records nothing and marks its output. See nograd.go.
+	// (The three flags share one word: a Var fits the 80-byte size class.)
+	noGrad bool
+	node   *node // the op that made this Var; nil for leaves
 
 	mu         sync.Mutex
 	grad       *Var
 	retainGrad bool
 	hooks      []*hookEntry // gradient hooks (hooks.go)
-
-	// gradSink marks a placeholder gradient that stands for gradients an op
-	// collects itself (Unbind): backward adds it to a gradient only once.
-	gradSink bool
-
-	// noGrad marks a value of a no-grad evaluation (NoGrad): an op with
-	// such an input records nothing and marks its output. See nograd.go.
-	noGrad bool
 
 	// watch marks a computation that is observed (Observe) or checked for
 	// anomalies (DetectAnomaly): ops with a marked input report to it and
@@ -86,7 +85,7 @@ type node struct {
 	forward func(in []*Var) *Var
 	// site is the call stack that recorded the node under anomaly
 	// detection (anomaly.go); nil otherwise.
-	site []uintptr
+	site *callSite
 }
 
 // savedVersion remembers the storage version a saved tensor had when the op
