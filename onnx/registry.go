@@ -48,7 +48,8 @@ type opTable map[string][]opVersion
 // modified.
 var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
 	sortOps(), normOps(), signalOps(), einsumOps(), visionOps(), controlOps(),
-	trainingOps(), sequenceOps(), optionalOps(), quantOps(), lpOps(), textOps(), randomOps(), stringOps())
+	trainingOps(), sequenceOps(), optionalOps(), quantOps(), lpOps(), textOps(), randomOps(), stringOps(),
+	attentionOps(), transformerOps())
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.
