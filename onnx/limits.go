@@ -88,27 +88,6 @@ func byteLimit(limit int64) int64 {
 	return DefaultMaxBytes()
 }
 
-// shapeBytes returns the bytes of a tensor of shape and element size
-// elemSize, and false when the count overflows int64.
-func shapeBytes(shape []int, elemSize int) (int64, bool) {
-	total := int64(elemSize)
-	for _, d := range shape {
-		if d < 0 {
-			return 0, false
-		}
-		if d != 0 && total > (1<<62)/int64(d) {
-			return 0, false
-		}
-		total *= int64(d)
-	}
-	for _, d := range shape {
-		if d == 0 {
-			return 0, true
-		}
-	}
-	return total, true
-}
-
 // tensorBytes returns the bytes t's elements take.
 func tensorBytes(t *tensor.Tensor) int64 { return int64(t.Numel()) * int64(t.DType().Size()) }
 
