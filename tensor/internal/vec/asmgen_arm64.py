@@ -95,6 +95,15 @@ def dup_const(reg, bits, what):
     emit("\tVDUP R9, V%d.S4" % reg)
 
 
+def capture(f):
+    """Runs f and returns the lines it emitted instead of emitting them."""
+    start = len(out)
+    f()
+    lines = out[start:]
+    del out[start:]
+    return lines
+
+
 def header(name, args, frame):
     emit("TEXT ·%s(SB), NOSPLIT, $0-%d" % (name, frame))
     for a in args:
@@ -326,12 +335,18 @@ EXP_CONSTS = [
 ]
 
 
-def horner(p, x, coeffs, tmp):
-    """p = p·x + c for each register c in coeffs, through tmp."""
-    for c in coeffs:
-        emit("\tVMOV V%d.B16, V%d.B16" % (c, tmp))
-        W(op3("fmla", tmp, p, x))
-        emit("\tVMOV V%d.B16, V%d.B16" % (tmp, p))
+def horner(first, x, coeffs, a, b):
+    """Evaluates ((first·x + c0)·x + c1)... for the constant registers
+    first and coeffs, alternating between the work registers a and b (each
+    step copies the coefficient into one and multiply-adds the other into
+    it); returns the register holding the result."""
+    cur = first
+    for i, c in enumerate(coeffs):
+        dst = a if i % 2 == 0 else b
+        emit("\tVMOV V%d.B16, V%d.B16" % (c, dst))
+        W(op3("fmla", dst, cur, x))
+        cur = dst
+    return cur
 
 
 def exp_body(x, work):
@@ -343,8 +358,7 @@ def exp_body(x, work):
     W(op2("frintn", k, k))
     W(op3("fmls", x, k, 11))
     W(op3("fmls", x, k, 12))
-    emit("\tVMOV V15.B16, V%d.B16" % p)
-    horner(p, x, [16, 17, 18, 19, 20, 14, 14], t)
+    p = horner(15, x, [16, 17, 18, 19, 20, 14, 14], p, t)
     W(op2("fcvtzs", k, k))
     W(sshr(s, k, 1))
     emit("\tVSUB V%d.S4, V%d.S4, V%d.S4" % (s, k, k))  # k - k>>1
@@ -359,17 +373,31 @@ def exp_body(x, work):
 def exp_kernel():
     fn = "expNEON"
     emit("// func expNEON(dst, a []float32): dst[i] = e**a[i]; len(a) must be a")
-    emit("// multiple of 4 (the Go wrapper handles the tail).")
+    emit("// multiple of 4 (the Go wrapper handles the tail). Eight floats per")
+    emit("// step while at least eight remain.")
     header(fn, SLICE2, 48)
     for reg, bits, what in EXP_CONSTS:
         dup_const(reg, bits, what)
 
     def body(lanes):
-        load(lanes, 0, 0, "R1")
-        exp_body(0, [1, 2, 3, 4])
-        store(lanes, 0)
+        if lanes == 4:
+            load(4, 0, 0, "R1")
+            exp_body(0, [1, 2, 3, 4])
+            store(4, 0)
+            return
+        # Two independent vectors, their instructions interleaved so that
+        # each chain's latency hides behind the other's work.
+        load(4, 0, 0, "R1")
+        load(4, 0, 21, "R1")
+        first = capture(lambda: exp_body(0, [1, 2, 3, 4]))
+        second = capture(lambda: exp_body(21, [22, 23, 24, 25]))
+        for x, y in zip(first, second, strict=True):
+            emit(x)
+            emit(y)
+        store(4, 0)
+        store(4, 21)
 
-    loops(fn, body, sizes=(4,))
+    loops(fn, body, sizes=(8, 4))
     emit("\tRET")
     emit()
 
@@ -404,23 +432,22 @@ def tanh_kernel():
         W(op2("frintn", 4, 4))
         W(op3("fmls", 3, 4, 10))
         W(op3("fmls", 3, 4, 11))
-        emit("\tVMOV V14.B16, V5.B16")
-        horner(5, 3, [15, 16, 17, 18, 19, 13, 13], 6)
+        e = horner(14, 3, [15, 16, 17, 18, 19, 13, 13], 5, 6)
         W(op2("fcvtzs", 4, 4))
         emit("\tVADD V12.S4, V4.S4, V4.S4")
         emit("\tVSHL $23, V4.S4, V4.S4")
-        W(op3("fmul", 5, 5, 4))
+        W(op3("fmul", 5, e, 4))
         # big = 1 - 2/(e+1)
         W(op3("fadd", 5, 5, 13))
         W(op3("fdiv", 6, 20, 5))
         W(op3("fsub", 7, 13, 6))
         # small = x + x**3·P(x**2)
         W(op3("fmul", 2, 0, 0))
-        emit("\tVMOV V27.B16, V3.B16")
-        horner(3, 2, [26, 25, 24, 23], 6)
+        q = horner(27, 2, [26, 25, 24, 23], 6, 3)
+        assert q == 3
         W(op3("fmul", 2, 0, 2))
         emit("\tVMOV V0.B16, V6.B16")
-        W(op3("fmla", 6, 2, 3))
+        W(op3("fmla", 6, 2, q))
         # pick small where 0.625 > |x| (false for NaN)
         W(op3("fcmgt", 1, 21, 1))
         emit("\tVBIT V1.B16, V6.B16, V7.B16")

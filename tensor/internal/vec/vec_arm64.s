@@ -727,7 +727,8 @@ dotNEON_done:
 	RET
 
 // func expNEON(dst, a []float32): dst[i] = e**a[i]; len(a) must be a
-// multiple of 4 (the Go wrapper handles the tail).
+// multiple of 4 (the Go wrapper handles the tail). Eight floats per
+// step while at least eight remain.
 TEXT ·expNEON(SB), NOSPLIT, $0-48
 	MOVD dst_base+0(FP), R0
 	MOVD a_base+24(FP), R1
@@ -758,6 +759,73 @@ TEXT ·expNEON(SB), NOSPLIT, $0-48
 	VDUP R9, V19.S4
 	MOVW $0x3f000000, R9 // 1/2
 	VDUP R9, V20.S4
+expNEON_loop8:
+	CMP $8, R3
+	BLT expNEON_loop4
+	VLD1.P 16(R1), [V0.S4]
+	VLD1.P 16(R1), [V21.S4]
+	WORD $0x4e28f400 // fmax v0.4s, v0.4s, v8.4s
+	WORD $0x4e28f6b5 // fmax v21.4s, v21.4s, v8.4s
+	WORD $0x4ea9f400 // fmin v0.4s, v0.4s, v9.4s
+	WORD $0x4ea9f6b5 // fmin v21.4s, v21.4s, v9.4s
+	WORD $0x6e2adc01 // fmul v1.4s, v0.4s, v10.4s
+	WORD $0x6e2adeb6 // fmul v22.4s, v21.4s, v10.4s
+	WORD $0x4e218821 // frintn v1.4s, v1.4s
+	WORD $0x4e218ad6 // frintn v22.4s, v22.4s
+	WORD $0x4eabcc20 // fmls v0.4s, v1.4s, v11.4s
+	WORD $0x4eabced5 // fmls v21.4s, v22.4s, v11.4s
+	WORD $0x4eaccc20 // fmls v0.4s, v1.4s, v12.4s
+	WORD $0x4eacced5 // fmls v21.4s, v22.4s, v12.4s
+	VMOV V16.B16, V2.B16
+	VMOV V16.B16, V23.B16
+	WORD $0x4e20cde2 // fmla v2.4s, v15.4s, v0.4s
+	WORD $0x4e35cdf7 // fmla v23.4s, v15.4s, v21.4s
+	VMOV V17.B16, V3.B16
+	VMOV V17.B16, V24.B16
+	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
+	WORD $0x4e35cef8 // fmla v24.4s, v23.4s, v21.4s
+	VMOV V18.B16, V2.B16
+	VMOV V18.B16, V23.B16
+	WORD $0x4e20cc62 // fmla v2.4s, v3.4s, v0.4s
+	WORD $0x4e35cf17 // fmla v23.4s, v24.4s, v21.4s
+	VMOV V19.B16, V3.B16
+	VMOV V19.B16, V24.B16
+	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
+	WORD $0x4e35cef8 // fmla v24.4s, v23.4s, v21.4s
+	VMOV V20.B16, V2.B16
+	VMOV V20.B16, V23.B16
+	WORD $0x4e20cc62 // fmla v2.4s, v3.4s, v0.4s
+	WORD $0x4e35cf17 // fmla v23.4s, v24.4s, v21.4s
+	VMOV V14.B16, V3.B16
+	VMOV V14.B16, V24.B16
+	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
+	WORD $0x4e35cef8 // fmla v24.4s, v23.4s, v21.4s
+	VMOV V14.B16, V2.B16
+	VMOV V14.B16, V23.B16
+	WORD $0x4e20cc62 // fmla v2.4s, v3.4s, v0.4s
+	WORD $0x4e35cf17 // fmla v23.4s, v24.4s, v21.4s
+	WORD $0x4ea1b821 // fcvtzs v1.4s, v1.4s
+	WORD $0x4ea1bad6 // fcvtzs v22.4s, v22.4s
+	WORD $0x4f3f0424 // sshr v4.4s, v1.4s, #1
+	WORD $0x4f3f06d9 // sshr v25.4s, v22.4s, #1
+	VSUB V4.S4, V1.S4, V1.S4
+	VSUB V25.S4, V22.S4, V22.S4
+	VADD V13.S4, V4.S4, V4.S4
+	VADD V13.S4, V25.S4, V25.S4
+	VSHL $23, V4.S4, V4.S4
+	VSHL $23, V25.S4, V25.S4
+	VADD V13.S4, V1.S4, V1.S4
+	VADD V13.S4, V22.S4, V22.S4
+	VSHL $23, V1.S4, V1.S4
+	VSHL $23, V22.S4, V22.S4
+	WORD $0x6e24dc42 // fmul v2.4s, v2.4s, v4.4s
+	WORD $0x6e39def7 // fmul v23.4s, v23.4s, v25.4s
+	WORD $0x6e21dc40 // fmul v0.4s, v2.4s, v1.4s
+	WORD $0x6e36def5 // fmul v21.4s, v23.4s, v22.4s
+	VST1.P [V0.S4], 16(R0)
+	VST1.P [V21.S4], 16(R0)
+	SUB $8, R3, R3
+	B expNEON_loop8
 expNEON_loop4:
 	CMP $4, R3
 	BLT expNEON_done
@@ -768,28 +836,20 @@ expNEON_loop4:
 	WORD $0x4e218821 // frintn v1.4s, v1.4s
 	WORD $0x4eabcc20 // fmls v0.4s, v1.4s, v11.4s
 	WORD $0x4eaccc20 // fmls v0.4s, v1.4s, v12.4s
-	VMOV V15.B16, V2.B16
-	VMOV V16.B16, V3.B16
-	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
-	VMOV V3.B16, V2.B16
+	VMOV V16.B16, V2.B16
+	WORD $0x4e20cde2 // fmla v2.4s, v15.4s, v0.4s
 	VMOV V17.B16, V3.B16
 	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
-	VMOV V3.B16, V2.B16
-	VMOV V18.B16, V3.B16
-	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
-	VMOV V3.B16, V2.B16
+	VMOV V18.B16, V2.B16
+	WORD $0x4e20cc62 // fmla v2.4s, v3.4s, v0.4s
 	VMOV V19.B16, V3.B16
 	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
-	VMOV V3.B16, V2.B16
-	VMOV V20.B16, V3.B16
-	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
-	VMOV V3.B16, V2.B16
+	VMOV V20.B16, V2.B16
+	WORD $0x4e20cc62 // fmla v2.4s, v3.4s, v0.4s
 	VMOV V14.B16, V3.B16
 	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
-	VMOV V3.B16, V2.B16
-	VMOV V14.B16, V3.B16
-	WORD $0x4e20cc43 // fmla v3.4s, v2.4s, v0.4s
-	VMOV V3.B16, V2.B16
+	VMOV V14.B16, V2.B16
+	WORD $0x4e20cc62 // fmla v2.4s, v3.4s, v0.4s
 	WORD $0x4ea1b821 // fcvtzs v1.4s, v1.4s
 	WORD $0x4f3f0424 // sshr v4.4s, v1.4s, #1
 	VSUB V4.S4, V1.S4, V1.S4
@@ -862,28 +922,20 @@ tanhNEON_loop4:
 	WORD $0x4e218884 // frintn v4.4s, v4.4s
 	WORD $0x4eaacc83 // fmls v3.4s, v4.4s, v10.4s
 	WORD $0x4eabcc83 // fmls v3.4s, v4.4s, v11.4s
-	VMOV V14.B16, V5.B16
-	VMOV V15.B16, V6.B16
-	WORD $0x4e23cca6 // fmla v6.4s, v5.4s, v3.4s
-	VMOV V6.B16, V5.B16
+	VMOV V15.B16, V5.B16
+	WORD $0x4e23cdc5 // fmla v5.4s, v14.4s, v3.4s
 	VMOV V16.B16, V6.B16
 	WORD $0x4e23cca6 // fmla v6.4s, v5.4s, v3.4s
-	VMOV V6.B16, V5.B16
-	VMOV V17.B16, V6.B16
-	WORD $0x4e23cca6 // fmla v6.4s, v5.4s, v3.4s
-	VMOV V6.B16, V5.B16
+	VMOV V17.B16, V5.B16
+	WORD $0x4e23ccc5 // fmla v5.4s, v6.4s, v3.4s
 	VMOV V18.B16, V6.B16
 	WORD $0x4e23cca6 // fmla v6.4s, v5.4s, v3.4s
-	VMOV V6.B16, V5.B16
-	VMOV V19.B16, V6.B16
-	WORD $0x4e23cca6 // fmla v6.4s, v5.4s, v3.4s
-	VMOV V6.B16, V5.B16
+	VMOV V19.B16, V5.B16
+	WORD $0x4e23ccc5 // fmla v5.4s, v6.4s, v3.4s
 	VMOV V13.B16, V6.B16
 	WORD $0x4e23cca6 // fmla v6.4s, v5.4s, v3.4s
-	VMOV V6.B16, V5.B16
-	VMOV V13.B16, V6.B16
-	WORD $0x4e23cca6 // fmla v6.4s, v5.4s, v3.4s
-	VMOV V6.B16, V5.B16
+	VMOV V13.B16, V5.B16
+	WORD $0x4e23ccc5 // fmla v5.4s, v6.4s, v3.4s
 	WORD $0x4ea1b884 // fcvtzs v4.4s, v4.4s
 	VADD V12.S4, V4.S4, V4.S4
 	VSHL $23, V4.S4, V4.S4
@@ -892,19 +944,14 @@ tanhNEON_loop4:
 	WORD $0x6e25fe86 // fdiv v6.4s, v20.4s, v5.4s
 	WORD $0x4ea6d5a7 // fsub v7.4s, v13.4s, v6.4s
 	WORD $0x6e20dc02 // fmul v2.4s, v0.4s, v0.4s
-	VMOV V27.B16, V3.B16
 	VMOV V26.B16, V6.B16
-	WORD $0x4e22cc66 // fmla v6.4s, v3.4s, v2.4s
-	VMOV V6.B16, V3.B16
-	VMOV V25.B16, V6.B16
-	WORD $0x4e22cc66 // fmla v6.4s, v3.4s, v2.4s
-	VMOV V6.B16, V3.B16
+	WORD $0x4e22cf66 // fmla v6.4s, v27.4s, v2.4s
+	VMOV V25.B16, V3.B16
+	WORD $0x4e22ccc3 // fmla v3.4s, v6.4s, v2.4s
 	VMOV V24.B16, V6.B16
 	WORD $0x4e22cc66 // fmla v6.4s, v3.4s, v2.4s
-	VMOV V6.B16, V3.B16
-	VMOV V23.B16, V6.B16
-	WORD $0x4e22cc66 // fmla v6.4s, v3.4s, v2.4s
-	VMOV V6.B16, V3.B16
+	VMOV V23.B16, V3.B16
+	WORD $0x4e22ccc3 // fmla v3.4s, v6.4s, v2.4s
 	WORD $0x6e22dc02 // fmul v2.4s, v0.4s, v2.4s
 	VMOV V0.B16, V6.B16
 	WORD $0x4e23cc46 // fmla v6.4s, v2.4s, v3.4s
