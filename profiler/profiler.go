@@ -51,7 +51,8 @@ import (
 // Options configure a Profiler. The zero value records every step.
 type Options struct {
 	// Schedule picks the steps that are recorded; the zero Schedule
-	// records all of them.
+	// records all of them and keeps every event, so give a long run a
+	// schedule and OnTraceReady.
 	Schedule Schedule
 	// OnTraceReady, when set, receives the trace of each active window of
 	// the schedule when Step ends it (on Step's goroutine). Trace returns

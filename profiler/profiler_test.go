@@ -414,3 +414,36 @@ func TestFunctionsAreProfiledAsOneOpWithoutBuiltInFLOPs(t *testing.T) {
 	assert.Equal(t, 1, c["MatMul.backward"].Calls)
 	assert.Equal(t, []float32{2, 2, 2, 2}, x.Grad().Float32s())
 }
+
+func TestLanesKeepConcurrentComputationsApart(t *testing.T) {
+	p := profiler.New(profiler.Options{})
+	lanes := []*profiler.Lane{p.NewLane("worker 0"), p.NewLane("worker 1")}
+	done := make(chan error, len(lanes))
+	for _, l := range lanes {
+		go func() {
+			m := newMLP()
+			for range 5 {
+				loss := l.Watch(autograd.New(tensor.Ones([]int{4, 3}))).MatMul(m.w1).Relu().MatMul(m.w2).Sum(nil, false)
+				if err := loss.Backward(); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range lanes {
+		require.NoError(t, <-done)
+	}
+	tr := p.Trace()
+	perLane := map[int]int{}
+	for _, e := range tr.Events {
+		if e.Name == "Relu" {
+			perLane[e.Lane]++
+		}
+	}
+	assert.Equal(t, map[int]int{3: 5, 4: 5}, perLane)
+	var buf bytes.Buffer
+	require.NoError(t, tr.WriteChromeTrace(&buf))
+	validateChromeTrace(t, buf.Bytes()) // each lane's events nest
+}
