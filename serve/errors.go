@@ -9,8 +9,7 @@ import (
 // ErrOverloaded is matched (with errors.Is) by every *OverloadError.
 var ErrOverloaded = errors.New("serve: overloaded")
 
-// ErrClosed is returned for requests to a Server that is closed, and for
-// requests to a model version that was unloaded while they were in hand.
+// ErrClosed is returned by Predict and Load once the Server is closed.
 var ErrClosed = errors.New("serve: server closed")
 
 // ErrUnknownModel is wrapped by the error of a request naming a model that

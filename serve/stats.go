@@ -15,9 +15,10 @@ import (
 // histogram's buckets (the last bucket, +Inf, is implicit).
 var latencyBounds = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
-// Histogram is a cumulative-free histogram: Counts[i] is the number of
-// observations at most Bounds[i] and above Bounds[i-1]; the last count,
-// Counts[len(Bounds)], holds those above every bound.
+// Histogram counts observations per bucket (not cumulatively, unlike
+// Prometheus): Counts[i] is the number of observations at most Bounds[i]
+// and above Bounds[i-1]; the last count, Counts[len(Bounds)], holds those
+// above every bound.
 type Histogram struct {
 	Bounds []float64 `json:"bounds"`
 	Counts []uint64  `json:"counts"`
