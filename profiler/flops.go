@@ -88,6 +88,12 @@ func flops(op string, in [][]int, out []int) int64 {
 		if len(in) == 2 {
 			return 2 * numel(in[1]) * perChannel(out)
 		}
+	case "GRUSequence":
+		// gi [T, N, 3·H], h0 [N, H], whh [3·H, H]: one [N, H]·[H, 3·H]
+		// product per step (the gates' elementwise work is not counted).
+		if len(in) >= 3 && len(in[0]) == 3 && len(in[2]) == 2 {
+			return 2 * int64(in[0][0]) * int64(in[0][1]) * numel(in[2])
+		}
 	case "ConvTranspose2d":
 		// x [N, Cin, H, W], w [Cin, Cout/groups, KH, KW]: every input
 		// element meets Cout/groups·KH·KW weights.

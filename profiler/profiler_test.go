@@ -105,8 +105,19 @@ func TestEventsCarryShapesBytesAndFLOPs(t *testing.T) {
 	k := autograd.Param(tensor.Ones([]int{3, 2, 3, 3}))
 	autograd.Conv2d(img, k, nil, tensor.Conv2dOptions{})
 	_ = y
+	up := p.Watch(autograd.New(tensor.Ones([]int{1, 2, 3, 3})))
+	autograd.ConvTranspose2d(up, autograd.Param(tensor.Ones([]int{2, 3, 2, 2})), nil, tensor.ConvTranspose2dOptions{})
+	gi := p.Watch(autograd.New(tensor.Ones([]int{5, 2, 3 * 4})))
+	autograd.GRUSequence(gi, autograd.New(tensor.Zeros([]int{2, 4})), autograd.Param(tensor.Ones([]int{3 * 4, 4})), nil, false)
 	ev := p.Trace().Events
-	require.Len(t, ev, 3)
+	require.Len(t, ev, 5)
+	// Each of the 18 input elements meets 3·2·2 weights.
+	assert.Equal(t, "ConvTranspose2d", ev[3].Name)
+	assert.Equal(t, int64(2*18*12), ev[3].FLOPs)
+	// Five steps of a [2, 4]·[4, 12] product.
+	assert.Equal(t, "GRUSequence", ev[4].Name)
+	assert.Equal(t, int64(5*2*2*4*12), ev[4].FLOPs)
+	ev = ev[:3]
 	assert.Equal(t, "MatMul", ev[0].Name)
 	assert.Equal(t, [][]int{{4, 3}, {3, 5}}, ev[0].InputShapes)
 	assert.Equal(t, int64(4*5*4), ev[0].Bytes, "a [4, 5] float32 result")
