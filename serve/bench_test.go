@@ -132,8 +132,9 @@ func BenchmarkConcurrent16(b *testing.B) {
 }
 
 // BenchmarkUnloadMemory loads the model, serves a few requests, unloads it
-// and reports how much of the heap the load took that the unload gave
-// back (returned_%), with the Go heap after each step.
+// and reports how much memory the load took (Go heap in use and resident
+// size, after a collection that returns free pages to the system) and how
+// much of it the unload gave back.
 func BenchmarkUnloadMemory(b *testing.B) {
 	path := os.Getenv("EMBER_SERVE_BENCH_MODEL")
 	if path == "" {
@@ -149,6 +150,7 @@ func BenchmarkUnloadMemory(b *testing.B) {
 	for range b.N {
 		s := New(Options{})
 		before := heap()
+		rssBefore := residentBytes()
 		require.NoError(b, s.LoadFile(context.Background(), "m", path, ModelOptions{}))
 		info, err := s.Model("m")
 		require.NoError(b, err)
@@ -162,13 +164,16 @@ func BenchmarkUnloadMemory(b *testing.B) {
 			require.NoError(b, err)
 		}
 		loaded := heap()
+		rssLoaded := residentBytes()
 		require.NoError(b, s.Unload("m"))
 		after := heap()
+		rssAfter := residentBytes()
 		require.NoError(b, s.Close(context.Background()))
-		b.ReportMetric(float64(loaded-before)/(1<<20), "load_MiB")
-		b.ReportMetric(100*float64(int64(loaded)-int64(after))/float64(loaded-before), "returned_%")
+		b.ReportMetric(float64(loaded-before)/(1<<20), "heap_load_MiB")
+		b.ReportMetric(100*float64(int64(loaded)-int64(after))/float64(loaded-before), "heap_returned_%")
+		b.ReportMetric(float64(rssLoaded-rssBefore)/(1<<20), "rss_load_MiB")
+		b.ReportMetric(100*float64(rssLoaded-rssAfter)/float64(rssLoaded-rssBefore), "rss_returned_%")
 	}
-	b.ReportMetric(float64(residentBytes())/(1<<20), "rss_MiB")
 }
 
 // TestSoak (with -serve.soak=N) sends N requests from 16 goroutines after
