@@ -14,7 +14,9 @@
 # e.g. a ResNet-18 with a dynamic batch axis and one image:
 #   go run ./cmd/ember onnx export -model resnet18 -input-shape 1,3,224,224 -o /tmp/resnet18.onnx
 #   python3 -c 'import numpy as n; n.save("/tmp/x.npy", n.random.rand(1,3,224,224).astype("float32"))'
-# Environment: CLIENTS (16), REQUESTS (200 per run), THREADS (nproc),
+# Each round runs every configuration once, the engines alternating, and
+# the medians of the rounds' throughputs are compared at the end.
+# Environment: CLIENTS (16), REQUESTS (200 per run), ROUNDS (3), THREADS (nproc),
 # PORT (18931), SERVE_FLAGS (more onnx-serve flags), ORT_MODULES
 # (/work/ort/node_modules; the ORT lines are skipped without it).
 set -eu
@@ -23,6 +25,7 @@ model=$1
 input=$2
 clients=${CLIENTS:-16}
 requests=${REQUESTS:-200}
+rounds=${ROUNDS:-3}
 threads=${THREADS:-$(nproc)}
 port=${PORT:-18931}
 ort=${ORT_MODULES:-/work/ort/node_modules}
@@ -79,19 +82,39 @@ bench() {
 	tail -n 1 "$tmp/out" >"$tmp/last"
 }
 
-echo "model=$model input=$input threads=$threads requests=$requests cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') cores=$(nproc)"
-bench serve 1
-bench serve "$clients"
-max=$(sed 's/.*throughput=\([0-9.]*\)\/s.*/\1/' "$tmp/last")
-bench naive 1
-bench naive "$clients"
-half=$(echo "$max" | awk '{printf "%.2f", $1 / 2}')
-bench serve "$clients" -rate "$half"
-echo "(the last serve line is paced to -rate $half/s, half of the $max/s above)"
-if [ -d "$ort/onnxruntime-node" ]; then
-	for c in 1 "$clients"; do
-		printf 'ort    clients=%-3s %s\n' "$c" "$(NODE_PATH=$ort node bench/serve/ort_throughput.js "$model" "$input" "$threads" "$c" "$requests")"
-	done
+# thr LINE: the throughput figure of a summary line.
+thr() { echo "$1" | sed 's/.*throughput=\([0-9.]*\)\/s.*/\1/'; }
+
+# median FILE: the median of the numbers in FILE, one a line.
+median() { sort -g "$1" | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+echo "model=$model input=$input threads=$threads requests=$requests rounds=$rounds cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //') cores=$(nproc)"
+: >"$tmp/serve.thr"
+: >"$tmp/naive.thr"
+: >"$tmp/ort.thr"
+for r in $(seq 1 "$rounds"); do
+	echo "round $r"
+	bench serve 1
+	bench naive 1
+	bench serve "$clients"
+	thr "$(cat "$tmp/last")" >>"$tmp/serve.thr"
+	bench naive "$clients"
+	thr "$(cat "$tmp/last")" >>"$tmp/naive.thr"
+	if [ -d "$ort/onnxruntime-node" ]; then
+		line=$(NODE_PATH=$ort node bench/serve/ort_throughput.js "$model" "$input" "$threads" "$clients" "$requests")
+		printf 'ort    clients=%-3s %s\n' "$clients" "$line"
+		thr "$line" >>"$tmp/ort.thr"
+	fi
+done
+s=$(median "$tmp/serve.thr")
+n=$(median "$tmp/naive.thr")
+echo "median throughput at $clients clients: serve=$s/s naive=$n/s serve/naive=$(echo "$s $n" | awk '{printf "%.2f", $1 / $2}')"
+if [ -s "$tmp/ort.thr" ]; then
+	o=$(median "$tmp/ort.thr")
+	echo "median throughput at $clients clients: ort=$o/s serve/ort=$(echo "$s $o" | awk '{printf "%.2f", $1 / $2}')"
 else
 	echo "ORT skipped: no onnxruntime-node in $ort"
 fi
+half=$(echo "$s" | awk '{printf "%.2f", $1 / 2}')
+bench serve "$clients" -rate "$half"
+echo "(paced to -rate $half/s, half of the median serve throughput above)"
