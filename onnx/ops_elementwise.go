@@ -331,6 +331,9 @@ func opCast(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if !n.has("to") {
 		return nil, fmt.Errorf("onnx: %v: attribute \"to\" is required", n)
 	}
+	if to := n.attrInt("to", 0); isSmallType(to) {
+		return one(castSmall(x, to, n.attrInt("saturate", 1) != 0, n.attrString("round_mode", "up")))
+	}
 	dt, err := dtypeFromONNX(n.attrInt("to", 0))
 	if err != nil {
 		return nil, fmt.Errorf("%v: %w", n, err)

@@ -136,6 +136,10 @@ func opCastLike(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t, ok := n.smallIn[1]; ok {
+		// like is of a small type, held widened (see smalltypes.go).
+		return one(castSmall(x, t, n.attrInt("saturate", 1) != 0, n.attrString("round_mode", "up")))
+	}
 	return one(x.To(like.DType()))
 }
 

@@ -137,11 +137,43 @@ func opQuantizeLinear(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, err
 		}
 	}
-	y, err := quantize(n, x.To(tensor.Float32).Div(scale.To(tensor.Float32)), zp, dt)
+	q := x.To(tensor.Float32).Div(scale.To(tensor.Float32))
+	if t, ok := quantSmallType(n, zp != nil); ok {
+		return one(quantizeSmall(n, q, zp, t))
+	}
+	y, err := quantize(n, q, zp, dt)
 	if err != nil {
 		return nil, err
 	}
 	return one(y)
+}
+
+// quantSmallType returns the small type (see smalltypes.go) QuantizeLinear
+// produces: its zero point's declared type, or else output_dtype.
+func quantSmallType(n *node, hasZP bool) (int64, bool) {
+	if hasZP {
+		t, ok := n.smallIn[2]
+		return t, ok
+	}
+	t := n.attrInt("output_dtype", 0)
+	return t, isSmallType(t)
+}
+
+// quantizeSmall returns q + zp in small type t: for the integers rounded
+// half to even and saturated to their range, for the floats rounded to
+// their grid, saturating unless the saturate attribute is 0.
+func quantizeSmall(n *node, q, zp *tensor.Tensor, t int64) *tensor.Tensor {
+	if lo, hi, ok := smallIntRange(t); ok {
+		y := q.Round()
+		if zp != nil {
+			y = y.Add(zp.To(tensor.Float32))
+		}
+		return y.Clamp(float64(lo), float64(hi)).To(smallHolder(t))
+	}
+	if zp != nil {
+		q = q.Add(zp.To(tensor.Float32))
+	}
+	return castSmall(q, t, n.attrInt("saturate", 1) != 0, "up")
 }
 
 func opDequantizeLinear(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {

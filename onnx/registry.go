@@ -111,6 +111,10 @@ type node struct {
 	// ctx is the run's context, set only on the private copy a control-flow
 	// operator receives during a run.
 	ctx context.Context
+	// smallIn maps the index of an input the graph declares of a small
+	// type (FLOAT8E4M3FN, INT4...; see smalltypes.go) to that type, which
+	// its widened tensor cannot tell; nil when there is none.
+	smallIn map[int]int64
 }
 
 // String names the node for error messages, with names from the model cut

@@ -238,6 +238,7 @@ func (c *compiler) keepFolded(n *node, t *tensor.Tensor) error {
 // operators.
 func (c *compiler) buildNodes(g *graphProto) []*node {
 	nodes := make([]*node, 0, len(g.nodes))
+	small := smallDeclared(g)
 	for _, np := range g.nodes {
 		domain := np.domain
 		if domain == "ai.onnx" {
@@ -253,6 +254,7 @@ func (c *compiler) buildNodes(g *graphProto) []*node {
 		for _, a := range np.attrs {
 			n.attrs[a.name] = a
 		}
+		n.smallIn = smallInputs(np.inputs, small)
 		if ok {
 			if v := registry.lookup(domain, np.opType, opset); v != nil {
 				n.impl, n.stateful = v.impl, v.stateful

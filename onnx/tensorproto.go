@@ -37,6 +37,7 @@ var onnxTypeNames = map[int64]string{
 	7: "INT64", 8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32", 13: "UINT64",
 	14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ",
 	19: "FLOAT8E5M2", 20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1",
+	24: "FLOAT8E8M0", 25: "UINT2", 26: "INT2",
 }
 
 // typeName returns the ONNX name of data type t.
@@ -77,6 +78,9 @@ func dtypeFromONNX(t int64) (tensor.DType, error) {
 	case dtBFloat16:
 		return tensor.BFloat16, nil
 	}
+	if isSmallType(t) {
+		return smallHolder(t), nil // see smalltypes.go
+	}
 	return 0, &DTypeError{Type: typeName(t)}
 }
 
@@ -114,14 +118,14 @@ func dtypeToONNX(d tensor.DType) int64 {
 }
 
 // DTypeError reports an ONNX element type that Ember's tensor package cannot
-// hold (e.g. STRING, COMPLEX64, the 8-bit floats).
+// hold (e.g. STRING, COMPLEX64).
 type DTypeError struct {
 	Type string
 }
 
 // Error names the type and the supported ones.
 func (e *DTypeError) Error() string {
-	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, INT16, UINT16, UINT32, UINT64, INT8, UINT8, BOOL, FLOAT16, BFLOAT16)"
+	return "onnx: element type " + e.Type + " is not supported by Ember tensors (supported: FLOAT, DOUBLE, INT64, INT32, INT16, UINT16, UINT32, UINT64, INT8, UINT8, BOOL, FLOAT16, BFLOAT16, and the 8-, 4- and 2-bit types held widened)"
 }
 
 // maxElements caps the element count of any tensor an ONNX model makes Ember
@@ -203,6 +207,9 @@ func (tp *tensorProto) toTensor(src dataSource) (*tensor.Tensor, error) {
 	shape := make([]int, len(tp.dims))
 	for i, d := range tp.dims {
 		shape[i] = int(d)
+	}
+	if isSmallType(tp.dataType) {
+		return tp.smallToTensor(src, n, shape)
 	}
 	raw := tp.rawData
 	if tp.dataLocation == 1 {
