@@ -210,3 +210,23 @@ func UnrecordedOp(op string, compute func() *tensor.Tensor, inputs ...*Var) *Var
 	s := begin(op, inputs...)
 	return s.finish(Unrecorded(compute(), inputs...), inputs...)
 }
+
+// EmbeddingOf is Embedding with the integer ids given as a Var, which gets
+// no gradient but passes its marks on as an input does: an observer of ids
+// (Observe) sees the lookup and the ops computed from it, anomaly detection
+// follows it, and ids marked by NoGrad make the lookup record nothing. A
+// model whose input is ids (nn.Embedding.Forward) uses it, so that
+// watching the ids watches the model.
+func EmbeddingOf(ids, weight *Var) *Var {
+	if ids.noGrad && !weight.noGrad {
+		weight = NoGrad(weight)
+	}
+	v := embedding(begin("Embedding", weight, ids), ids.value, weight)
+	if v.watch == nil && ids.watch != nil {
+		v.watch = ids.watch
+		if v.node != nil && ids.watch.anomaly != nil {
+			v.node.site = captureSite()
+		}
+	}
+	return v
+}

@@ -551,7 +551,11 @@ func Dropout(x *Var, p float64, training bool, gen *tensor.Generator) *Var {
 // (any shape), shaped ids.Shape() + [D]; see tensor.Embedding. The weight
 // gradient adds each output row's gradient into the row it came from.
 func Embedding(ids *tensor.Tensor, weight *Var) *Var {
-	s := begin("Embedding", weight)
+	return embedding(begin("Embedding", weight), ids, weight)
+}
+
+// embedding is Embedding for the span s, begun before the lookup.
+func embedding(s span, ids *tensor.Tensor, weight *Var) *Var {
 	out := tensor.Embedding(ids, weight.value)
 	v := weight.Shape()[0]
 	return s.recordAttrs(map[string]any{"ids": ids}, out, []*Var{weight}, []*tensor.Tensor{ids}, func(g *Var, _ []*Var, _ *Var) []*Var {

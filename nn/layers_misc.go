@@ -72,20 +72,25 @@ func NewEmbedding(g *tensor.Generator, num, dim int, opt EmbeddingOptions, dt ..
 // shape) and returns ids.Shape() + [dim]. With MaxNorm the looked-up rows
 // are first renormalized in place (without gradient), as PyTorch does.
 // When ids is marked autograd.NoGrad nothing is recorded and the result is
-// marked too.
+// marked too; so is it when ids is observed (autograd.Observe, a
+// profiler's Watch) or checked for anomalies (autograd.DetectAnomaly).
 func (e *Embedding) Forward(ids *autograd.Var) *autograd.Var {
 	if ids.IsNoGrad() {
-		return e.lookup(ids.Value(), autograd.NoGrad(e.Weight))
+		return e.lookup(ids, autograd.NoGrad(e.Weight))
 	}
-	return e.Lookup(ids.Value())
+	return e.lookup(ids, e.Weight)
 }
 
 // Lookup is Forward on a plain integer tensor of ids.
-func (e *Embedding) Lookup(ids *tensor.Tensor) *autograd.Var { return e.lookup(ids, e.Weight) }
+func (e *Embedding) Lookup(ids *tensor.Tensor) *autograd.Var {
+	return e.lookup(autograd.New(ids), e.Weight)
+}
 
 // lookup gathers the rows of w (Weight, or a no-grad view of it) named by
-// ids.
-func (e *Embedding) lookup(ids *tensor.Tensor, w *autograd.Var) *autograd.Var {
+// idVar's ids; the lookup carries idVar's observation marks
+// (autograd.EmbeddingOf).
+func (e *Embedding) lookup(idVar, w *autograd.Var) *autograd.Var {
+	ids := idVar.Value()
 	if ids.DType().IsFloat() {
 		panic(fmt.Sprintf("nn.Embedding.Forward: ids must be integers, got %s", ids.DType()))
 	}
@@ -102,7 +107,7 @@ func (e *Embedding) lookup(ids *tensor.Tensor, w *autograd.Var) *autograd.Var {
 		m := tensor.FromSlice(mask, e.NumEmbeddings, 1).To(w.DType()).ToDeviceOf(w.Value())
 		w = w.Mul(autograd.New(m)).Add(autograd.New(w.Value().Mul(m.Neg().AddScalar(1))))
 	}
-	return autograd.Embedding(ids, w)
+	return autograd.EmbeddingOf(idVar, w)
 }
 
 // renorm scales the rows named in ids whose norm exceeds MaxNorm to norm

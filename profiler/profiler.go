@@ -31,9 +31,10 @@
 // autograd sees it (nn's inference kernels go through
 // autograd.UnrecordedOp, which is timed; so is an autograd.Function, as
 // one op), and neither is work outside Var operations: mark it with
-// Range. The mark travels through Var operations only: a model that takes
-// its input's tensor out (nn.Embedding looks up ids by their tensor) and
-// computes on from there is not seen past that point. Times are wall-clock times on the calling goroutine: an op
+// Range. The mark travels through Var operations: a model that takes its
+// input's tensor out and computes on from there is not seen past that
+// point (nn.Embedding passes the marks of its ids on, through
+// autograd.EmbeddingOf). Times are wall-clock times on the calling goroutine: an op
 // on a GPU is timed until its kernels are queued, not run.
 //
 // The runnable example ExampleProfiler shows a whole session.

@@ -458,3 +458,24 @@ func TestLanesKeepConcurrentComputationsApart(t *testing.T) {
 	require.NoError(t, tr.WriteChromeTrace(&buf))
 	validateChromeTrace(t, buf.Bytes()) // each lane's events nest
 }
+
+func TestWatchedIdsWatchALanguageModel(t *testing.T) {
+	g := tensor.NewGenerator(5)
+	emb := nn.NewEmbedding(g, 10, 4, nn.EmbeddingOptions{})
+	head := nn.NewLinear(g, 4, 3, true)
+	p := profiler.New(profiler.Options{})
+	ids := p.Watch(autograd.New(tensor.FromSlice([]int64{1, 2, 3, 4, 5, 6}, 2, 3)))
+	loss := head.Forward(emb.Forward(ids)).Sum(nil, false)
+	require.NoError(t, loss.Backward())
+	c := calls(p.Trace().KeyAverages(profiler.SortByCalls))
+	assert.Equal(t, 1, c["Embedding"])
+	assert.Equal(t, 1, c["Embedding.backward"])
+	assert.Equal(t, 1, c["EmbeddingBackward"], "the weight gradient, in the backward")
+	assert.Positive(t, c["MatMul"])
+	require.NotNil(t, emb.Weight.Grad())
+
+	// Anomaly detection follows the ids too; NoGrad ids still record nothing.
+	checked := autograd.DetectAnomaly(autograd.New(tensor.FromSlice([]int64{0, 1}, 2)), autograd.AnomalyOptions{})
+	assert.True(t, emb.Forward(checked).DetectsAnomaly())
+	assert.False(t, emb.Forward(autograd.NoGrad(ids)).RequiresGrad())
+}
