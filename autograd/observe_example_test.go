@@ -67,3 +67,29 @@ func ExampleObserve() {
 	//   MatMul
 	//   Reshape
 }
+
+// Integer ids get no gradient, but an embedding of them passes their marks
+// on: the observer of the ids sees the lookup and what follows it.
+func ExampleEmbeddingOf() {
+	ids := autograd.Observe(autograd.New(tensor.FromSlice([]int64{2, 0, 1}, 3)), &printObserver{})
+	table := autograd.Param(tensor.FromSlice([]float32{0, 1, 2, 3, 4, 5}, 3, 2))
+	rows := autograd.EmbeddingOf(ids, table).Relu()
+	fmt.Println(rows.Value().Float32s())
+	// Output:
+	// Embedding
+	// Relu
+	// [4 5 0 1 2 3]
+}
+
+// A value computed by a kernel outside the tape (an inference-only fused
+// kernel) is reported to the inputs' observer as an op of its own.
+func ExampleUnrecordedOp() {
+	x := autograd.Observe(autograd.New(tensor.FromSlice([]float32{-1, 2}, 2)), &printObserver{})
+	y := autograd.UnrecordedOp("ScaledRelu", func() *tensor.Tensor {
+		return x.Value().Relu().MulScalar(3)
+	}, x)
+	fmt.Println(y.Value().Float32s(), y.Observer() != nil)
+	// Output:
+	// ScaledRelu
+	// [0 6] true
+}
