@@ -2,6 +2,8 @@ package onnx
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
 	"github.com/emberml/ember/tensor"
 )
@@ -12,8 +14,8 @@ func reduceOps() opTable {
 	return opTable{
 		"ReduceSum":       {{since: 1, impl: reduce(13, (*tensor.Tensor).Sum)}},
 		"ReduceMean":      {{since: 1, impl: reduce(18, (*tensor.Tensor).Mean)}},
-		"ReduceMax":       {{since: 1, impl: reduce(18, (*tensor.Tensor).Max)}},
-		"ReduceMin":       {{since: 1, impl: reduce(18, (*tensor.Tensor).Min)}},
+		"ReduceMax":       {{since: 1, impl: reduce(18, extreme(true))}},
+		"ReduceMin":       {{since: 1, impl: reduce(18, extreme(false))}},
 		"ReduceProd":      {{since: 1, impl: reduce(18, (*tensor.Tensor).Prod)}},
 		"ReduceL1":        {{since: 1, impl: reduce(18, reduceL1)}},
 		"ReduceL2":        {{since: 1, impl: reduce(18, reduceL2)}},
@@ -70,8 +72,109 @@ func reduce(inputFrom int64, f func(t *tensor.Tensor, axes []int, keep bool) *te
 				axes[i] = i
 			}
 		}
+		if dt := x.DType(); dt == tensor.Float16 || dt == tensor.BFloat16 {
+			// Storage dtypes reduce in float32 and round back once.
+			return one(f(x.To(tensor.Float32), axes, keep).To(dt))
+		}
 		return one(f(x, axes, keep).To(x.DType()))
 	}
+}
+
+// extreme is ReduceMax (max) or ReduceMin. Reducing an empty axis gives
+// the reduction's identity, as ONNX specifies from opset 18: the lowest
+// value of the dtype for ReduceMax (-Inf for floats, false for bool), the
+// highest for ReduceMin. Bool reduces as 0 and 1.
+func extreme(max bool) func(t *tensor.Tensor, axes []int, keep bool) *tensor.Tensor {
+	return func(t *tensor.Tensor, axes []int, keep bool) *tensor.Tensor {
+		shape := t.Shape()
+		empty := false
+		for _, a := range axes {
+			empty = empty || shape[a] == 0
+		}
+		if empty {
+			var out []int
+			for i, d := range shape {
+				switch {
+				case !slices.Contains(axes, i):
+					out = append(out, d)
+				case keep:
+					out = append(out, 1)
+				}
+			}
+			return emptyReduction(t.DType(), out, max)
+		}
+		if t.DType() == tensor.Bool {
+			return extreme(max)(t.To(tensor.Uint8), axes, keep).To(tensor.Bool)
+		}
+		if max {
+			return t.Max(axes, keep)
+		}
+		return t.Min(axes, keep)
+	}
+}
+
+// emptyReduction returns a tensor of shape filled with the identity of
+// ReduceMax (max) or ReduceMin over dtype dt.
+func emptyReduction(dt tensor.DType, shape []int, max bool) *tensor.Tensor {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	switch {
+	case dt.IsFloat():
+		v := math.Inf(1)
+		if max {
+			v = math.Inf(-1)
+		}
+		return tensor.Full(shape, v, dt)
+	case dt == tensor.Bool:
+		return tensor.Full(shape, boolToFloat(!max), dt)
+	case dt == tensor.Uint64:
+		v := make([]uint64, n)
+		if !max {
+			for i := range v {
+				v[i] = math.MaxUint64
+			}
+		}
+		return tensor.FromSlice(v, shape...)
+	}
+	lo, hi := dtypeIntRange(dt)
+	v := make([]int64, n)
+	for i := range v {
+		v[i] = hi
+		if max {
+			v[i] = lo
+		}
+	}
+	return tensor.FromSlice(v, shape...).To(dt)
+}
+
+// boolToFloat returns 1 for true and 0 for false.
+func boolToFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// dtypeIntRange returns the least and greatest values of integer dtype dt
+// (Uint64's greatest is not an int64 and is handled by the caller).
+func dtypeIntRange(dt tensor.DType) (lo, hi int64) {
+	switch dt {
+	case tensor.Int8:
+		return math.MinInt8, math.MaxInt8
+	case tensor.Uint8:
+		return 0, math.MaxUint8
+	case tensor.Int16:
+		return math.MinInt16, math.MaxInt16
+	case tensor.Uint16:
+		return 0, math.MaxUint16
+	case tensor.Int32:
+		return math.MinInt32, math.MaxInt32
+	case tensor.Uint32:
+		return 0, math.MaxUint32
+	}
+	return math.MinInt64, math.MaxInt64
 }
 
 // argReduce is ArgMax (max) or ArgMin; select_last_index picks the last of

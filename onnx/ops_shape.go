@@ -474,6 +474,12 @@ func opScatterElements(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return one(x.Scatter(axis, idx, src))
 	case "add":
 		return one(x.ScatterAdd(axis, idx, src))
+	case "mul", "max", "min":
+		y, err := scatterElementsReduce(n, x, idx, src, axis, r)
+		if err != nil {
+			return nil, err
+		}
+		return one(y)
 	default:
 		return nil, fmt.Errorf("onnx: %v: reduction %q is not supported", n, r)
 	}

@@ -1,0 +1,48 @@
+package onnx
+
+import (
+	"math"
+	"testing"
+
+	"github.com/emberml/ember/tensor"
+	"github.com/stretchr/testify/require"
+)
+
+func TestReduceMaxMinEmptyAndHalf(t *testing.T) {
+	empty := tensor.Zeros([]int{2, 0, 3})
+	axes := tensor.FromSlice([]int64{1})
+	out, err := reduce(18, extreme(true))(testNode("ReduceMax", 20, 1, nil, nil), []*tensor.Tensor{empty, axes})
+	require.NoError(t, err)
+	require.Equal(t, []int{2, 1, 3}, out[0].Shape())
+	for _, v := range out[0].Float64s() {
+		require.True(t, math.IsInf(v, -1))
+	}
+	ints := tensor.Zeros([]int{0, 2}, tensor.Int32)
+	out, err = reduce(18, extreme(false))(testNode("ReduceMin", 20, 1, map[string]int64{"keepdims": 0}, nil), []*tensor.Tensor{ints, tensor.FromSlice([]int64{0})})
+	require.NoError(t, err)
+	require.Equal(t, []int64{math.MaxInt32, math.MaxInt32}, out[0].Int64s())
+
+	half := tensor.FromSlice([]float32{1, 5, -2, 3}, 2, 2).To(tensor.Float16)
+	out, err = reduce(18, extreme(true))(testNode("ReduceMax", 18, 1, nil, nil), []*tensor.Tensor{half, tensor.FromSlice([]int64{1})})
+	require.NoError(t, err)
+	require.Equal(t, tensor.Float16, out[0].DType())
+	require.Equal(t, []float64{5, 3}, out[0].Float64s())
+}
+
+func TestScatterElementsReductions(t *testing.T) {
+	x := tensor.FromSlice([]float32{1, 2, 3, 4}, 1, 4)
+	idx := tensor.FromSlice([]int64{1, 1, -1}, 1, 3)
+	src := tensor.FromSlice([]float32{5, 0.5, 2}, 1, 3)
+	for red, want := range map[string][]float64{
+		"mul": {1, 5, 3, 8},
+		"max": {1, 5, 3, 4},
+		"min": {1, 0.5, 3, 2},
+	} {
+		n := testNode("ScatterElements", 18, 1, map[string]int64{"axis": 1}, nil)
+		n.attrs["reduction"] = &attribute{name: "reduction", s: []byte(red)}
+		out, err := opScatterElements(n, []*tensor.Tensor{x, idx, src})
+		require.NoError(t, err, red)
+		require.Equal(t, want, out[0].Float64s(), red)
+	}
+	require.Equal(t, []float64{1, 2, 3, 4}, x.Float64s(), "the input is not modified")
+}
