@@ -97,16 +97,17 @@ type request struct {
 	answered atomic.Bool
 }
 
-// finish delivers a to r (never blocks: done has room for one) and
-// returns r's bytes to the budget; calls after the first do nothing.
+// finish returns r's bytes to the budget and delivers a to r (never
+// blocks: done has room for one), so a caller that has its answer sees
+// its bytes released; calls after the first do nothing.
 func (r *request) finish(a answer) {
 	if !r.answered.CompareAndSwap(false, true) {
 		return
 	}
-	r.done <- a
 	if r.release != nil {
 		r.release()
 	}
+	r.done <- a
 }
 
 // answer is a request's outputs or error.
