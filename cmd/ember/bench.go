@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/emberml/ember/profiler"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -30,7 +32,9 @@ type benchOptions struct {
 	tiny     bool   // shrink batches and sizes (tests only: not comparable to PyTorch)
 	cpuProf  string // write a CPU profile of the timed steps here
 	dev      benchDevice
-	tf32     bool // let float32 matrix products on a GPU use TF32
+	tf32     bool   // let float32 matrix products on a GPU use TF32
+	profile  bool   // print a per-op table (package profiler) of the timed steps
+	trace    string // write the timed steps' ops as a Chrome trace here
 }
 
 // benchResult is one measured line of "ember bench". The first six fields
@@ -53,6 +57,8 @@ type benchResult struct {
 	PeakGPUMB *float64 `json:"peak_gpu_mb,omitempty"`
 	TF32      bool     `json:"tf32,omitempty"`
 	TFLOPS    float64  `json:"tflops,omitempty"`
+	// trace holds the timed steps' ops with -profile or -trace.
+	trace *profiler.Trace
 }
 
 // gpuSizes are the gemm sizes on a GPU when -sizes is not given.
@@ -77,6 +83,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&device, "device", "cpu", "where to run: cpu, cuda (device 0) or cuda:N (needs a binary built with -tags cuda); "+
 		"-workload all then runs "+strings.Join(defaultWorkloadNames(true), ", "))
 	fs.BoolVar(&o.tf32, "tf32", false, "let float32 matrix products on the GPU use TF32 tensor cores (default: full FP32)")
+	fs.BoolVar(&o.profile, "profile", false, "profile the timed steps op by op (package profiler) and print each workload's table, "+
+		"sorted by self time (on stderr with -json); the times include the profiler's bookkeeping")
+	fs.StringVar(&o.trace, "trace", "", "write the timed steps' ops as Chrome trace JSON (Perfetto, chrome://tracing) to this file; "+
+		"with several workloads, each gets its own file, named FILE with .WORKLOAD before the extension")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: ember bench [-workload all|NAME[,NAME...]] [-device cpu|cuda[:N]] [-threads N] [-steps N] [-warmup N] [-json]")
 		fmt.Fprintln(stderr, "Runs training or inference steps on synthetic data with fixed seeds and prints the")
@@ -101,6 +111,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if o.tf32 && !o.dev.gpu() {
 		fmt.Fprintln(stderr, "ember bench: -tf32 needs -device cuda")
+		return 2
+	}
+	if (o.profile || o.trace != "") && o.dev.gpu() {
+		fmt.Fprintln(stderr, "ember bench: -profile and -trace time ops on the CPU's clock; on a GPU that is when kernels are queued, so they run on -device cpu only")
 		return 2
 	}
 	if o.dev.gpu() && !flagSet(fs, "sizes") {
@@ -152,6 +166,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		for _, r := range results {
 			printResult(stdout, r, o.json)
+			if err := reportProfile(stdout, stderr, r, o, len(specs) > 1); err != nil {
+				fmt.Fprintf(stderr, "ember bench: %s: %v\n", w.name, err)
+				status = 1
+			}
 		}
 	}
 	return status
@@ -287,6 +305,11 @@ func runWorkload(w workload, o benchOptions) ([]benchResult, error) {
 	if err := o.dev.sync(); err != nil {
 		return nil, err
 	}
+	var prof *profiler.Profiler
+	if o.profile || o.trace != "" {
+		prof = profiler.New(profiler.Options{})
+		run.watch = prof.Watch
+	}
 	times := make([]float64, 0, steps)
 	for range steps {
 		t0 := time.Now()
@@ -297,6 +320,9 @@ func runWorkload(w workload, o benchOptions) ([]benchResult, error) {
 			return nil, err
 		}
 		times = append(times, time.Since(t0).Seconds())
+		if prof != nil {
+			prof.Step()
+		}
 	}
 	med := median(times)
 	r := benchResult{
@@ -312,7 +338,46 @@ func runWorkload(w workload, o benchOptions) ([]benchResult, error) {
 	if err := o.dev.annotate(&r, base); err != nil {
 		return nil, err
 	}
+	if prof != nil {
+		r.trace = prof.Trace()
+	}
 	return []benchResult{r}, nil
+}
+
+// reportProfile prints r's per-op table (with -profile; on stderr with
+// -json, so that stdout stays JSON lines) and writes its Chrome trace
+// (with -trace; named after the workload when several run).
+func reportProfile(stdout, stderr io.Writer, r benchResult, o benchOptions, several bool) error {
+	if r.trace == nil {
+		return nil
+	}
+	if o.profile {
+		w := stdout
+		if o.json {
+			w = stderr
+		}
+		fmt.Fprintf(w, "%s: ops of %d timed steps\n%s", r.Workload, r.Steps, r.trace.Table(profiler.SortBySelfTime, 25))
+	}
+	if o.trace == "" {
+		return nil
+	}
+	name := o.trace
+	if several {
+		ext := filepath.Ext(name)
+		name = strings.TrimSuffix(name, ext) + "." + r.Workload + ext
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return fmt.Errorf("-trace: %w", err)
+	}
+	if err := r.trace.WriteChromeTrace(f); err != nil {
+		f.Close()
+		return fmt.Errorf("-trace: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("-trace: %w", err)
+	}
+	return nil
 }
 
 func printResult(w io.Writer, r benchResult, asJSON bool) {

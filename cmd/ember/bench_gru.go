@@ -65,7 +65,8 @@ func newEmbeddingTable(g *tensor.Generator, num, dim int) *embeddingTable {
 	return e
 }
 
-// Forward maps int64 ids of any shape to their rows, shaped ids + [dim].
+// Forward maps int64 ids of any shape to their rows, shaped ids + [dim];
+// the ids' marks (a profiler's) pass on to the rows.
 func (e *embeddingTable) Forward(ids *autograd.Var) *autograd.Var {
-	return autograd.Embedding(ids.Value(), e.weight)
+	return autograd.EmbeddingOf(ids, e.weight)
 }

@@ -154,19 +154,20 @@ func buildResNet(depth, batch int) func(tiny bool) (*benchRun, error) {
 		xt := tensor.NewGenerator(0).Randn([]int{batch, 3, size, size})
 		x := autograd.New(xt)
 		var out *tensor.Tensor
-		return &benchRun{
+		r := &benchRun{
 			batch: batch,
-			step: func() error {
-				out = m.Forward(x).Value()
-				if s := out.Shape(); len(s) != 2 || s[0] != batch || s[1] != 1000 {
-					return fmt.Errorf("resnet%d output shape %v, want [%d 1000]", depth, s, batch)
-				}
-				return nil
-			},
 			loss:  func() float64 { return 0 },
 			model: m,
 			data:  []*tensor.Tensor{xt},
-		}, nil
+		}
+		r.step = func() error {
+			out = m.Forward(r.in(x)).Value()
+			if s := out.Shape(); len(s) != 2 || s[0] != batch || s[1] != 1000 {
+				return fmt.Errorf("resnet%d output shape %v, want [%d 1000]", depth, s, batch)
+			}
+			return nil
+		}
+		return r, nil
 	}
 }
 

@@ -68,17 +68,8 @@ func buildTransformer(tiny bool) (*benchRun, error) {
 	xt := tensor.NewGenerator(0).Randn([]int{batch, seq, d})
 	x := autograd.New(xt)
 	var last *tensor.Tensor // read by loss(), so a GPU step does not wait for a copy
-	return &benchRun{
+	r := &benchRun{
 		batch: batch,
-		step: func() error {
-			m.ZeroGrad()
-			loss := m.Forward(x).Square().Mean(nil, false)
-			if err := loss.Backward(); err != nil {
-				return fmt.Errorf("backward: %w", err)
-			}
-			last = loss.Value()
-			return nil
-		},
 		loss: func() float64 {
 			if last == nil {
 				return math.NaN()
@@ -87,5 +78,15 @@ func buildTransformer(tiny bool) (*benchRun, error) {
 		},
 		model: m,
 		data:  []*tensor.Tensor{xt},
-	}, nil
+	}
+	r.step = func() error {
+		m.ZeroGrad()
+		loss := m.Forward(r.in(x)).Square().Mean(nil, false)
+		if err := loss.Backward(); err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		last = loss.Value()
+		return nil
+	}
+	return r, nil
 }

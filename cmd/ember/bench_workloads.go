@@ -37,6 +37,17 @@ type benchRun struct {
 	// first step (in place: step keeps using the same tensors).
 	model nn.Module
 	data  []*tensor.Tensor
+	// watch, when set (-profile, -trace), marks each step's input for a
+	// profiler; steps pass their input through in.
+	watch func(*autograd.Var) *autograd.Var
+}
+
+// in returns the step's input x, marked for the profiler when one watches.
+func (r *benchRun) in(x *autograd.Var) *autograd.Var {
+	if r.watch == nil {
+		return x
+	}
+	return r.watch(x)
 }
 
 // workloads returns every workload in the order "-workload all" runs them.
@@ -65,17 +76,8 @@ func trainStep(m nn.Module, opt optim.Optimizer, x, y *tensor.Tensor) *benchRun 
 	// The loss stays where it was computed until loss() reads it, so a step
 	// on a GPU does not wait for a copy to the host.
 	var last *tensor.Tensor
-	return &benchRun{
+	r := &benchRun{
 		batch: x.Shape()[0],
-		step: func() error {
-			opt.ZeroGrad()
-			loss := lossf.Forward(m.Forward(in), y)
-			if err := loss.Backward(); err != nil {
-				return fmt.Errorf("backward: %w", err)
-			}
-			last = loss.Value()
-			return opt.Step()
-		},
 		loss: func() float64 {
 			if last == nil {
 				return math.NaN()
@@ -85,6 +87,16 @@ func trainStep(m nn.Module, opt optim.Optimizer, x, y *tensor.Tensor) *benchRun 
 		model: m,
 		data:  []*tensor.Tensor{x, y},
 	}
+	r.step = func() error {
+		opt.ZeroGrad()
+		loss := lossf.Forward(m.Forward(r.in(in)), y)
+		if err := loss.Backward(); err != nil {
+			return fmt.Errorf("backward: %w", err)
+		}
+		last = loss.Value()
+		return opt.Step()
+	}
+	return r
 }
 
 // buildMLP is the 784-512-512-10 ReLU MLP, batch 128, cross-entropy, SGD
