@@ -545,7 +545,9 @@ func unaryF32(op UnaryOp) func(float32) float32 {
 			return min(max(x, a), b)
 		}
 	case OpAffine:
-		return func(x float32) float32 { return x*a + b }
+		// Product rounded before the sum, as vec.Affine (arm64 would
+		// otherwise fuse them).
+		return func(x float32) float32 { return float32(x*a) + b }
 	case OpRecip:
 		return func(x float32) float32 { return 1 / x }
 	case OpSquare:

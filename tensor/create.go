@@ -227,10 +227,13 @@ func Linspace(start, end float64, n int, dt ...DType) *Tensor {
 			vals[i] = start
 			break
 		}
+		// The conversions round each product before the sum: without
+		// them arm64 fuses the two into one multiply-add, and the middle
+		// of Linspace(-2, 2, 4001) is -4e-17 instead of PyTorch's 0.
 		if i < n/2 {
-			vals[i] = start + step*float64(i)
+			vals[i] = start + float64(step*float64(i))
 		} else {
-			vals[i] = end - step*float64(n-1-i)
+			vals[i] = end - float64(step*float64(n-1-i))
 		}
 	}
 	return FromSlice(vals).To(pickDType(dt))

@@ -731,8 +731,10 @@ func ScaleShift[T Float](dst, src, scale, shift []T, outer, n, inner int) {
 			if shift != nil {
 				b = shift[j]
 			}
+			// T(v*k) rounds the product before the sum, as the
+			// vector kernels do: arm64 would otherwise fuse the two.
 			for i, v := range s {
-				d[i] = v*k + b
+				d[i] = T(v*k) + b
 			}
 		}
 	})
