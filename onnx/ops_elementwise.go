@@ -177,7 +177,7 @@ func opDiv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	if a.DType().IsFloat() {
-		return one(a.Div(b))
+		return one(a.Div(b).To(a.DType())) // storage dtypes divide in float32
 	}
 	return intResult(n, tensor.TruncDiv, a, b)
 }

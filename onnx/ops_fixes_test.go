@@ -46,3 +46,25 @@ func TestScatterElementsReductions(t *testing.T) {
 	}
 	require.Equal(t, []float64{1, 2, 3, 4}, x.Float64s(), "the input is not modified")
 }
+
+func TestHalfPrecisionKeepsItsDType(t *testing.T) {
+	h := tensor.FromSlice([]float32{1, 2, 3, 4}, 2, 2).To(tensor.Float16)
+	for _, op := range []string{"MatMul", "Div", "Softmax", "LogSoftmax"} {
+		n := testNode(op, 23, 1, nil, nil)
+		n.maxElements = 1 << 20
+		in := []*tensor.Tensor{h, h}
+		if op == "Softmax" || op == "LogSoftmax" {
+			in = in[:1]
+		}
+		out, err := registry.lookup("", op, 23).impl(n, in)
+		require.NoError(t, err, op)
+		require.Equal(t, tensor.Float16, out[0].DType(), op)
+	}
+	out, err := registry.lookup("", "MatMul", 23).impl(&node{opType: "MatMul", maxElements: 1 << 20}, []*tensor.Tensor{h, h})
+	require.NoError(t, err)
+	require.Equal(t, []float64{7, 10, 15, 22}, out[0].Float64s())
+	out, err = registry.lookup("", "Softmax", 23).impl(testNode("Softmax", 23, 1, nil, nil), []*tensor.Tensor{h})
+	require.NoError(t, err)
+	e := 1 / (1 + math.Exp(-1))
+	require.InDeltaSlice(t, []float64{1 - e, e, 1 - e, e}, out[0].Float64s(), 1e-3)
+}

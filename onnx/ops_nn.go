@@ -52,7 +52,11 @@ func opMatMul(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 			return nil, err
 		}
 	}
-	return n.matMulChunked(a, b)
+	out, err := n.matMulChunked(a, b)
+	if dt := a.DType(); err == nil && (dt == tensor.Float16 || dt == tensor.BFloat16) {
+		out[0] = out[0].To(dt) // storage dtypes multiply in float32
+	}
+	return out, err
 }
 
 // matMulChunked is a.MatMul(b) split along a's first axis (rows of a
@@ -768,7 +772,7 @@ func softmax2d(log bool) opImpl {
 // softmaxAxis is Softmax/LogSoftmax from opset 13: along one axis
 // (default -1).
 func softmaxAxis(log bool) opImpl {
-	return func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	return func(n *node, in []*tensor.Tensor) (out []*tensor.Tensor, err error) {
 		x, err := n.need(in, 0)
 		if err != nil {
 			return nil, err
@@ -776,6 +780,15 @@ func softmaxAxis(log bool) opImpl {
 		axis, err := n.normAxis(int(n.attrInt("axis", -1)), x.Dim())
 		if err != nil {
 			return nil, err
+		}
+		if dt := x.DType(); dt == tensor.Float16 || dt == tensor.BFloat16 {
+			// Storage dtypes normalize in float32 and round back once.
+			x = x.To(tensor.Float32)
+			defer func() {
+				if len(out) == 1 && out[0] != nil {
+					out[0] = out[0].To(dt)
+				}
+			}()
 		}
 		if log {
 			return one(x.LogSoftmax(axis))
