@@ -28,6 +28,8 @@ func BenchmarkKernels(b *testing.B) {
 			run("exp", 2, func() { im.expAll(d, x) })
 			run("tanh", 2, func() { im.tanhAll(d, x) })
 			run("sum", 1, func() { _ = im.sum(x) })
+			run("max", 1, func() { _ = im.max(x) })
+			run("dot", 2, func() { _ = im.dot(x, y) })
 		}
 	}
 }
