@@ -68,3 +68,25 @@ func TestHalfPrecisionKeepsItsDType(t *testing.T) {
 	e := 1 / (1 + math.Exp(-1))
 	require.InDeltaSlice(t, []float64{1 - e, e, 1 - e, e}, out[0].Float64s(), 1e-3)
 }
+
+func TestAveragePoolDilated(t *testing.T) {
+	x := tensor.FromSlice([]float32{1, 2, 3, 4, 5}, 1, 1, 5)
+	n := testNode("AveragePool", 19, 1, nil, nil)
+	n.maxElements = 1 << 20
+	n.attrs["kernel_shape"] = &attribute{name: "kernel_shape", ints: []int64{2}}
+	n.attrs["dilations"] = &attribute{name: "dilations", ints: []int64{2}}
+	out, err := opAveragePool(n, []*tensor.Tensor{x})
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 1, 3}, out[0].Shape())
+	require.Equal(t, []float64{2, 3, 4}, out[0].Float64s(), "windows (1,3), (2,4), (3,5)")
+	// One pad on each side: the first window is (pad, 2); without
+	// count_include_pad it averages 2 alone, with it (0+2)/2.
+	n.attrs["pads"] = &attribute{name: "pads", ints: []int64{1, 1}}
+	out, err = opAveragePool(n, []*tensor.Tensor{x})
+	require.NoError(t, err)
+	require.Equal(t, []float64{2, 2, 3, 4, 4}, out[0].Float64s())
+	n.attrs["count_include_pad"] = &attribute{name: "count_include_pad", i: 1}
+	out, err = opAveragePool(n, []*tensor.Tensor{x})
+	require.NoError(t, err)
+	require.Equal(t, []float64{1, 2, 3, 4, 2}, out[0].Float64s())
+}

@@ -618,7 +618,11 @@ func opAveragePool(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	}
 	for _, d := range p.dilation {
 		if d != 1 {
-			return nil, fmt.Errorf("onnx: %v: dilated average pooling is not supported", n)
+			y, err := avgPoolDilated(n, x, p, n.attrInt("ceil_mode", 0) == 1, n.attrInt("count_include_pad", 0) == 1)
+			if err != nil {
+				return nil, err
+			}
+			return one(y)
 		}
 	}
 	if x.Dim() == 5 {
