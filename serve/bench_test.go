@@ -200,3 +200,33 @@ func TestSoak(t *testing.T) {
 		float64(start)/(1<<20), float64(end)/(1<<20), growth)
 	assert.Less(t, growth, 5.0, "resident memory growth over the soak")
 }
+
+// BenchmarkRowCost reports the time per row of the benchmark model run at
+// batch 1 and at batch 8 on one session (the gain batching can bring on
+// this machine, before any serving overhead).
+func BenchmarkRowCost(b *testing.B) {
+	m, inputs := benchModel(b)
+	sess, err := m.NewSession(onnx.SessionOptions{})
+	require.NoError(b, err)
+	for _, rows := range []int{1, 8} {
+		b.Run("batch="+strconv.Itoa(rows), func(b *testing.B) {
+			joined := map[string]*tensor.Tensor{}
+			for name, t := range inputs {
+				parts := make([]*tensor.Tensor, rows)
+				for i := range parts {
+					parts[i] = t
+				}
+				joined[name] = tensor.Concat(parts, 0)
+			}
+			_, err := sess.Run(context.Background(), joined)
+			require.NoError(b, err)
+			b.ResetTimer()
+			for range b.N {
+				if _, err := sess.Run(context.Background(), joined); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*rows), "ms/row")
+		})
+	}
+}
