@@ -90,3 +90,20 @@ func TestAveragePoolDilated(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []float64{1, 2, 3, 4, 2}, out[0].Float64s())
 }
+
+func TestGridSampleVolumetric(t *testing.T) {
+	// A 2×2×2 volume holding its flat index; the grid's centre (0, 0, 0)
+	// with align_corners averages all eight, a corner picks one.
+	x := tensor.FromSlice([]float32{0, 1, 2, 3, 4, 5, 6, 7}, 1, 1, 2, 2, 2)
+	grid := tensor.FromSlice([]float32{0, 0, 0, 1, -1, 1}, 1, 1, 1, 2, 3)
+	n := testNode("GridSample", 20, 1, map[string]int64{"align_corners": 1}, nil)
+	n.maxElements = 1 << 20
+	out, err := opGridSample(n, []*tensor.Tensor{x, grid})
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 1, 1, 1, 2}, out[0].Shape())
+	// (x=1, y=-1, z=1) is W index 1, H index 0, D index 1: 4+0+1 = 5.
+	require.InDeltaSlice(t, []float64{3.5, 5}, out[0].Float64s(), 1e-6)
+	n.attrs["mode"] = &attribute{name: "mode", s: []byte("cubic")}
+	_, err = opGridSample(n, []*tensor.Tensor{x, grid})
+	require.ErrorContains(t, err, "volumetric")
+}

@@ -268,6 +268,13 @@ func opGridSample(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, err
 	}
 	xs, gs := x.Shape(), grid.Shape()
+	if len(xs) == 5 {
+		y, err := gridSample3d(n, x, grid)
+		if err != nil {
+			return nil, err
+		}
+		return one(y)
+	}
 	if len(xs) != 4 || len(gs) != 4 || gs[0] != xs[0] || gs[3] != 2 {
 		return nil, fmt.Errorf("onnx: %v: input %v and grid %v must be [N, C, H, W] and [N, Ho, Wo, 2]", n, xs, gs)
 	}
