@@ -298,6 +298,10 @@ func (s *server) predict(w http.ResponseWriter, r *http.Request, model string) {
 		writeError(w, http.StatusBadRequest, "reading body: "+err.Error())
 		return
 	}
+	// The server's WriteTimeout counts from the request's headers, so a
+	// slow upload could leave no time to answer: give the answer its own
+	// time from here (the request's timeout and a margin to write it).
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.timeout + answerMargin))
 	inputs, status, err := s.decode(info, mt, buf.Bytes())
 	if err != nil {
 		writeError(w, status, err.Error())
@@ -327,6 +331,10 @@ func (s *server) predict(w http.ResponseWriter, r *http.Request, model string) {
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
+
+// answerMargin is the time a response has to be written once its run is
+// over.
+const answerMargin = 10 * time.Second
 
 // maxPooledBody is the largest body buffer kept for reuse; larger ones
 // are left to the collector so one huge request does not pin its memory.

@@ -526,3 +526,29 @@ func TestReloadAndSeveralModels(t *testing.T) {
 	assert.Equal(t, []int{4, 2, 8}, shape)
 	assert.Equal(t, 200, do(h, "POST", "/predict", "application/x-npy", npyBody(t, image(1, 0))).Code)
 }
+
+// TestSlowUploadStillAnswered: a body that arrives after the server's
+// write timeout has passed still gets its response (the issue's
+// "closed with no response at all").
+func TestSlowUploadStillAnswered(t *testing.T) {
+	srv, _ := testServer(t, serve.ModelOptions{}, serve.Options{}, config{maxBody: 1 << 20, maxElems: 1 << 16, timeout: 5 * time.Second})
+	to := defaultTimeouts(time.Minute)
+	to.write = 100 * time.Millisecond
+	url, shutdown := startServer(t, srv, to)
+	defer func() { require.NoError(t, shutdown()) }()
+	body := npyBody(t, image(1, 0))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-npy\r\nConnection: close\r\nContent-Length: %d\r\n\r\n", len(body))
+	require.NoError(t, err)
+	_, err = conn.Write(body[:len(body)/2])
+	require.NoError(t, err)
+	time.Sleep(300 * time.Millisecond) // past the write timeout
+	_, err = conn.Write(body[len(body)/2:])
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(30*time.Second)))
+	reply, err := io.ReadAll(conn)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(reply), "HTTP/1.1 200 OK"), "%.200q", reply)
+}
