@@ -286,8 +286,10 @@ type frame struct {
 	kind     Kind
 	start    time.Time
 	children time.Duration
-	timed    bool
-	labels   context.Context // the goroutine's labels while the op runs
+	// childBytes sums the bytes the ops it ran made.
+	childBytes int64
+	timed      bool
+	labels     context.Context // the goroutine's labels while the op runs
 }
 
 // NewLane returns a new lane named name (the track's name in the trace).
@@ -372,7 +374,8 @@ func (o *observer) EndOp(e autograd.OpEvent) {
 		return // waiting: BeginOp kept nothing
 	}
 	end := time.Now()
-	f, ok := l.pop(e.Op, kindOf(e.Backward), end)
+	made := allocated(e)
+	f, ok := l.pop(e.Op, kindOf(e.Backward), end, made)
 	if !ok || !f.timed || !l.p.keeping() {
 		return
 	}
@@ -384,7 +387,9 @@ func (o *observer) EndOp(e autograd.OpEvent) {
 			ev.InputShapes[j] = in.Shape()
 		}
 	}
-	ev.Bytes = allocated(e)
+	// What the ops it ran made (a backward's gradients are made by the
+	// ops of its rule) is theirs: the column adds up.
+	ev.Bytes = max(made-f.childBytes, 0)
 	if !e.Backward && e.Key == nil && len(e.Outputs) == 1 {
 		ev.FLOPs = flops(e.Op, ev.InputShapes, e.Outputs[0].Shape())
 	}
@@ -396,9 +401,10 @@ func (o *observer) EndOp(e autograd.OpEvent) {
 // pop removes the op that ends at end from the lane: the innermost open op
 // of its name and kind (frames above it were left open by ops that
 // panicked). It restores the pprof labels of the op around it and adds the
-// op's time to that op's children. ok is false when the op is not open
+// op's time and the bytes it made (made) to that op's children. ok is
+// false when the op is not open
 // (it began while the profiler waited, or before the lane was reset).
-func (l *Lane) pop(name string, kind Kind, end time.Time) (f frame, ok bool) {
+func (l *Lane) pop(name string, kind Kind, end time.Time, made int64) (f frame, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	i := len(l.stack) - 1
@@ -419,6 +425,7 @@ func (l *Lane) pop(name string, kind Kind, end time.Time) (f frame, ok bool) {
 	}
 	if f.timed && i > 0 {
 		l.stack[i-1].children += end.Sub(f.start)
+		l.stack[i-1].childBytes += made
 	}
 	return f, true
 }

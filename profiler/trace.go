@@ -64,7 +64,9 @@ type Event struct {
 	// optional input).
 	InputShapes [][]int
 	// Bytes is the size of the tensors the op made (its output, or the
-	// gradients of a backward), views excepted.
+	// gradients of a backward), views excepted, less those the ops it ran
+	// made (a backward's gradients are usually made by the ops of its
+	// rule), so that the bytes of a trace's events add up.
 	Bytes int64
 	// FLOPs counts the floating-point operations of products and
 	// convolutions (a multiply-add is two); 0 for other ops.
