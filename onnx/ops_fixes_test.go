@@ -107,3 +107,15 @@ func TestGridSampleVolumetric(t *testing.T) {
 	_, err = opGridSample(n, []*tensor.Tensor{x, grid})
 	require.ErrorContains(t, err, "volumetric")
 }
+
+func TestResizeAntialiasLinear(t *testing.T) {
+	// Halving [1 2 3 4] with antialias stretches the triangle to four
+	// taps weighted 1/8, 3/8, 3/8, 1/8 (edges repeated).
+	x := tensor.FromSlice([]float32{1, 2, 3, 4}, 1, 4)
+	n := testNode("Resize", 18, 1, map[string]int64{"antialias": 1}, nil)
+	n.maxElements = 1 << 20
+	n.attrs["mode"] = &attribute{name: "mode", s: []byte("linear")}
+	out, err := opResize(n, []*tensor.Tensor{x, nil, tensor.FromSlice([]float32{1, 0.5})})
+	require.NoError(t, err)
+	require.InDeltaSlice(t, []float64{13.0 / 8, 27.0 / 8}, out[0].Float64s(), 1e-6)
+}

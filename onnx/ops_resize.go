@@ -108,6 +108,10 @@ func (n *node) resizeWeights(a resizeAxis, mode, coordMode, nearestMode string) 
 			bias[o] = a.extrapolat
 			continue
 		}
+		if antialias := n.attrInt("antialias", 0) == 1; antialias && a.scale < 1 && (mode == "linear" || mode == "cubic") {
+			antialiasRow(row, x, a.scale, mode == "cubic", cubicA, exclude)
+			continue
+		}
 		switch mode {
 		case "nearest":
 			row[clampIdx(nearestIndex(nearestMode, x))] = 1
@@ -141,11 +145,56 @@ func (n *node) resizeWeights(a resizeAxis, mode, coordMode, nearestMode string) 
 	return w, bias, nil
 }
 
+// antialiasRow fills one row of a downsampling axis's weights with
+// antialias (opset 18): the linear (triangle) or cubic kernel stretched by
+// 1/scale so that it covers every input sample the output stands for,
+// evaluated at scale·(i − x) for the taps around coordinate x and
+// normalized to sum to 1. Taps past the edges repeat the edge sample, or
+// with exclude_outside are dropped before normalizing.
+func antialiasRow(row []float64, x, scale float64, cubic bool, cubicA float64, exclude bool) {
+	support := 1.0
+	if cubic {
+		support = 2
+	}
+	first := int(math.Floor(-support/scale)) + 1 // first tap, relative to floor(x)
+	taps := 2 - 2*first // symmetric about x
+	base := int(math.Floor(x))
+	ratio := x - float64(base)
+	kernel := func(d float64) float64 {
+		d = math.Abs(d)
+		if !cubic {
+			return max(0, 1-d)
+		}
+		switch {
+		case d <= 1:
+			return ((cubicA+2)*d-(cubicA+3))*d*d + 1
+		case d < 2:
+			return ((cubicA*d-5*cubicA)*d+8*cubicA)*d - 4*cubicA
+		}
+		return 0
+	}
+	in := len(row)
+	weights := make([]float64, taps)
+	var total float64
+	for j := range taps {
+		i := base + first + j
+		if exclude && (i < 0 || i >= in) {
+			continue
+		}
+		weights[j] = kernel(scale * (float64(first+j) - ratio))
+		total += weights[j]
+	}
+	if total == 0 {
+		return
+	}
+	for j, w := range weights {
+		i := min(max(base+first+j, 0), in-1)
+		row[i] += w / total
+	}
+}
+
 // resize interpolates x to the given per-axis parameters.
 func (n *node) resize(x *tensor.Tensor, axes []resizeAxis, mode, coordMode, nearestMode string) (*tensor.Tensor, error) {
-	if n.attrInt("antialias", 0) == 1 {
-		return nil, fmt.Errorf("onnx: %v: antialias is not supported", n)
-	}
 	out := make([]int, len(axes))
 	widest := make([]int, len(axes)) // bounds every intermediate
 	for i, a := range axes {
