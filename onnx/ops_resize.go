@@ -157,7 +157,7 @@ func antialiasRow(row []float64, x, scale float64, cubic bool, cubicA float64, e
 		support = 2
 	}
 	first := int(math.Floor(-support/scale)) + 1 // first tap, relative to floor(x)
-	taps := 2 - 2*first // symmetric about x
+	taps := 2 - 2*first                          // symmetric about x
 	base := int(math.Floor(x))
 	ratio := x - float64(base)
 	kernel := func(d float64) float64 {
