@@ -119,3 +119,14 @@ func TestResizeAntialiasLinear(t *testing.T) {
 	require.NoError(t, err)
 	require.InDeltaSlice(t, []float64{13.0 / 8, 27.0 / 8}, out[0].Float64s(), 1e-6)
 }
+
+func TestConvHalfPrecision(t *testing.T) {
+	x := tensor.FromSlice([]float32{1, 2, 3}, 1, 1, 3).To(tensor.Float16)
+	w := tensor.FromSlice([]float32{1, 1}, 1, 1, 2).To(tensor.Float16)
+	n := testNode("Conv", 22, 1, nil, nil)
+	n.maxElements = 1 << 20
+	out, err := opConv(n, []*tensor.Tensor{x, w})
+	require.NoError(t, err)
+	require.Equal(t, tensor.Float16, out[0].DType())
+	require.Equal(t, []float64{3, 5}, out[0].Float64s())
+}

@@ -251,6 +251,20 @@ func lift2(v []int, def int) [2]int {
 }
 
 func opConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+	if x := arg(in, 0); x != nil && (x.DType() == tensor.Float16 || x.DType() == tensor.BFloat16) {
+		// Storage dtypes convolve in float32 and round back once.
+		wide := make([]*tensor.Tensor, len(in))
+		for i, t := range in {
+			if t != nil {
+				wide[i] = t.To(tensor.Float32)
+			}
+		}
+		out, err := conv(n, wide, convEpilogue{}, nil)
+		if err == nil {
+			out[0] = out[0].To(x.DType())
+		}
+		return out, err
+	}
 	return conv(n, in, convEpilogue{}, nil)
 }
 
