@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/emberml/ember/internal/atomicfile"
 )
 
 // FailureReport is what a TCP group writes to Config.FailureFile when it
@@ -66,7 +68,7 @@ func writeFailureReport(path string, r FailureReport) {
 	if err != nil {
 		return
 	}
-	os.WriteFile(path, append(b, '\n'), 0o600)
+	atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // ReadFailureReport reads the report a rank wrote to path (its

@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/prototext"
 
+	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/tensor"
 	"github.com/emberml/ember/tensorboard/internal/tbpb/projectorpb"
 )
@@ -68,7 +69,7 @@ func (w *Writer) AddEmbedding(tag string, mat *tensor.Tensor, metadata []string,
 		}
 		tsv.WriteByte('\n')
 	}
-	if err := os.WriteFile(filepath.Join(dir, "tensors.tsv"), []byte(tsv.String()), 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "tensors.tsv"), []byte(tsv.String()), 0o644); err != nil {
 		return fmt.Errorf("tensorboard.AddEmbedding: %w", err)
 	}
 	entry := embeddingEntry{name: fmt.Sprintf("%s:%05d", tag, step), folder: folder}
@@ -79,7 +80,7 @@ func (w *Writer) AddEmbedding(tag string, mat *tensor.Tensor, metadata []string,
 			meta.WriteString(strings.NewReplacer("\t", " ", "\n", " ", "\r", " ").Replace(m))
 			meta.WriteByte('\n')
 		}
-		if err := os.WriteFile(filepath.Join(dir, "metadata.tsv"), []byte(meta.String()), 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, "metadata.tsv"), []byte(meta.String()), 0o644); err != nil {
 			return fmt.Errorf("tensorboard.AddEmbedding: %w", err)
 		}
 		entry.hasMetadata = true
@@ -97,7 +98,7 @@ func (w *Writer) AddEmbedding(tag string, mat *tensor.Tensor, metadata []string,
 		if err := png.Encode(&buf, gridImage(padded, side, 0, "tensorboard.AddEmbedding")); err != nil {
 			return fmt.Errorf("tensorboard.AddEmbedding: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, "sprite.png"), buf.Bytes(), 0o644); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, "sprite.png"), buf.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("tensorboard.AddEmbedding: %w", err)
 		}
 		entry.spriteDim = []int{s[2], s[3]}
@@ -138,12 +139,7 @@ func (w *Writer) writeProjectorConfigLocked() error {
 	if err != nil {
 		return fmt.Errorf("tensorboard: encoding the projector configuration: %w", err)
 	}
-	path := filepath.Join(w.dir, "projector_config.pbtxt")
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("tensorboard: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(w.dir, "projector_config.pbtxt"), b, 0o644); err != nil {
 		return fmt.Errorf("tensorboard: %w", err)
 	}
 	return nil

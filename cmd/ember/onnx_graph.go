@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/emberml/ember/graphviz"
+	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/onnx"
 )
 
@@ -39,7 +39,7 @@ func onnxGraph(args []string, stdout, stderr io.Writer) int {
 	if *out == "" {
 		_, err = stdout.Write(b.Bytes())
 	} else {
-		err = os.WriteFile(*out, b.Bytes(), 0o644)
+		err = atomicfile.WriteFile(*out, b.Bytes(), 0o644)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ember onnx graph: %v\n", err)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/emberml/ember/internal/atomicfile"
 	"github.com/emberml/ember/tensorboard"
 )
 
@@ -98,7 +99,7 @@ func tensorBoardExport(args []string, stdout, stderr io.Writer) int {
 				b.WriteByte('\n')
 			}
 			path := filepath.Join(dir, name)
-			if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			if err := atomicfile.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 				fmt.Fprintf(stderr, "ember tensorboard export: %v\n", err)
 				return 1
 			}
