@@ -193,17 +193,9 @@ func samePredictions(a, b nn.Module, ds data.Dataset) error {
 // back with Ember's ONNX import and checks that it predicts what m does on
 // every test image.
 func exportONNX(m nn.Module, ds data.Dataset, path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
 	example := ds.Get(0)[0].Unsqueeze(0)
 	dyn := map[string]map[int]string{"input_0": {0: "batch"}, "output_0": {0: "batch"}}
-	if err := onnx.Export(m, []*tensor.Tensor{example}, f, onnx.ExportOptions{DynamicAxes: dyn}); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := onnx.ExportFile(path, m, []*tensor.Tensor{example}, onnx.ExportOptions{DynamicAxes: dyn}); err != nil {
 		return err
 	}
 	model, err := onnx.Load(path)
