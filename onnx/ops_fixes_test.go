@@ -130,3 +130,28 @@ func TestConvHalfPrecision(t *testing.T) {
 	require.Equal(t, tensor.Float16, out[0].DType())
 	require.Equal(t, []float64{3, 5}, out[0].Float64s())
 }
+
+func TestDFTInverseOnesided(t *testing.T) {
+	// The one-sided spectrum of [1 2 3 4] is 10, -2+2i, -2.
+	x := tensor.FromSlice([]float32{10, 0, -2, 2, -2, 0}, 1, 3, 2)
+	n := testNode("DFT", 17, 1, map[string]int64{"inverse": 1, "onesided": 1}, nil)
+	n.maxElements = 1 << 20
+	out, err := opDFT(n, []*tensor.Tensor{x})
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 4, 1}, out[0].Shape())
+	require.InDeltaSlice(t, []float64{1, 2, 3, 4}, out[0].Float64s(), 1e-5)
+}
+
+func TestConvIntegerPerChannelZeroPointShape(t *testing.T) {
+	n := testNode("ConvInteger", 10, 1, nil, nil)
+	dims := func(v ...int) []Dim {
+		var d []Dim
+		for _, x := range v {
+			d = append(d, static(x))
+		}
+		return d
+	}
+	out, err := convShape(n, [][]Dim{dims(1, 1, 3, 3), dims(2, 1, 2, 2), dims(), dims(2)}, nil)
+	require.NoError(t, err, "the fourth input is w_zero_point, not a residual")
+	require.Equal(t, dims(1, 2, 2, 2), out[0])
+}

@@ -174,10 +174,16 @@ func opDFT(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		return nil, fmt.Errorf("onnx: %v: %w", n, err)
 	}
 	length := size
+	inverse, onesided := n.attrInt("inverse", 0) == 1, n.attrInt("onesided", 0) == 1
+	if inverse && onesided {
+		length = 2 * (size - 1) // a one-sided spectrum of a real signal
+	}
 	if t := arg(in, 1); t != nil && t.Numel() > 0 {
 		length = int(t.Reshape(-1).At(0))
 	}
-	inverse, onesided := n.attrInt("inverse", 0) == 1, n.attrInt("onesided", 0) == 1
+	if inverse && onesided {
+		return inverseOnesided(n, x, re, im, lanes, size, length, shape, axis)
+	}
 	m := length
 	if onesided {
 		m = length/2 + 1
@@ -193,6 +199,37 @@ func opDFT(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 		}
 	}
 	shape[len(shape)-2], shape[len(shape)-1] = m, 2
+	y := tensor.FromSlice(out, shape...).Transpose(axis, len(shape)-2)
+	return one(y.Contiguous().To(x.DType()))
+}
+
+// inverseOnesided is DFT with inverse and onesided set (opset 20's
+// irfft): the input holds bins 0..length/2 of a real signal's spectrum;
+// the other bins are their complex conjugates, and the output is the
+// length real samples ([..., length, 1]).
+func inverseOnesided(n *node, x *tensor.Tensor, re, im []float64, lanes, size, length int, shape []int, axis int) ([]*tensor.Tensor, error) {
+	if length <= 0 || int64(lanes)*int64(length) > n.maxElements || int64(length)*int64(length) > n.maxElements {
+		return nil, fmt.Errorf("onnx: %v: DFT length %d out of range", n, length)
+	}
+	bins := length/2 + 1
+	fullRe, fullIm := make([]float64, length), make([]float64, length)
+	out := make([]float64, 0, lanes*length)
+	for l := range lanes {
+		lr, li := re[l*size:(l+1)*size], im[l*size:(l+1)*size]
+		for k := range length {
+			j, sign := k, 1.0
+			if k >= bins {
+				j, sign = length-k, -1
+			}
+			fullRe[k], fullIm[k] = 0, 0
+			if j < size {
+				fullRe[k], fullIm[k] = lr[j], sign*li[j]
+			}
+		}
+		r, _ := dft(fullRe, fullIm, length, length, true)
+		out = append(out, r...)
+	}
+	shape[len(shape)-2], shape[len(shape)-1] = length, 1
 	y := tensor.FromSlice(out, shape...).Transpose(axis, len(shape)-2)
 	return one(y.Contiguous().To(x.DType()))
 }

@@ -428,9 +428,10 @@ func convShape(n *node, in [][]Dim, _ []*tensor.Tensor) ([][]Dim, error) {
 		return nil, err
 	}
 	out := append([]Dim{x[0], w[0]}, sp...)
-	if len(in) == 4 {
+	if len(in) == 4 && n.opType != "ConvInteger" {
 		// A fourth input is the residual that a Conv+Add fused by
-		// optimize.go adds to the convolution.
+		// optimize.go adds to the convolution (ConvInteger's is its
+		// weight zero point).
 		if out, err = broadcast(out, in[3]); err != nil {
 			return nil, err
 		}
