@@ -244,8 +244,8 @@ func (c *compiler) typeStrings(g *graphProto, order []*node, consts map[string]*
 			return err
 		}
 		if out {
-			for _, o := range n.outputs {
-				if o != "" {
+			for i, o := range n.outputs {
+				if o != "" && !(n.opType == "StringSplit" && i == 1) {
 					isStr[o] = true
 				}
 			}
@@ -290,6 +290,15 @@ func (c *compiler) stringNode(n *node, strIn []int) (bool, error) {
 		case "StringNormalizer":
 			use(opStringNormalizer)
 			return true, nil
+		case "StringConcat":
+			use(opStringConcat)
+			return true, nil
+		case "StringSplit":
+			use(opStringSplit)
+			return true, nil // its second output, the counts, is not (typeStrings)
+		case "RegexFullMatch":
+			use(opRegexFullMatch)
+			return false, nil
 		case "TfIdfVectorizer":
 			if len(strIn) > 0 {
 				use(opTfIdfStrings)
