@@ -37,7 +37,8 @@ type ModelOptions struct {
 	Runs int
 	// Threads is the model's thread budget: each of its Runs runners gets
 	// max(1, Threads/Runs) intra-op threads (SessionOptions.IntraOpThreads
-	// of its session). Zero means runtime.GOMAXPROCS(0).
+	// of its session, left at its default, GOMAXPROCS, when Threads is
+	// zero and Runs is 1). Zero means runtime.GOMAXPROCS(0).
 	Threads int
 	// Session holds the remaining session options (MaxBytes, MaxElements,
 	// ...); its IntraOpThreads is set from Threads.
@@ -75,6 +76,11 @@ func (o ModelOptions) withDefaults() ModelOptions {
 	}
 	if o.Threads <= 0 {
 		o.Threads = runtime.GOMAXPROCS(0)
+		if o.Runs == 1 {
+			// The session's default already is GOMAXPROCS threads.
+			o.Session.IntraOpThreads = 0
+			return o
+		}
 	}
 	o.Session.IntraOpThreads = max(1, o.Threads/o.Runs)
 	return o

@@ -570,3 +570,15 @@ func TestRunnerPanicAnswersEveryRequest(t *testing.T) {
 	}
 	assert.Equal(t, 2, released)
 }
+
+func TestThreadBudget(t *testing.T) {
+	o := ModelOptions{}.withDefaults()
+	assert.Zero(t, o.Session.IntraOpThreads, "the default leaves the session's own default")
+	assert.Equal(t, 1, o.Runs)
+	o = ModelOptions{Threads: 6, Runs: 2}.withDefaults()
+	assert.Equal(t, 3, o.Session.IntraOpThreads)
+	o = ModelOptions{Threads: 1, Runs: 4}.withDefaults()
+	assert.Equal(t, 1, o.Session.IntraOpThreads, "at least one thread a run")
+	o = ModelOptions{Runs: 2}.withDefaults()
+	assert.Equal(t, max(1, o.Threads/2), o.Session.IntraOpThreads)
+}
