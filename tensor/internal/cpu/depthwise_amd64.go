@@ -5,7 +5,7 @@ package cpu
 import (
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
+	"github.com/emberml/ember/tensor/internal/isa"
 )
 
 // The float32 depthwise kernels vectorise along the output rows, 16
@@ -329,7 +329,7 @@ func (ps dwPhases) interleave(plane, buf []float32, merge bool) {
 
 // dwAsm reports whether the depthwise kernels can run in assembly for g.
 func dwAsm(g ConvGeom) bool {
-	return cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && g.N > 0 && g.C > 0 && g.OH > 0 && g.OW > 0 && g.H > 0 && g.W > 0
+	return isa.Has(isa.AVX512) && g.N > 0 && g.C > 0 && g.OH > 0 && g.OW > 0 && g.H > 0 && g.W > 0
 }
 
 // dwLayout is a zero-padded copy of one plane whose columns are split by

@@ -6,7 +6,7 @@ import (
 	"math"
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
+	"github.com/emberml/ember/tensor/internal/isa"
 )
 
 // maxPool2x2AVX512 is maxPool2x2Go for float32 with AVX-512, 16 outputs
@@ -20,7 +20,7 @@ func maxPool2x2AVX512(out *float32, oidx *int64, plane *float32, oh, ow, w int)
 // maxPool2x2Plane32 runs maxPool2x2Go on one float32 plane, in assembly
 // when the CPU has AVX-512 and the positions fit in 32 bits.
 func maxPool2x2Plane32(out []float32, oidx []int64, plane []float32, oh, ow, w int) {
-	if !cpu.X86.HasAVX512F || len(plane) > math.MaxInt32 || oh == 0 || ow == 0 {
+	if !isa.Has(isa.AVX512) || len(plane) > math.MaxInt32 || oh == 0 || ow == 0 {
 		maxPool2x2Go(out, oidx, plane, oh, ow, w)
 		return
 	}

@@ -5,7 +5,7 @@ package cpu
 import (
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
+	"github.com/emberml/ember/tensor/internal/isa"
 )
 
 // maxIntoAVX2 is maxIntoGo for the first n&^7 elements, 8 per vector; NaN
@@ -20,7 +20,7 @@ func maxInto32(dst, src []float32) {
 	n := len(dst)
 	src = src[:n]
 	done := 0
-	if cpu.X86.HasAVX2 && n >= 8 {
+	if isa.Has(isa.AVX2) && n >= 8 {
 		done = n &^ 7
 		maxIntoAVX2(unsafe.SliceData(dst), unsafe.SliceData(src), done)
 	}

@@ -5,7 +5,7 @@ package cpu
 import (
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
+	"github.com/emberml/ember/tensor/internal/isa"
 )
 
 // winoInputAVX512 is winoInputGo with AVX-512 gathers, 16 lanes per
@@ -22,7 +22,7 @@ func winoOutputAVX512(m *float32, ms, mk int, dst *float32, planeStride, ow int,
 
 // winoVector reports whether the transform kernels have a vector routine
 // on this CPU.
-func winoVector() bool { return cpu.X86.HasAVX512F }
+func winoVector() bool { return isa.Has(isa.AVX512) }
 
 // winoInput runs the input transform kernel, in assembly when
 // winoVector; see winoInputGo. The caller guarantees that every read and

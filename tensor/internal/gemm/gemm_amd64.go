@@ -5,7 +5,7 @@ package gemm
 import (
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
+	"github.com/emberml/ember/tensor/internal/isa"
 )
 
 // kern12x32AVX512 adds the product of a packed 12×k panel of A and a packed
@@ -58,10 +58,10 @@ var (
 // the pure-Go kernel is always last.
 func availableKernels() []*kernel {
 	ks := make([]*kernel, 0, 4)
-	if cpu.X86.HasAVX512F {
+	if isa.Has(isa.AVX512) {
 		ks = append(ks, avx512Kernel, avx512x8Kernel)
 	}
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	if isa.Has(isa.AVX2) {
 		ks = append(ks, avx2Kernel)
 	}
 	return append(ks, genericKernel)

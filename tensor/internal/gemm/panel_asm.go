@@ -5,7 +5,7 @@ package gemm
 import (
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
+	"github.com/emberml/ember/tensor/internal/isa"
 )
 
 // scatter32AVX512 copies n blocks of 32 floats, block i from src[32*i:] to
@@ -33,7 +33,7 @@ func transpose4AVX(dst *float32, ldd int, src *float32, lds int, n int)
 
 // canTranspose8 reports whether transpose8 and transpose4 have vector
 // routines on this CPU.
-func canTranspose8() bool { return cpu.X86.HasAVX }
+func canTranspose8() bool { return isa.Has(isa.AVX2) }
 
 // transpose8 transposes the 8×8n block of src (rows lds apart) into the
 // 8n×8 block of dst (rows ldd apart) with transpose8AVX. The caller has
@@ -53,9 +53,9 @@ func transpose4(dst []float32, ldd int, src []float32, lds, n int) {
 // every block.
 func scatterPanels(dst []float32, stride int, src []float32, nr int) bool {
 	switch {
-	case nr == 32 && cpu.X86.HasAVX512F:
+	case nr == 32 && isa.Has(isa.AVX512):
 		scatter32AVX512(unsafe.SliceData(dst), stride, unsafe.SliceData(src), len(src)/32)
-	case nr == 16 && cpu.X86.HasAVX:
+	case nr == 16 && isa.Has(isa.AVX2):
 		scatter16AVX(unsafe.SliceData(dst), stride, unsafe.SliceData(src), len(src)/16)
 	default:
 		return false

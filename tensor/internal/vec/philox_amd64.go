@@ -2,7 +2,7 @@
 
 package vec
 
-import "golang.org/x/sys/cpu"
+import "github.com/emberml/ember/tensor/internal/isa"
 
 //go:generate python3 philoxgen.py
 
@@ -16,7 +16,7 @@ func philoxMask32AVX512(dst []float32, block, hi uint32, keys *[2 * philoxRounds
 // philoxMask32Kernel is the AVX-512 kernel where the CPU has AVX-512F, else
 // nil (the pure-Go twin draws everything).
 var philoxMask32Kernel = func() func([]float32, uint32, uint32, *[2 * philoxRounds]uint32, uint32, float32) {
-	if cpu.X86.HasAVX512F {
+	if isa.Has(isa.AVX512) {
 		return philoxMask32AVX512
 	}
 	return nil
@@ -31,7 +31,7 @@ func philoxDropout32AVX512(mask, x, out []float32, block, hi uint32, keys *[2 * 
 // philoxDropout32Kernel is the fused AVX-512 kernel where the CPU has
 // AVX-512F, else nil.
 var philoxDropout32Kernel = func() func(mask, x, out []float32, block, hi uint32, keys *[2 * philoxRounds]uint32, limit uint32, scale float32) {
-	if cpu.X86.HasAVX512F {
+	if isa.Has(isa.AVX512) {
 		return philoxDropout32AVX512
 	}
 	return nil

@@ -2,7 +2,7 @@
 
 package vec
 
-import "golang.org/x/sys/cpu"
+import "github.com/emberml/ember/tensor/internal/isa"
 
 //go:generate python3 asmgen.py
 
@@ -175,10 +175,10 @@ func tailAsm(avx512, tanh bool, dst, a []float32) {
 // is always last.
 func impls() []*impl {
 	s := make([]*impl, 0, 3)
-	if cpu.X86.HasAVX512F {
+	if isa.Has(isa.AVX512) {
 		s = append(s, avx512Impl)
 	}
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+	if isa.Has(isa.AVX2) {
 		s = append(s, avx2Impl)
 	}
 	return append(s, goImpl)
