@@ -263,6 +263,10 @@ func (c *compiler) stringNode(n *node, strIn []int) (bool, error) {
 	use := func(f strImpl) {
 		n.impl, n.stateful = withStrings(c.m.strs, f), true
 	}
+	if n.domain == "ai.onnx.ml" && n.opType == "LabelEncoder" {
+		use(opLabelEncoder)
+		return n.labelEncoderStrings(), nil
+	}
 	if n.domain == "" {
 		switch n.opType {
 		case "Constant":
