@@ -48,11 +48,15 @@ func CheckPath(t *testing.T) {
 // RunEachPath re-runs the test binary's tests matching pattern (and
 // PathTest) once under every path the machine supports other than the one
 // in force, with EMBER_CPU set, and fails t with the child's output if one
-// fails or does not run PathTest. It does nothing in a child.
+// fails or does not run PathTest. It does nothing in a child, and is
+// skipped under -short (the children repeat the package's slower tests).
 func RunEachPath(t *testing.T, pattern string) {
 	t.Helper()
 	if Child() {
 		t.Skip("already a child of RunEachPath")
+	}
+	if testing.Short() {
+		t.Skip("-short: the other paths are not re-run")
 	}
 	exe, err := os.Executable()
 	if err != nil {
