@@ -89,16 +89,17 @@ func Best() Path { return best }
 // architecture honour a forced path.
 func Supports(p Path) bool { return p == best || forceable && within(p, best) }
 
-// Supported lists the paths this CPU and build can run, highest first;
-// Generic is always last.
+// Supported lists the paths this CPU and build can run when asked to,
+// highest first: Best, then the lower paths that can be forced (Generic
+// last where it can).
 func Supported() []Path {
 	var s []Path
-	for _, p := range []Path{AVX512, NEON, AVX2} {
+	for _, p := range []Path{AVX512, NEON, AVX2, Generic} {
 		if Supports(p) {
 			s = append(s, p)
 		}
 	}
-	return append(s, Generic)
+	return s
 }
 
 // within reports whether path p may run where limit is the path in force:

@@ -76,8 +76,15 @@ func TestPathInForceIsSupported(t *testing.T) {
 	assert.True(t, Has(Generic))
 	s := Supported()
 	require.NotEmpty(t, s)
-	assert.Equal(t, Generic, s[len(s)-1])
-	assert.Contains(t, s, Best())
+	assert.Equal(t, Best(), s[0])
+	for _, p := range s {
+		assert.True(t, Supports(p), "%s listed but not supported", p)
+	}
+	if forceable {
+		assert.Equal(t, Generic, s[len(s)-1])
+	} else {
+		assert.Equal(t, []Path{Best()}, s)
+	}
 	if os.Getenv(EnvVar) == "" {
 		assert.Equal(t, Best(), Current())
 		assert.Equal(t, Best().String(), Describe())
