@@ -245,3 +245,139 @@ kern8x8NEON_put:
 	ADD R4, R3, R3
 	VST1 [V22.S4, V23.S4], (R3)
 	RET
+
+// func dot4x4NEON(k int, a *float32, lda int, b *float32, ldb int, c *float32, ldc, add int)
+// C[i][j] = sum over p < k of a[i*lda+p]·b[j*ldb+p] for i, j < 4, added to
+// C (rows ldc floats apart) when add != 0, else stored there.
+TEXT ·dot4x4NEON(SB), NOSPLIT, $0-64
+	MOVD k+0(FP), R0
+	MOVD a+8(FP), R1
+	MOVD lda+16(FP), R12
+	LSL $2, R12, R12
+	ADD R12, R1, R2
+	ADD R12, R2, R3
+	ADD R12, R3, R4
+	MOVD b+24(FP), R5
+	MOVD ldb+32(FP), R12
+	LSL $2, R12, R12
+	ADD R12, R5, R6
+	ADD R12, R6, R7
+	ADD R12, R7, R8
+	MOVD c+40(FP), R9
+	MOVD ldc+48(FP), R10
+	LSL $2, R10, R10
+	MOVD add+56(FP), R11
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V17.B16, V17.B16, V17.B16
+	VEOR V18.B16, V18.B16, V18.B16
+	VEOR V19.B16, V19.B16, V19.B16
+	VEOR V20.B16, V20.B16, V20.B16
+	VEOR V21.B16, V21.B16, V21.B16
+	VEOR V22.B16, V22.B16, V22.B16
+	VEOR V23.B16, V23.B16, V23.B16
+	VEOR V24.B16, V24.B16, V24.B16
+	VEOR V25.B16, V25.B16, V25.B16
+	VEOR V26.B16, V26.B16, V26.B16
+	VEOR V27.B16, V27.B16, V27.B16
+	VEOR V28.B16, V28.B16, V28.B16
+	VEOR V29.B16, V29.B16, V29.B16
+	VEOR V30.B16, V30.B16, V30.B16
+	VEOR V31.B16, V31.B16, V31.B16
+dot4x4NEON_loop4:
+	CMP $4, R0
+	BLT dot4x4NEON_loop1
+	VLD1.P 16(R1), [V0.S4]
+	VLD1.P 16(R2), [V1.S4]
+	VLD1.P 16(R3), [V2.S4]
+	VLD1.P 16(R4), [V3.S4]
+	VLD1.P 16(R5), [V4.S4]
+	VLD1.P 16(R6), [V5.S4]
+	VLD1.P 16(R7), [V6.S4]
+	VLD1.P 16(R8), [V7.S4]
+	WORD $0x4e24cc10 // fmla v16.4s, v0.4s, v4.4s
+	WORD $0x4e25cc11 // fmla v17.4s, v0.4s, v5.4s
+	WORD $0x4e26cc12 // fmla v18.4s, v0.4s, v6.4s
+	WORD $0x4e27cc13 // fmla v19.4s, v0.4s, v7.4s
+	WORD $0x4e24cc34 // fmla v20.4s, v1.4s, v4.4s
+	WORD $0x4e25cc35 // fmla v21.4s, v1.4s, v5.4s
+	WORD $0x4e26cc36 // fmla v22.4s, v1.4s, v6.4s
+	WORD $0x4e27cc37 // fmla v23.4s, v1.4s, v7.4s
+	WORD $0x4e24cc58 // fmla v24.4s, v2.4s, v4.4s
+	WORD $0x4e25cc59 // fmla v25.4s, v2.4s, v5.4s
+	WORD $0x4e26cc5a // fmla v26.4s, v2.4s, v6.4s
+	WORD $0x4e27cc5b // fmla v27.4s, v2.4s, v7.4s
+	WORD $0x4e24cc7c // fmla v28.4s, v3.4s, v4.4s
+	WORD $0x4e25cc7d // fmla v29.4s, v3.4s, v5.4s
+	WORD $0x4e26cc7e // fmla v30.4s, v3.4s, v6.4s
+	WORD $0x4e27cc7f // fmla v31.4s, v3.4s, v7.4s
+	SUB $4, R0, R0
+	B dot4x4NEON_loop4
+dot4x4NEON_loop1:
+	CBZ R0, dot4x4NEON_fold
+	FMOVS.P 4(R1), F0
+	FMOVS.P 4(R2), F1
+	FMOVS.P 4(R3), F2
+	FMOVS.P 4(R4), F3
+	FMOVS.P 4(R5), F4
+	FMOVS.P 4(R6), F5
+	FMOVS.P 4(R7), F6
+	FMOVS.P 4(R8), F7
+	WORD $0x4e24cc10 // fmla v16.4s, v0.4s, v4.4s
+	WORD $0x4e25cc11 // fmla v17.4s, v0.4s, v5.4s
+	WORD $0x4e26cc12 // fmla v18.4s, v0.4s, v6.4s
+	WORD $0x4e27cc13 // fmla v19.4s, v0.4s, v7.4s
+	WORD $0x4e24cc34 // fmla v20.4s, v1.4s, v4.4s
+	WORD $0x4e25cc35 // fmla v21.4s, v1.4s, v5.4s
+	WORD $0x4e26cc36 // fmla v22.4s, v1.4s, v6.4s
+	WORD $0x4e27cc37 // fmla v23.4s, v1.4s, v7.4s
+	WORD $0x4e24cc58 // fmla v24.4s, v2.4s, v4.4s
+	WORD $0x4e25cc59 // fmla v25.4s, v2.4s, v5.4s
+	WORD $0x4e26cc5a // fmla v26.4s, v2.4s, v6.4s
+	WORD $0x4e27cc5b // fmla v27.4s, v2.4s, v7.4s
+	WORD $0x4e24cc7c // fmla v28.4s, v3.4s, v4.4s
+	WORD $0x4e25cc7d // fmla v29.4s, v3.4s, v5.4s
+	WORD $0x4e26cc7e // fmla v30.4s, v3.4s, v6.4s
+	WORD $0x4e27cc7f // fmla v31.4s, v3.4s, v7.4s
+	SUB $1, R0, R0
+	B dot4x4NEON_loop1
+dot4x4NEON_fold:
+	WORD $0x6e31d600 // faddp v0.4s, v16.4s, v17.4s
+	WORD $0x6e33d641 // faddp v1.4s, v18.4s, v19.4s
+	WORD $0x6e21d408 // faddp v8.4s, v0.4s, v1.4s
+	WORD $0x6e35d680 // faddp v0.4s, v20.4s, v21.4s
+	WORD $0x6e37d6c1 // faddp v1.4s, v22.4s, v23.4s
+	WORD $0x6e21d409 // faddp v9.4s, v0.4s, v1.4s
+	WORD $0x6e39d700 // faddp v0.4s, v24.4s, v25.4s
+	WORD $0x6e3bd741 // faddp v1.4s, v26.4s, v27.4s
+	WORD $0x6e21d40a // faddp v10.4s, v0.4s, v1.4s
+	WORD $0x6e3dd780 // faddp v0.4s, v28.4s, v29.4s
+	WORD $0x6e3fd7c1 // faddp v1.4s, v30.4s, v31.4s
+	WORD $0x6e21d40b // faddp v11.4s, v0.4s, v1.4s
+	CBZ R11, dot4x4NEON_put
+	VLD1 (R9), [V0.S4]
+	WORD $0x4e20d508 // fadd v8.4s, v8.4s, v0.4s
+	VST1 [V8.S4], (R9)
+	ADD R10, R9, R9
+	VLD1 (R9), [V0.S4]
+	WORD $0x4e20d529 // fadd v9.4s, v9.4s, v0.4s
+	VST1 [V9.S4], (R9)
+	ADD R10, R9, R9
+	VLD1 (R9), [V0.S4]
+	WORD $0x4e20d54a // fadd v10.4s, v10.4s, v0.4s
+	VST1 [V10.S4], (R9)
+	ADD R10, R9, R9
+	VLD1 (R9), [V0.S4]
+	WORD $0x4e20d56b // fadd v11.4s, v11.4s, v0.4s
+	VST1 [V11.S4], (R9)
+	ADD R10, R9, R9
+	RET
+dot4x4NEON_put:
+	VST1 [V8.S4], (R9)
+	ADD R10, R9, R9
+	VST1 [V9.S4], (R9)
+	ADD R10, R9, R9
+	VST1 [V10.S4], (R9)
+	ADD R10, R9, R9
+	VST1 [V11.S4], (R9)
+	ADD R10, R9, R9
+	RET
