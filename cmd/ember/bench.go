@@ -57,6 +57,10 @@ type benchResult struct {
 	PeakGPUMB *float64 `json:"peak_gpu_mb,omitempty"`
 	TF32      bool     `json:"tf32,omitempty"`
 	TFLOPS    float64  `json:"tflops,omitempty"`
+	// CPU is the CPU's model and ISA the instruction path the CPU kernels
+	// took (tensor.HostCPU), so that a line names what it measured.
+	CPU string `json:"cpu,omitempty"`
+	ISA string `json:"isa,omitempty"`
 	// trace holds the timed steps' ops with -profile or -trace.
 	trace *profiler.Trace
 }
@@ -82,6 +86,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&sizes, "sizes", "256,512,1024,2048", "square matrix sizes of the gemm workload, comma-separated (on a GPU: "+gpuSizes+")")
 	fs.StringVar(&device, "device", "cpu", "where to run: cpu, cuda (device 0) or cuda:N (needs a binary built with -tags cuda); "+
 		"-workload all then runs "+strings.Join(defaultWorkloadNames(true), ", "))
+	cpuInfo := fs.Bool("cpuinfo", false, "print the CPU model, its cache sizes and the kernels' instruction path (set by EMBER_CPU=avx512|avx2|generic) and exit")
 	fs.BoolVar(&o.tf32, "tf32", false, "let float32 matrix products on the GPU use TF32 tensor cores (default: full FP32)")
 	fs.BoolVar(&o.profile, "profile", false, "profile the timed steps op by op (package profiler) and print each workload's table, "+
 		"sorted by self time (on stderr with -json); the times include the profiler's bookkeeping")
@@ -91,7 +96,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: ember bench [-workload all|NAME[,NAME...]] [-device cpu|cuda[:N]] [-threads N] [-steps N] [-warmup N] [-json]")
 		fmt.Fprintln(stderr, "Runs training or inference steps on synthetic data with fixed seeds and prints the")
 		fmt.Fprintln(stderr, "median ms/step, samples/s and the process's peak RSS (VmHWM, reset per workload);")
-		fmt.Fprintln(stderr, "on a GPU also the peak of its allocated memory.")
+		fmt.Fprintln(stderr, "on a GPU also the peak of its allocated memory. Text output starts with a cpu: line")
+		fmt.Fprintln(stderr, "(model, kernels' instruction path, caches); JSON lines carry cpu and isa keys.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -133,6 +139,11 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		tensor.SetNumThreads(o.threads)
 	}
 	o.threads = runtime.GOMAXPROCS(0)
+	host := tensor.HostCPU()
+	if *cpuInfo {
+		fmt.Fprintln(stdout, host)
+		return 0
+	}
 
 	specs, err := selectWorkloads(o.workload, o.dev.gpu())
 	if err != nil {
@@ -156,6 +167,9 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if !o.json {
+		fmt.Fprintf(stdout, "cpu: %s; GOMAXPROCS %d\n", host, o.threads)
+	}
 	status := 0
 	for _, w := range specs {
 		results, err := runWorkload(w, o)
@@ -165,6 +179,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		for _, r := range results {
+			r.CPU, r.ISA = host.Model, host.Path
 			printResult(stdout, r, o.json)
 			if err := reportProfile(stdout, stderr, r, o, len(specs) > 1); err != nil {
 				fmt.Fprintf(stderr, "ember bench: %s: %v\n", w.name, err)

@@ -86,6 +86,7 @@ func TestBenchJSONLines(t *testing.T) {
 		}
 		assert.InDelta(t, 1, m["threads"], 0)
 		assert.InDelta(t, []float64{4, 9}[i], m["n"], 0)
+		assert.Equal(t, tensor.HostCPU().Path, m["isa"], "the line names the kernels' path")
 	}
 }
 
@@ -316,4 +317,20 @@ func TestBenchCPUProfile(t *testing.T) {
 	st, err := os.Stat(path)
 	require.NoError(t, err)
 	assert.Positive(t, st.Size())
+}
+
+func TestBenchNamesCPUAndPath(t *testing.T) {
+	host := tensor.HostCPU()
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, dispatch([]string{"bench", "-cpuinfo"}, &out, &errb), errb.String())
+	assert.Equal(t, host.String()+"\n", out.String())
+	assert.Contains(t, out.String(), "kernels "+host.Path)
+
+	out.Reset()
+	rc := dispatch([]string{"bench", "-workload", "gemm", "-sizes", "4", "-steps", "1", "-warmup", "1", "-threads", "1"}, &out, &errb)
+	require.Equal(t, 0, rc, errb.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2)
+	assert.Equal(t, "cpu: "+host.String()+"; GOMAXPROCS 1", lines[0])
+	assert.True(t, strings.HasPrefix(lines[1], "gemm "), lines[1])
 }
