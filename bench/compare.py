@@ -26,6 +26,9 @@ have passed (a process still running is stopped at the budget) and lists what wa
 -jsonl appends every measured line, tagged with its side and repeat, to a file.
 -gemm-lib numpy times the gemm workload's other side with numpy's a @ b (the BLAS numpy links,
 Debian's OpenBLAS) instead of torch.mm.
+The table starts with a cpu: line: the CPU model, its caches and the instruction path Ember's
+kernels took (`ember bench -cpuinfo`). EMBER_CPU=avx2 (or generic) in the environment forces
+Ember onto a lower path than the machine's best, to time the AVX2 kernels on an AVX-512 machine.
 """
 import argparse
 import json
@@ -81,6 +84,9 @@ if args.ember:
 else:
     binary = os.path.join(tempfile.mkdtemp(prefix="ember-bench-"), "ember")
     subprocess.run(["go", "build", "-o", binary, "./cmd/ember"], cwd=root, check=True)
+# The CPU and the instruction path Ember's kernels take (EMBER_CPU=avx2 or generic forces a lower one),
+# printed above the table so that every reading names what it measured.
+cpu_line = subprocess.run([binary, "bench", "-cpuinfo"], cwd=root, capture_output=True, text=True).stdout.strip()
 
 
 def log(*a):
@@ -247,6 +253,7 @@ for t in [int(x) for x in args.threads.split(",")]:
                              wait=best[2], e_gpu=gpu_mb(ers), t_gpu=gpu_mb(best[3]), repeats=min(len(ers), len(best[3]))))
 
 
+print("cpu: %s" % (cpu_line or "unknown (ember bench -cpuinfo printed nothing)"))
 if GPU:
     print("| workload | Ember | PyTorch | Ember ÷ PyTorch | target | Ember peak GPU MB | PyTorch peak GPU MB "
           "| GPU memory ratio (target ≤ %.1f×) | repeats |" % GPU_MEM_TARGET)

@@ -12,7 +12,9 @@
 # Run from the repository root:
 #   sh bench/onnx/compare.sh [MODEL_DIR]    # default onnx/testdata/zoo/resnet18_opset17
 # Environment: ROUNDS (default 5), ITERS (default 20), THREADS (default "1 2"),
-# ORT_MODULES (default /tmp/node_modules).
+# ORT_MODULES (default /tmp/node_modules), EMBER_CPU (avx512, avx2 or
+# generic: forces Ember's kernels onto a lower instruction path; the cpu:
+# line names the path taken).
 set -eu
 
 dir=${1:-onnx/testdata/zoo/resnet18_opset17}
@@ -37,6 +39,7 @@ median() { sort -g | awk '{v[NR]=$1} END {if (NR%2) print v[(NR+1)/2]; else prin
 maxof() { sort -g | tail -n 1; }
 
 echo "model: $dir (batch 1), $rounds alternating rounds x $iters runs, $(nproc) CPUs"
+echo "cpu: $("$tmp/emberbench" -cpuinfo)"
 printf '%-8s %10s %10s %6s %10s %10s %6s %10s %10s %12s %12s\n' threads ember_ms ort_ms ratio ember_min ort_min ratio ember_MiB ort_MiB ember_maxerr ort_maxerr
 for t in $threads; do
 	: >"$tmp/ember.$t"

@@ -2,11 +2,14 @@
 // for bench/onnx/compare.sh.
 //
 //	emberbench -model MODEL.onnx -input INPUT.npy [-threads N] [-iters 30] [-ref OUT.npy] [-cpuprofile FILE]
+//	emberbench -cpuinfo
 //
 // It prints one JSON line: median and min latency in ms over -iters runs
 // (after 5 warm-up runs), peak RSS in MiB (VmHWM from /proc/self/status;
 // 0 where that file does not exist) and, with -ref, the largest absolute
-// difference from the reference output.
+// difference from the reference output. -cpuinfo prints the CPU model, its
+// caches and the kernels' instruction path (tensor.HostCPU; EMBER_CPU
+// forces a lower path) and exits, for the script's header.
 package main
 
 import (
@@ -55,8 +58,13 @@ func run(args []string) error {
 	iters := fs.Int("iters", 30, "timed runs")
 	refPath := fs.String("ref", "", "reference output .npy (optional)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file")
+	cpuInfo := fs.Bool("cpuinfo", false, "print the CPU model, caches and the kernels' instruction path, and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuInfo {
+		fmt.Println(tensor.HostCPU())
+		return nil
 	}
 	if *modelPath == "" || *inputPath == "" {
 		return errors.New("-model and -input are required")
