@@ -2,7 +2,11 @@
 
 package cpu
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/emberml/ember/tensor/internal/isa"
+)
 
 // maxIntoNEON is maxIntoGo for the first n&^3 elements, 4 per vector (16
 // per step while at least 16 remain). FMAX gives what Go's max gives: NaN
@@ -12,11 +16,14 @@ import "unsafe"
 func maxIntoNEON(dst, src *float32, n int)
 
 // maxInto32 sets dst[i] = max(dst[i], src[i]) (len(src) >= len(dst)) with
-// NEON; see maxIntoGo.
+// NEON unless EMBER_CPU=generic (see package isa); see maxIntoGo.
 func maxInto32(dst, src []float32) {
 	n := len(dst)
 	src = src[:n]
-	done := n &^ 3
+	done := 0
+	if isa.Has(isa.NEON) {
+		done = n &^ 3
+	}
 	if done > 0 {
 		maxIntoNEON(unsafe.SliceData(dst), unsafe.SliceData(src), done)
 	}

@@ -2,7 +2,11 @@
 
 package gemm
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/emberml/ember/tensor/internal/isa"
+)
 
 //go:generate sh -c "python3 asmgen_arm64.py > gemm_arm64.s"
 
@@ -64,10 +68,14 @@ var (
 )
 
 // availableKernels lists the micro-kernels of this build, fastest first:
-// the NEON ones (Advanced SIMD is part of every arm64 CPU Go runs on), then
-// the pure-Go kernel.
+// the NEON ones (Advanced SIMD is part of every arm64 CPU Go runs on)
+// unless EMBER_CPU=generic forces the twins (see package isa), then the
+// pure-Go kernel.
 func availableKernels() []*kernel {
-	return []*kernel{neonKernel, neon8x8Kernel, genericKernel}
+	if isa.Has(isa.NEON) {
+		return []*kernel{neonKernel, neon8x8Kernel, genericKernel}
+	}
+	return []*kernel{genericKernel}
 }
 
 // b2i is 1 for true and 0 for false.

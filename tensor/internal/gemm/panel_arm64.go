@@ -2,7 +2,11 @@
 
 package gemm
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/emberml/ember/tensor/internal/isa"
+)
 
 // transpose4x8NEON transposes n blocks of 4×8 floats: for block b, row r
 // and column c, src[r*lds+8b+c] goes to dst[(8b+c)*ldd+r].
@@ -14,9 +18,9 @@ func transpose4x8NEON(dst *float32, ldd int, src *float32, lds int, n int)
 // copy, which is already a vector memmove there.
 func scatterPanels(dst []float32, stride int, src []float32, nr int) bool { return false }
 
-// canTranspose8 reports true: transpose8 and transpose4 are NEON on every
-// arm64 CPU.
-func canTranspose8() bool { return true }
+// canTranspose8 reports whether transpose8 and transpose4 may run: they
+// are NEON, on every arm64 CPU unless EMBER_CPU=generic.
+func canTranspose8() bool { return isa.Has(isa.NEON) }
 
 // transpose8 transposes the 8×8n block of src (rows lds apart) into the
 // 8n×8 block of dst (rows ldd apart), as two blocks of 4 rows. The caller

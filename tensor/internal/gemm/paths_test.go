@@ -24,6 +24,10 @@ func TestPathInForce(t *testing.T) {
 			assert.True(t, isa.Has(isa.AVX2), "avx2 offered on the %s path", isa.Current())
 		}
 	}
+	if runtime.GOARCH == "arm64" {
+		assert.Equal(t, isa.Has(isa.NEON), canTranspose8())
+		assert.Equal(t, isa.Has(isa.NEON), availableKernels()[0].dot != nil, "NEON dot kernel")
+	}
 	if runtime.GOARCH == "amd64" {
 		assert.Equal(t, isa.Has(isa.AVX2), canTranspose8())
 		assert.Equal(t, isa.Has(isa.AVX512), scatterPanels(make([]float32, 64), 32, make([]float32, 32), 32))

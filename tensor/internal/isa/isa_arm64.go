@@ -2,10 +2,11 @@
 
 package isa
 
-// forceable is false: the NEON kernels of vec, gemm and cpu do not ask Has
-// yet, so EMBER_CPU cannot move them, and a request for another path is
-// clamped to NEON (Note says so) rather than reported as followed.
-const forceable = false
+// forceable is true: the NEON kernels of vec, gemm (micro-kernels, dot
+// kernel, panel transposes) and cpu (maxInto32) ask Has, so
+// EMBER_CPU=generic runs the pure-Go twins; an x86 path is clamped to NEON
+// (Note says so).
+const forceable = true
 
 // best is NEON: Advanced SIMD is part of every arm64 CPU Go runs on.
 var best = NEON

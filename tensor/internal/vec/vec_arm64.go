@@ -2,6 +2,8 @@
 
 package vec
 
+import "github.com/emberml/ember/tensor/internal/isa"
+
 //go:generate sh -c "python3 asmgen_arm64.py > vec_arm64.s"
 
 // The NEON kernels of vec_arm64.s. Callers guarantee equal lengths; the
@@ -96,5 +98,11 @@ func tailNEON(tanh bool, dst, a []float32) {
 }
 
 // impls lists the kernel sets of this build, fastest first: NEON
-// (Advanced SIMD is part of every arm64 CPU Go runs on), then pure Go.
-func impls() []*impl { return []*impl{neonImpl, goImpl} }
+// (Advanced SIMD is part of every arm64 CPU Go runs on) unless
+// EMBER_CPU=generic forces the twins (see package isa), then pure Go.
+func impls() []*impl {
+	if isa.Has(isa.NEON) {
+		return []*impl{neonImpl, goImpl}
+	}
+	return []*impl{goImpl}
+}
