@@ -61,7 +61,7 @@ func elementwiseOps() opTable {
 		"Cast":        {{since: 1, impl: opCast}},
 		"Clip":        {{since: 1, until: 10, impl: opClipAttr}, {since: 11, impl: opClipInputs}},
 		"LeakyRelu":   {{since: 1, impl: opLeakyRelu}},
-		"Elu":         {{since: 1, impl: opElu}},
+		"Elu":         {{since: 1, impl: halfLift(opElu)}},
 		"Selu":        {{since: 1, impl: opSelu}},
 		"HardSigmoid": {{since: 1, impl: opHardSigmoid}},
 		"Softplus":    {{since: 1, impl: opSoftplus}},

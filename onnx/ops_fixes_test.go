@@ -155,3 +155,15 @@ func TestConvIntegerPerChannelZeroPointShape(t *testing.T) {
 	require.NoError(t, err, "the fourth input is w_zero_point, not a residual")
 	require.Equal(t, dims(1, 2, 2, 2), out[0])
 }
+
+func TestCeluAndEluHalfPrecision(t *testing.T) {
+	for _, dt := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
+		x := tensor.FromSlice([]float32{-1, 2}, 2).To(dt)
+		for _, op := range []string{"Celu", "Elu"} {
+			out, err := registry.lookup("", op, 22).impl(testNode(op, 22, 1, nil, nil), []*tensor.Tensor{x})
+			require.NoError(t, err, op)
+			require.Equal(t, dt, out[0].DType(), op)
+			require.InDeltaSlice(t, []float64{math.Expm1(-1), 2}, out[0].Float64s(), 1e-2, op)
+		}
+	}
+}

@@ -25,7 +25,7 @@ func mathOps() opTable {
 		"Softsign":        {{since: 1, impl: floatUnary(func(x *tensor.Tensor) *tensor.Tensor { return x.Div(x.Abs().AddScalar(1)) })}},
 		"ThresholdedRelu": {{since: 10, impl: opThresholdedRelu}},
 		"Shrink":          {{since: 9, impl: opShrink}},
-		"Celu":            {{since: 12, impl: opCelu}},
+		"Celu":            {{since: 12, impl: halfLift(opCelu)}},
 		"HardSwish":       {{since: 14, impl: floatUnary(func(x *tensor.Tensor) *tensor.Tensor { return x.Mul(x.Affine(1.0/6, 0.5).Clamp(0, 1)) })}},
 		"Mish":            {{since: 18, impl: floatUnary(func(x *tensor.Tensor) *tensor.Tensor { return x.Mul(softplus(x).Tanh()) })}},
 		"Gelu":            {{since: 20, impl: opGelu}},
