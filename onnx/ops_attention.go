@@ -254,20 +254,27 @@ func withPast[T float32 | float64](past *tensor.Tensor, cur []T, batch, nHeads, 
 }
 
 // runAttention computes the outputs in T (float32 for the 16- and 32-bit
-// float types, float64 for double) and converts them to Q's dtype.
+// float types, float64 for double) and converts them to Q's dtype. The two
+// products (Q·Kᵀ and P·V) run as batched matrix products of the tensor
+// package: grouped query heads share their key/value head, so Q viewed as
+// [batch, kv heads, group·q, dim] multiplies K [batch, kv heads, total,
+// dim] directly. Scaling, the cap, the mask and the softmax are one pass
+// over each row of scores.
 func runAttention[T float32 | float64](a *attention, q, k, v, pastK, pastV *tensor.Tensor) ([]*tensor.Tensor, error) {
 	total := a.total()
+	group := a.qHeads / a.kvHeads
 	qd := heads[T](q, a.threeD, a.batch, a.qHeads, a.qLen, a.headDim)
 	kd := withPast(pastK, heads[T](k, a.threeD, a.batch, a.kvHeads, a.kvLen, a.headDim), a.batch, a.kvHeads, a.pastLen, a.kvLen, a.headDim)
 	vd := withPast(pastV, heads[T](v, a.threeD, a.batch, a.kvHeads, a.kvLen, a.vHeadDim), a.batch, a.kvHeads, a.pastLen, a.kvLen, a.vHeadDim)
-	y := make([]T, a.batch*a.qHeads*a.qLen*a.vHeadDim)
+	rows := group * a.qLen
+	qt := tensor.FromSlice(qd, a.batch, a.kvHeads, rows, a.headDim)
+	kt := tensor.FromSlice(kd, a.batch, a.kvHeads, total, a.headDim)
+	probs := floatData[T](qt.MatMul(kt.Transpose(2, 3))) // [batch, q heads, q, total]
 	var scores []T
 	if a.wantScores {
-		scores = make([]T, a.batch*a.qHeads*a.qLen*total)
+		scores = make([]T, len(probs))
 	}
-	group := a.qHeads / a.kvHeads
-	row := make([]float64, total)
-	acc := make([]float64, a.vHeadDim)
+	var blank []int // the rows whose keys are all hidden, by offset
 	negInf := math.Inf(-1)
 	for b := range a.batch {
 		valid := total
@@ -279,58 +286,50 @@ func runAttention[T float32 | float64](a *attention, q, k, v, pastK, pastV *tens
 			}
 		}
 		for h := range a.qHeads {
-			kvh := h / group
-			keys := kd[(b*a.kvHeads+kvh)*total*a.headDim:][:total*a.headDim]
-			vals := vd[(b*a.kvHeads+kvh)*total*a.vHeadDim:][:total*a.vHeadDim]
 			for i := range a.qLen {
-				qi := qd[((b*a.qHeads+h)*a.qLen+i)*a.headDim:][:a.headDim]
+				at := ((b*a.qHeads+h)*a.qLen + i) * total
+				pr := probs[at : at+total]
 				var out []T
 				if scores != nil {
-					out = scores[((b*a.qHeads+h)*a.qLen+i)*total:][:total]
+					out = scores[at : at+total]
 				}
-				for j := range total {
-					kj := keys[j*a.headDim:][:a.headDim]
-					var dot T
-					for d, x := range qi {
-						dot += x * kj[d]
-					}
+				seen := false
+				for j, dot := range pr {
 					// The cap comes before the mask, so that a hidden key
 					// stays hidden (-Inf) instead of scoring -softcap.
 					s := a.cap(float64(dot) * a.scale)
 					if out != nil && a.mode <= 1 {
 						out[j] = T(s)
 					}
-					s += a.bias(b, h, i, j)
+					if a.mask != nil {
+						s += a.bias(b, h, i, j)
+					}
 					if j >= valid || a.hidden(i+offset, j) {
 						s = negInf
 					}
 					if out != nil && a.mode == 2 {
 						out[j] = T(s)
 					}
-					row[j] = s
+					pr[j] = T(s)
+					seen = seen || !math.IsInf(s, -1)
 				}
-				softmaxRow(row)
-				if out != nil && a.mode == 3 {
-					for j, p := range row {
-						out[j] = T(p)
-					}
-				}
-				clear(acc)
-				for j, p := range row {
-					if p == 0 {
-						continue
-					}
-					for d, x := range vals[j*a.vHeadDim:][:a.vHeadDim] {
-						acc[d] += p * float64(x)
-					}
-				}
-				yi := y[((b*a.qHeads+h)*a.qLen+i)*a.vHeadDim:][:a.vHeadDim]
-				for d, x := range acc {
-					yi[d] = T(x)
+				if !seen {
+					blank = append(blank, at)
 				}
 			}
 		}
 	}
+	// The softmax runs on the whole score tensor with the tensor package's
+	// vector kernels; a row whose keys are all hidden attends to nothing.
+	probs = floatData[T](tensor.FromSlice(probs, len(probs)/max(total, 1), total).Softmax(1))
+	for _, at := range blank {
+		clear(probs[at : at+total])
+	}
+	if scores != nil && a.mode == 3 {
+		copy(scores, probs)
+	}
+	pt := tensor.FromSlice(probs, a.batch, a.kvHeads, rows, total)
+	y := floatData[T](pt.MatMul(tensor.FromSlice(vd, a.batch, a.kvHeads, total, a.vHeadDim))) // [batch, q heads, q, v dim]
 	dt := q.DType()
 	var yt *tensor.Tensor
 	if a.threeD {
@@ -381,26 +380,4 @@ func (a *attention) bias(b, h, i, j int) float64 {
 		return math.Inf(-1)
 	}
 	return a.mask[b*a.maskStrides[0]+h*a.maskStrides[1]+i*a.maskStrides[2]+j*a.maskStrides[3]]
-}
-
-// softmaxRow normalizes row in place. A row whose keys are all hidden
-// (every score -Inf) becomes zeros: the query attends to nothing.
-func softmaxRow(row []float64) {
-	m := math.Inf(-1)
-	for _, s := range row {
-		m = max(m, s)
-	}
-	if math.IsInf(m, -1) {
-		clear(row)
-		return
-	}
-	var sum float64
-	for j, s := range row {
-		e := math.Exp(s - m)
-		row[j] = e
-		sum += e
-	}
-	for j := range row {
-		row[j] /= sum
-	}
 }

@@ -133,3 +133,20 @@ func TestRotaryEmbeddingByHand(t *testing.T) {
 	_, err = opRotaryEmbedding(testNode("RotaryEmbedding", 23, 1, map[string]int64{"num_heads": 1}, nil), []*tensor.Tensor{x, cos, sin, tensor.FromSlice([]int64{0, 7}, 1, 2)})
 	require.ErrorContains(t, err, "position id 7")
 }
+
+// BenchmarkAttention128 times the fused kernel on one transformer layer's
+// self-attention: batch 1, 8 heads of 64, 128 tokens, causal.
+func BenchmarkAttention128(b *testing.B) {
+	gen := tensor.NewGenerator(1)
+	q := gen.Randn([]int{1, 8, 128, 64})
+	k := gen.Randn([]int{1, 8, 128, 64})
+	v := gen.Randn([]int{1, 8, 128, 64})
+	n := testNode("Attention", 23, 1, map[string]int64{"is_causal": 1}, nil)
+	n.maxElements = 1 << 30
+	b.ResetTimer()
+	for range b.N {
+		if _, err := opAttention(n, []*tensor.Tensor{q, k, v}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
