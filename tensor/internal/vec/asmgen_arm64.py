@@ -82,6 +82,14 @@ def fmaxv(d, n):
     return 0x6E30F800 | (n << 5) | d, "fmaxv s%d, v%d.4s" % (d, n)
 
 
+def cmhi(d, n, m):
+    return 0x6EA03400 | (m << 16) | (n << 5) | d, "cmhi v%d.4s, v%d.4s, v%d.4s" % (d, n, m)
+
+
+def umaxv(d, n):
+    return 0x6EB0A800 | (n << 5) | d, "umaxv s%d, v%d.4s" % (d, n)
+
+
 def sshr(d, n, s):
     return 0x4F000400 | ((64 - s) << 16) | (n << 5) | d, "sshr v%d.4s, v%d.4s, #%d" % (d, n, s)
 
@@ -321,6 +329,56 @@ def dot_kernel():
     emit()
 
 
+def sgd_kernel():
+    fn = "sgdMomentumNEON"
+    emit("// func sgdMomentumNEON(w, g, buf []float32, mom, damp, lr float32) int")
+    emit("// buf[i] = buf[i]*mom + g[i]*damp, w[i] = w[i] - buf[i]*lr, each product")
+    emit("// and sum rounded on its own, four elements at a time over the first")
+    emit("// len(w)&^3. It stops before the first group of four in which an input")
+    emit("// or a result is below 2**-80 in magnitude and not zero (where the")
+    emit("// pure-Go twin applies the flush-to-zero rules) and returns how many")
+    emit("// elements it updated. The constants are DAZ-flushed and within")
+    emit("// [2**-40, 2**40] (or 0): the caller checks.")
+    header(fn, ["MOVD w_base+0(FP), R0", "MOVD w_len+8(FP), R3", "MOVD g_base+24(FP), R1",
+                "MOVD buf_base+48(FP), R2", "MOVD R0, R10", "MOVD R2, R11",
+                "FMOVS mom+72(FP), F20", "VDUP V20.S[0], V20.S4",
+                "FMOVS damp+76(FP), F21", "VDUP V21.S[0], V21.S4",
+                "FMOVS lr+80(FP), F22", "VDUP V22.S[0], V22.S4",
+                "AND $~3, R3, R3", "MOVD $0, R4"], 96)
+    dup_const(23, 0x7FFFFFFF, "absolute value mask")
+    dup_const(24, 0x00000001, "1 (int32)")
+    dup_const(25, 0x17800000, "smallBits: 2**-80")
+    emit("%s_loop:" % fn)
+    emit("\tCMP R3, R4")
+    emit("\tBGE %s_done" % fn)
+    emit("\tVLD1 (R11), [V0.S4]")  # buf
+    emit("\tVLD1.P 16(R1), [V1.S4]")  # g
+    emit("\tVLD1 (R10), [V2.S4]")  # w
+    W(op3("fmul", 3, 0, 20))  # buf*mom
+    W(op3("fmul", 4, 1, 21))  # g*damp
+    W(op3("fadd", 3, 3, 4))  # b
+    W(op3("fmul", 4, 3, 22))  # b*lr
+    W(op3("fsub", 4, 2, 4))  # wn = w - b*lr
+    # small = OR over (buf, g, w, b, wn) of smallBits > (|x| bits) - 1
+    emit("\tVEOR V7.B16, V7.B16, V7.B16")
+    for x in (0, 1, 2, 3, 4):
+        emit("\tVAND V23.B16, V%d.B16, V5.B16" % x)
+        emit("\tVSUB V24.S4, V5.S4, V5.S4")
+        W(cmhi(5, 25, 5))
+        emit("\tVORR V5.B16, V7.B16, V7.B16")
+    W(umaxv(6, 7))
+    emit("\tFMOVS F6, R5")
+    emit("\tCBNZW R5, %s_done" % fn)
+    emit("\tVST1.P [V3.S4], 16(R11)")
+    emit("\tVST1.P [V4.S4], 16(R10)")
+    emit("\tADD $4, R4, R4")
+    emit("\tB %s_loop" % fn)
+    emit("%s_done:" % fn)
+    emit("\tMOVD R4, ret+88(FP)")
+    emit("\tRET")
+    emit()
+
+
 # exp: clamp x to [-104, 89] (NaN kept: FMAX and FMIN return NaN), k =
 # round(x·log2e), r = x - k·ln2hi - k·ln2lo with fused multiply-subtracts,
 # p = Horner(1/5040, 1/720, 1/120, 1/24, 1/6, 1/2, 1, 1) in r with fused
@@ -481,6 +539,7 @@ def generate():
     unary("abs", "|a[i]|", "fabs")
     unary("sqrt", "sqrt(a[i])", "fsqrt")
     sum_kernel()
+    sgd_kernel()
     max_kernel()
     dot_kernel()
     exp_kernel()

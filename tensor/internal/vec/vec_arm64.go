@@ -58,6 +58,9 @@ func sqrtNEON(dst, a []float32)
 func sumNEON(a []float32) float64
 
 //go:noescape
+func sgdMomentumNEON(w, g, buf []float32, mom, damp, lr float32) int
+
+//go:noescape
 func maxNEON(a []float32) float32
 
 //go:noescape
@@ -71,9 +74,10 @@ func tanhNEON(dst, a []float32)
 
 // neonImpl is the NEON kernel set. Its exp and tanh do the arithmetic of
 // the AVX2 kernels (Cody-Waite reduction, the same polynomials, fused
-// multiply-adds) four lanes at a time. The optimizer steps are the
-// pure-Go twins: their flush-to-zero contract (see Adam) would need FPCR.FZ
-// set around the kernel, which the NEON set does not do yet.
+// multiply-adds) four lanes at a time. SGDMomentum is NEON where nothing is
+// near the subnormal range (see sgdMomentumNEONSteps); Adam is the pure-Go
+// twin: FPCR.FZ flushes by a different tininess rule than x86's FTZ, so
+// its flush-to-zero contract needs the twin's explicit checks.
 var neonImpl = &impl{
 	name: "neon",
 	add:  addNEON, sub: subNEON, mul: mulNEON, div: divNEON,
@@ -81,7 +85,31 @@ var neonImpl = &impl{
 	constSub: constSubNEON, constDiv: constDivNEON,
 	relu: reluNEON, reluGrad: reluGradNEON, neg: negNEON, abs: absNEON, sqrt: sqrtNEON,
 	exp: expNEON, tanh: tanhNEON, expLanes: 4, tail: tailNEON, sum: sumNEON, max: maxNEON, dot: dotNEON,
-	sgdMomentum: sgdMomentumGo, adam: adamGo,
+	sgdMomentum: sgdMomentumNEONSteps, adam: adamGo,
+}
+
+// sgdMomentumNEONSteps is SGDMomentum with the NEON kernel where no
+// operand or result of a group of four elements is tiny, and the pure-Go
+// twin (which flushes as x86's FTZ|DAZ do) on the groups where one is, on
+// the tail, and everywhere when a constant is outside the range where the
+// twin's own fast path holds. Both compute the same unfused operations in
+// the same order, so the result is the twin's bit for bit.
+func sgdMomentumNEONSteps(w, g, buf []float32, mom, damp, lr float32) {
+	mom, damp, lr = daz(mom), daz(damp), daz(lr)
+	g, buf = g[:len(w)], buf[:len(w)]
+	if safeConsts(mom, damp, lr) {
+		for len(w) >= 4 {
+			n := sgdMomentumNEON(w, g, buf, mom, damp, lr)
+			w, g, buf = w[n:], g[n:], buf[n:]
+			if len(w) < 4 {
+				break
+			}
+			// The group at w[0:4] holds a tiny value.
+			sgdMomentumGo(w[:4], g[:4], buf[:4], mom, damp, lr)
+			w, g, buf = w[4:], g[4:], buf[4:]
+		}
+	}
+	sgdMomentumGo(w, g, buf, mom, damp, lr)
 }
 
 // tailNEON runs the NEON exp (or tanh) kernel on fewer than 4 elements

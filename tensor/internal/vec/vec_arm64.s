@@ -610,6 +610,78 @@ sumNEON_done:
 	FMOVD F0, ret+24(FP)
 	RET
 
+// func sgdMomentumNEON(w, g, buf []float32, mom, damp, lr float32) int
+// buf[i] = buf[i]*mom + g[i]*damp, w[i] = w[i] - buf[i]*lr, each product
+// and sum rounded on its own, four elements at a time over the first
+// len(w)&^3. It stops before the first group of four in which an input
+// or a result is below 2**-80 in magnitude and not zero (where the
+// pure-Go twin applies the flush-to-zero rules) and returns how many
+// elements it updated. The constants are DAZ-flushed and within
+// [2**-40, 2**40] (or 0): the caller checks.
+TEXT ·sgdMomentumNEON(SB), NOSPLIT, $0-96
+	MOVD w_base+0(FP), R0
+	MOVD w_len+8(FP), R3
+	MOVD g_base+24(FP), R1
+	MOVD buf_base+48(FP), R2
+	MOVD R0, R10
+	MOVD R2, R11
+	FMOVS mom+72(FP), F20
+	VDUP V20.S[0], V20.S4
+	FMOVS damp+76(FP), F21
+	VDUP V21.S[0], V21.S4
+	FMOVS lr+80(FP), F22
+	VDUP V22.S[0], V22.S4
+	AND $~3, R3, R3
+	MOVD $0, R4
+	MOVW $0x7fffffff, R9 // absolute value mask
+	VDUP R9, V23.S4
+	MOVW $0x00000001, R9 // 1 (int32)
+	VDUP R9, V24.S4
+	MOVW $0x17800000, R9 // smallBits: 2**-80
+	VDUP R9, V25.S4
+sgdMomentumNEON_loop:
+	CMP R3, R4
+	BGE sgdMomentumNEON_done
+	VLD1 (R11), [V0.S4]
+	VLD1.P 16(R1), [V1.S4]
+	VLD1 (R10), [V2.S4]
+	WORD $0x6e34dc03 // fmul v3.4s, v0.4s, v20.4s
+	WORD $0x6e35dc24 // fmul v4.4s, v1.4s, v21.4s
+	WORD $0x4e24d463 // fadd v3.4s, v3.4s, v4.4s
+	WORD $0x6e36dc64 // fmul v4.4s, v3.4s, v22.4s
+	WORD $0x4ea4d444 // fsub v4.4s, v2.4s, v4.4s
+	VEOR V7.B16, V7.B16, V7.B16
+	VAND V23.B16, V0.B16, V5.B16
+	VSUB V24.S4, V5.S4, V5.S4
+	WORD $0x6ea53725 // cmhi v5.4s, v25.4s, v5.4s
+	VORR V5.B16, V7.B16, V7.B16
+	VAND V23.B16, V1.B16, V5.B16
+	VSUB V24.S4, V5.S4, V5.S4
+	WORD $0x6ea53725 // cmhi v5.4s, v25.4s, v5.4s
+	VORR V5.B16, V7.B16, V7.B16
+	VAND V23.B16, V2.B16, V5.B16
+	VSUB V24.S4, V5.S4, V5.S4
+	WORD $0x6ea53725 // cmhi v5.4s, v25.4s, v5.4s
+	VORR V5.B16, V7.B16, V7.B16
+	VAND V23.B16, V3.B16, V5.B16
+	VSUB V24.S4, V5.S4, V5.S4
+	WORD $0x6ea53725 // cmhi v5.4s, v25.4s, v5.4s
+	VORR V5.B16, V7.B16, V7.B16
+	VAND V23.B16, V4.B16, V5.B16
+	VSUB V24.S4, V5.S4, V5.S4
+	WORD $0x6ea53725 // cmhi v5.4s, v25.4s, v5.4s
+	VORR V5.B16, V7.B16, V7.B16
+	WORD $0x6eb0a8e6 // umaxv s6, v7.4s
+	FMOVS F6, R5
+	CBNZW R5, sgdMomentumNEON_done
+	VST1.P [V3.S4], 16(R11)
+	VST1.P [V4.S4], 16(R10)
+	ADD $4, R4, R4
+	B sgdMomentumNEON_loop
+sgdMomentumNEON_done:
+	MOVD R4, ret+88(FP)
+	RET
+
 // func maxNEON(a []float32) float32: the largest element of a (NaN if
 // any is); len(a) >= 1. FMAX returns NaN when either operand is, and
 // +0 for max(-0, +0), as Go's max does.
