@@ -150,3 +150,20 @@ func BenchmarkAttention128(b *testing.B) {
 		}
 	}
 }
+
+func TestFlexAttentionWithoutModsIsAttention(t *testing.T) {
+	gen := tensor.NewGenerator(3)
+	q := gen.Randn([]int{1, 4, 3, 8})
+	k := gen.Randn([]int{1, 2, 5, 8})
+	v := gen.Randn([]int{1, 2, 5, 6})
+	n := testNode("FlexAttention", 1, 1, nil, nil)
+	n.maxElements = 1 << 20
+	flex, err := opFlexAttention(n, []*tensor.Tensor{q, k, v})
+	require.NoError(t, err)
+	plain, err := opAttention(testNode("Attention", 23, 1, nil, nil), []*tensor.Tensor{q, k, v})
+	require.NoError(t, err)
+	require.Equal(t, []int{1, 4, 3, 6}, flex[0].Shape())
+	require.InDeltaSlice(t, plain[0].Float64s(), flex[0].Float64s(), 1e-5)
+	_, err = opFlexAttention(n, []*tensor.Tensor{q, gen.Randn([]int{1, 3, 5, 8}), v})
+	require.ErrorContains(t, err, "Hkv dividing Hq")
+}

@@ -49,7 +49,7 @@ type opTable map[string][]opVersion
 var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
 	sortOps(), normOps(), signalOps(), einsumOps(), visionOps(), controlOps(),
 	trainingOps(), sequenceOps(), optionalOps(), quantOps(), lpOps(), textOps(), randomOps(), stringOps(),
-	attentionOps(), transformerOps(), recentMoreOps(), stringMoreOps(), mlOps(), stateSpaceOps(), imageOps())
+	attentionOps(), transformerOps(), recentMoreOps(), stringMoreOps(), mlOps(), stateSpaceOps(), imageOps(), flexAttentionOps())
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.
