@@ -379,6 +379,66 @@ def sgd_kernel():
     emit()
 
 
+def adam_kernel():
+    fn = "adamNEON"
+    emit("// func adamNEON(w, g, m, v []float32, c *AdamConsts) int")
+    emit("// One Adam step (see Adam) with each operation rounded on its own, four")
+    emit("// elements at a time over the first len(w)&^3, stopping before the first")
+    emit("// group of four in which an input or an intermediate is below 2**-80 in")
+    emit("// magnitude and not zero (the pure-Go twin flushes those as FTZ|DAZ do);")
+    emit("// returns how many elements it updated. The constants are DAZ-flushed,")
+    emit("// Eps >= 0, and each is 0 or within [2**-40, 2**40]: the caller checks.")
+    header(fn, ["MOVD w_base+0(FP), R0", "MOVD w_len+8(FP), R3", "MOVD g_base+24(FP), R1",
+                "MOVD m_base+48(FP), R2", "MOVD v_base+72(FP), R6", "MOVD c+96(FP), R9",
+                "AND $~3, R3, R3", "MOVD $0, R4"], 112)
+    for i in range(8):
+        emit("\tFMOVS %d(R9), F%d" % (4 * i, 20 + i))
+        emit("\tVDUP V%d.S[0], V%d.S4" % (20 + i, 20 + i))
+    B1, C1, B2, C2, BC2, EPS, STEP, DECAY = range(20, 28)
+    dup_const(28, 0x7FFFFFFF, "absolute value mask")
+    dup_const(29, 0x00000001, "1 (int32)")
+    dup_const(30, 0x17800000, "smallBits: 2**-80")
+    emit("%s_loop:" % fn)
+    emit("\tCMP R3, R4")
+    emit("\tBGE %s_done" % fn)
+    emit("\tVLD1.P 16(R1), [V0.S4]")  # g
+    emit("\tVLD1 (R2), [V1.S4]")  # m
+    emit("\tVLD1 (R6), [V2.S4]")  # v
+    emit("\tVLD1 (R0), [V3.S4]")  # w
+    W(op3("fmul", 4, 1, B1))
+    W(op3("fmul", 5, 0, C1))
+    W(op3("fadd", 4, 4, 5))  # mi
+    W(op3("fmul", 5, 0, 0))  # gg
+    W(op3("fmul", 6, 2, B2))
+    W(op3("fmul", 7, 5, C2))
+    W(op3("fadd", 6, 6, 7))  # vi
+    W(op2("fsqrt", 7, 6))
+    W(op3("fdiv", 7, 7, BC2))
+    W(op3("fadd", 7, 7, EPS))  # denom
+    W(op3("fdiv", 7, 4, 7))  # q = mi / denom
+    W(op3("fmul", 16, 3, DECAY))
+    W(op3("fmul", 17, 7, STEP))
+    W(op3("fsub", 16, 16, 17))  # wn
+    emit("\tVEOR V19.B16, V19.B16, V19.B16")
+    for x in (0, 1, 2, 3, 5, 4, 6, 7, 16):
+        emit("\tVAND V28.B16, V%d.B16, V18.B16" % x)
+        emit("\tVSUB V29.S4, V18.S4, V18.S4")
+        W(cmhi(18, 30, 18))
+        emit("\tVORR V18.B16, V19.B16, V19.B16")
+    W(umaxv(18, 19))
+    emit("\tFMOVS F18, R5")
+    emit("\tCBNZW R5, %s_done" % fn)
+    emit("\tVST1.P [V4.S4], 16(R2)")
+    emit("\tVST1.P [V6.S4], 16(R6)")
+    emit("\tVST1.P [V16.S4], 16(R0)")
+    emit("\tADD $4, R4, R4")
+    emit("\tB %s_loop" % fn)
+    emit("%s_done:" % fn)
+    emit("\tMOVD R4, ret+104(FP)")
+    emit("\tRET")
+    emit()
+
+
 # exp: clamp x to [-104, 89] (NaN kept: FMAX and FMIN return NaN), k =
 # round(x·log2e), r = x - k·ln2hi - k·ln2lo with fused multiply-subtracts,
 # p = Horner(1/5040, 1/720, 1/120, 1/24, 1/6, 1/2, 1, 1) in r with fused
@@ -540,6 +600,7 @@ def generate():
     unary("sqrt", "sqrt(a[i])", "fsqrt")
     sum_kernel()
     sgd_kernel()
+    adam_kernel()
     max_kernel()
     dot_kernel()
     exp_kernel()

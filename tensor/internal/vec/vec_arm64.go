@@ -61,6 +61,9 @@ func sumNEON(a []float32) float64
 func sgdMomentumNEON(w, g, buf []float32, mom, damp, lr float32) int
 
 //go:noescape
+func adamNEON(w, g, m, v []float32, c *AdamConsts) int
+
+//go:noescape
 func maxNEON(a []float32) float32
 
 //go:noescape
@@ -74,10 +77,11 @@ func tanhNEON(dst, a []float32)
 
 // neonImpl is the NEON kernel set. Its exp and tanh do the arithmetic of
 // the AVX2 kernels (Cody-Waite reduction, the same polynomials, fused
-// multiply-adds) four lanes at a time. SGDMomentum is NEON where nothing is
-// near the subnormal range (see sgdMomentumNEONSteps); Adam is the pure-Go
-// twin: FPCR.FZ flushes by a different tininess rule than x86's FTZ, so
-// its flush-to-zero contract needs the twin's explicit checks.
+// multiply-adds) four lanes at a time. The optimizer steps are NEON where
+// nothing is near the subnormal range and the pure-Go twin elsewhere (see
+// sgdMomentumNEONSteps): FPCR.FZ flushes by another tininess rule than
+// x86's FTZ, so the flush-to-zero contract keeps the twin's explicit
+// checks.
 var neonImpl = &impl{
 	name: "neon",
 	add:  addNEON, sub: subNEON, mul: mulNEON, div: divNEON,
@@ -85,7 +89,29 @@ var neonImpl = &impl{
 	constSub: constSubNEON, constDiv: constDivNEON,
 	relu: reluNEON, reluGrad: reluGradNEON, neg: negNEON, abs: absNEON, sqrt: sqrtNEON,
 	exp: expNEON, tanh: tanhNEON, expLanes: 4, tail: tailNEON, sum: sumNEON, max: maxNEON, dot: dotNEON,
-	sgdMomentum: sgdMomentumNEONSteps, adam: adamGo,
+	sgdMomentum: sgdMomentumNEONSteps, adam: adamNEONSteps,
+}
+
+// adamNEONSteps is Adam with the NEON kernel where no operand or
+// intermediate of a group of four elements is tiny, and the pure-Go twin on
+// the other groups, on the tail, and everywhere when a constant is outside
+// the twin's fast range or Eps is negative; as sgdMomentumNEONSteps, the
+// result is the twin's bit for bit.
+func adamNEONSteps(w, g, m, v []float32, c AdamConsts) {
+	c = AdamConsts{daz(c.B1), daz(c.C1), daz(c.B2), daz(c.C2), daz(c.BC2), daz(c.Eps), daz(c.StepSize), daz(c.Decay)}
+	g, m, v = g[:len(w)], m[:len(w)], v[:len(w)]
+	if c.Eps >= 0 && safeConsts(c.B1, c.C1, c.B2, c.C2, c.BC2, c.Eps, c.StepSize, c.Decay) {
+		for len(w) >= 4 {
+			n := adamNEON(w, g, m, v, &c)
+			w, g, m, v = w[n:], g[n:], m[n:], v[n:]
+			if len(w) < 4 {
+				break
+			}
+			adamGo(w[:4], g[:4], m[:4], v[:4], c)
+			w, g, m, v = w[4:], g[4:], m[4:], v[4:]
+		}
+	}
+	adamGo(w, g, m, v, c)
 }
 
 // sgdMomentumNEONSteps is SGDMomentum with the NEON kernel where no

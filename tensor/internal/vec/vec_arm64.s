@@ -682,6 +682,114 @@ sgdMomentumNEON_done:
 	MOVD R4, ret+88(FP)
 	RET
 
+// func adamNEON(w, g, m, v []float32, c *AdamConsts) int
+// One Adam step (see Adam) with each operation rounded on its own, four
+// elements at a time over the first len(w)&^3, stopping before the first
+// group of four in which an input or an intermediate is below 2**-80 in
+// magnitude and not zero (the pure-Go twin flushes those as FTZ|DAZ do);
+// returns how many elements it updated. The constants are DAZ-flushed,
+// Eps >= 0, and each is 0 or within [2**-40, 2**40]: the caller checks.
+TEXT ·adamNEON(SB), NOSPLIT, $0-112
+	MOVD w_base+0(FP), R0
+	MOVD w_len+8(FP), R3
+	MOVD g_base+24(FP), R1
+	MOVD m_base+48(FP), R2
+	MOVD v_base+72(FP), R6
+	MOVD c+96(FP), R9
+	AND $~3, R3, R3
+	MOVD $0, R4
+	FMOVS 0(R9), F20
+	VDUP V20.S[0], V20.S4
+	FMOVS 4(R9), F21
+	VDUP V21.S[0], V21.S4
+	FMOVS 8(R9), F22
+	VDUP V22.S[0], V22.S4
+	FMOVS 12(R9), F23
+	VDUP V23.S[0], V23.S4
+	FMOVS 16(R9), F24
+	VDUP V24.S[0], V24.S4
+	FMOVS 20(R9), F25
+	VDUP V25.S[0], V25.S4
+	FMOVS 24(R9), F26
+	VDUP V26.S[0], V26.S4
+	FMOVS 28(R9), F27
+	VDUP V27.S[0], V27.S4
+	MOVW $0x7fffffff, R9 // absolute value mask
+	VDUP R9, V28.S4
+	MOVW $0x00000001, R9 // 1 (int32)
+	VDUP R9, V29.S4
+	MOVW $0x17800000, R9 // smallBits: 2**-80
+	VDUP R9, V30.S4
+adamNEON_loop:
+	CMP R3, R4
+	BGE adamNEON_done
+	VLD1.P 16(R1), [V0.S4]
+	VLD1 (R2), [V1.S4]
+	VLD1 (R6), [V2.S4]
+	VLD1 (R0), [V3.S4]
+	WORD $0x6e34dc24 // fmul v4.4s, v1.4s, v20.4s
+	WORD $0x6e35dc05 // fmul v5.4s, v0.4s, v21.4s
+	WORD $0x4e25d484 // fadd v4.4s, v4.4s, v5.4s
+	WORD $0x6e20dc05 // fmul v5.4s, v0.4s, v0.4s
+	WORD $0x6e36dc46 // fmul v6.4s, v2.4s, v22.4s
+	WORD $0x6e37dca7 // fmul v7.4s, v5.4s, v23.4s
+	WORD $0x4e27d4c6 // fadd v6.4s, v6.4s, v7.4s
+	WORD $0x6ea1f8c7 // fsqrt v7.4s, v6.4s
+	WORD $0x6e38fce7 // fdiv v7.4s, v7.4s, v24.4s
+	WORD $0x4e39d4e7 // fadd v7.4s, v7.4s, v25.4s
+	WORD $0x6e27fc87 // fdiv v7.4s, v4.4s, v7.4s
+	WORD $0x6e3bdc70 // fmul v16.4s, v3.4s, v27.4s
+	WORD $0x6e3adcf1 // fmul v17.4s, v7.4s, v26.4s
+	WORD $0x4eb1d610 // fsub v16.4s, v16.4s, v17.4s
+	VEOR V19.B16, V19.B16, V19.B16
+	VAND V28.B16, V0.B16, V18.B16
+	VSUB V29.S4, V18.S4, V18.S4
+	WORD $0x6eb237d2 // cmhi v18.4s, v30.4s, v18.4s
+	VORR V18.B16, V19.B16, V19.B16
+	VAND V28.B16, V1.B16, V18.B16
+	VSUB V29.S4, V18.S4, V18.S4
+	WORD $0x6eb237d2 // cmhi v18.4s, v30.4s, v18.4s
+	VORR V18.B16, V19.B16, V19.B16
+	VAND V28.B16, V2.B16, V18.B16
+	VSUB V29.S4, V18.S4, V18.S4
+	WORD $0x6eb237d2 // cmhi v18.4s, v30.4s, v18.4s
+	VORR V18.B16, V19.B16, V19.B16
+	VAND V28.B16, V3.B16, V18.B16
+	VSUB V29.S4, V18.S4, V18.S4
+	WORD $0x6eb237d2 // cmhi v18.4s, v30.4s, v18.4s
+	VORR V18.B16, V19.B16, V19.B16
+	VAND V28.B16, V5.B16, V18.B16
+	VSUB V29.S4, V18.S4, V18.S4
+	WORD $0x6eb237d2 // cmhi v18.4s, v30.4s, v18.4s
+	VORR V18.B16, V19.B16, V19.B16
+	VAND V28.B16, V4.B16, V18.B16
+	VSUB V29.S4, V18.S4, V18.S4
+	WORD $0x6eb237d2 // cmhi v18.4s, v30.4s, v18.4s
+	VORR V18.B16, V19.B16, V19.B16
+	VAND V28.B16, V6.B16, V18.B16
+	VSUB V29.S4, V18.S4, V18.S4
+	WORD $0x6eb237d2 // cmhi v18.4s, v30.4s, v18.4s
+	VORR V18.B16, V19.B16, V19.B16
+	VAND V28.B16, V7.B16, V18.B16
+	VSUB V29.S4, V18.S4, V18.S4
+	WORD $0x6eb237d2 // cmhi v18.4s, v30.4s, v18.4s
+	VORR V18.B16, V19.B16, V19.B16
+	VAND V28.B16, V16.B16, V18.B16
+	VSUB V29.S4, V18.S4, V18.S4
+	WORD $0x6eb237d2 // cmhi v18.4s, v30.4s, v18.4s
+	VORR V18.B16, V19.B16, V19.B16
+	WORD $0x6eb0aa72 // umaxv s18, v19.4s
+	FMOVS F18, R5
+	CBNZW R5, adamNEON_done
+	VST1.P [V4.S4], 16(R2)
+	VST1.P [V6.S4], 16(R6)
+	VST1.P [V16.S4], 16(R0)
+	ADD $4, R4, R4
+	B adamNEON_loop
+adamNEON_done:
+	MOVD R4, ret+104(FP)
+	RET
+
 // func maxNEON(a []float32) float32: the largest element of a (NaN if
 // any is); len(a) >= 1. FMAX returns NaN when either operand is, and
 // +0 for max(-0, +0), as Go's max does.

@@ -39,3 +39,25 @@ func TestSGDMomentumNEONStopsAtTinyValues(t *testing.T) {
 	require.Equal(t, 0, sgdMomentumNEON(w, g, buf, 1, 1, 1))
 	require.Equal(t, float32(0x1p-60), w[2], "not written")
 }
+
+// TestAdamNEONStopsAtTinyValues is TestSGDMomentumNEONStopsAtTinyValues for
+// the Adam kernel, with a tiny gradient square (g = 1e-20: g·g = 1e-40).
+func TestAdamNEONStopsAtTinyValues(t *testing.T) {
+	c := AdamConsts{B1: 0.9, C1: 0.1, B2: 0.999, C2: 0.001, BC2: 0.0447, Eps: 1e-8, StepSize: 0.01, Decay: 1}
+	fill := func(v float32) []float32 {
+		s := make([]float32, 10)
+		for i := range s {
+			s[i] = v
+		}
+		return s
+	}
+	w, g, m, v := fill(1), fill(0.5), fill(0.1), fill(0.2)
+	require.Equal(t, 8, adamNEON(w, g, m, v, &c))
+	wantM := float32(float32(0.1*c.B1) + float32(0.5*c.C1))
+	require.Equal(t, wantM, m[7])
+	require.Equal(t, float32(0.1), m[8], "the tail is left to the caller")
+	w, g, m, v = fill(1), fill(0.5), fill(0.1), fill(0.2)
+	g[5] = 1e-20
+	require.Equal(t, 4, adamNEON(w, g, m, v, &c))
+	require.Equal(t, float32(1), w[5], "the group holding the tiny square is not written")
+}
