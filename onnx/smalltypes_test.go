@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -78,4 +79,27 @@ func TestCastSmallIntegersWrap(t *testing.T) {
 	require.Equal(t, []int64{7, -8, 7, -8, -1}, castSmall(x, dtInt4, true, "up").Int64s())
 	require.Equal(t, []int64{7, 8, 7, 8, 15}, castSmall(x, dtUint4, true, "up").Int64s())
 	require.Equal(t, []int64{-1, 0, -1, 0, -1}, castSmall(x, dtInt2, true, "up").Int64s())
+}
+
+func TestSmallTypesThroughASession(t *testing.T) {
+	// y = Cast(Cast(x, FLOAT8E4M3FN), FLOAT) + Cast(w, FLOAT), with w an
+	// INT4 initializer packed two to a byte: [3, -2, 7] in 0xe3 0x07.
+	w := mkTensor("w", dtInt4, []int64{3}, []byte{0xe3, 0x07})
+	model := mkModel(21, graphParts{
+		nodes: [][]byte{
+			mkNode("Cast", []string{"x"}, []string{"x8"}, mkAttrInt("to", dtFloat8E4M3FN)),
+			mkNode("Cast", []string{"x8"}, []string{"xf"}, mkAttrInt("to", dtFloat)),
+			mkNode("Cast", []string{"w"}, []string{"wf"}, mkAttrInt("to", dtFloat)),
+			mkNode("Add", []string{"xf", "wf"}, []string{"y"}),
+		},
+		inits:   [][]byte{w},
+		inputs:  [][]byte{mkValueInfo("x", dtFloat, 3)},
+		outputs: [][]byte{mkValueInfo("y", dtFloat, 3)},
+	})
+	s := newSession(t, model)
+	out, err := s.Run(context.Background(), map[string]*tensor.Tensor{"x": tensor.FromSlice([]float32{0.4789, 1000, -0.0009}, 3)})
+	require.NoError(t, err)
+	// 0.4789 rounds to 0.46875, 1000 saturates to 448, -0.0009 (under half
+	// the least subnormal, 2^-9) to -0.
+	require.Equal(t, []float64{0.46875 + 3, 448 - 2, 7}, out["y"].Float64s())
 }
