@@ -260,73 +260,64 @@ func macroKernel(kern *kernel, ap, bp []float32, ps, kb, mb, nb int, c []float32
 	}
 }
 
-// maxSharedB is the most elements sharedB packs B into at once (64 MiB),
-// unless k alone is deeper than that over NR.
-const maxSharedB = 16 << 20
-
 // sharedB runs C += alpha·op(A)·op(B) (or C = … with overwrite, as blocked)
-// on threads goroutines that share one packed copy of B: for each block of
-// (at most NC) columns, all of op(B) is packed first, the goroutines taking
-// a run of panels each, and then the goroutines take runs of rows of A
-// from a shared counter, each packing its rows of A and computing their
-// rows of C over every KC block. Runs shrink as the rows run out (guided
-// scheduling), so a goroutine held up by another process on a busy machine
-// leaves little work behind. Every tile of C sees the same KC blocks in the
-// same order as in blocked, so the result does not depend on the count.
+// on threads goroutines that share each packed block of B, as BLIS
+// parallelizes its loop over the rows of A: for each block of (at most
+// NC) columns and each KC block of depth, the goroutines first
+// pack the KC×NC block of B together, a run of panels each, and then take
+// runs of rows of A from a shared counter, each packing its rows of A
+// (into a buffer of its own) and computing their rows of C against the
+// shared block. The block they share is one KC×NC slice of B, sized for
+// the last-level cache (see fitCaches), so two goroutines multiplying against it read it
+// from that cache rather than streaming all of B from memory. Runs shrink
+// as the rows run out (guided scheduling), so a goroutine held up by
+// another process on a busy machine leaves little work behind. Every tile
+// of C sees the same KC blocks in the same order as in blocked, so the
+// result does not depend on the count.
 func sharedB(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, overwrite bool) {
 	mr, nr := kern.mr, kern.nr
-	nc := sharedCols(kern, k)
+	nc := kern.nc
 	kcMax := min(kern.kc, k)
+	pb := getBuf(kcMax * roundUp(min(nc, n), nr))
+	defer bufPool.Put(pb)
+	bufB := *pb
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
-		nbp := roundUp(nb, nr)
-		pb := getBuf(k * nbp)
-		bufB := *pb
-		// KC block pc of B starts at bufB[pc*nbp], its panels kb·NR apart.
-		per := roundUp((nbp+threads-1)/threads, nr)
-		onEach(threads, func(t int) {
-			j0 := t * per
-			if j0 >= nb {
-				return
-			}
-			nj := min(per, nb-j0)
-			for pc := 0; pc < k; pc += kern.kc {
-				kb := min(kern.kc, k-pc)
-				packB(bufB[pc*nbp+j0*kb:], nr*kb, transB, b, ldb, pc, jc+j0, kb, nj, nr)
-			}
-		})
-		var next atomic.Int64
-		onEach(threads, func(int) {
-			pa := getBuf(roundUp(min(kern.mc, m), mr) * kcMax)
-			pt := getBuf(mr * nr)
-			defer bufPool.Put(pa)
-			defer bufPool.Put(pt)
-			for {
-				i0, mb := takeRows(&next, m, threads, mr, kern.mc)
-				if mb == 0 {
+		per := roundUp((roundUp(nb, nr)+threads-1)/threads, nr)
+		for pc := 0; pc < k; pc += kern.kc {
+			kb := min(kern.kc, k-pc)
+			// The block's panels lie kb·NR apart from bufB[0].
+			onEach(threads, func(t int) {
+				j0 := t * per
+				if j0 >= nb {
 					return
 				}
-				for pc := 0; pc < k; pc += kern.kc {
-					kb := min(kern.kc, k-pc)
+				packB(bufB[j0*kb:], nr*kb, transB, b, ldb, pc, jc+j0, kb, min(per, nb-j0), nr)
+			})
+			var next atomic.Int64
+			add := pc > 0 || !overwrite
+			onEach(threads, func(int) {
+				pa := getBuf(roundUp(min(kern.mc, m), mr) * kcMax)
+				pt := getBuf(mr * nr)
+				defer bufPool.Put(pa)
+				defer bufPool.Put(pt)
+				for {
+					i0, mb := takeRows(&next, m, threads, mr, kern.mc)
+					if mb == 0 {
+						return
+					}
 					packA(*pa, transA, a, lda, i0, pc, mb, kb, mr, alpha)
-					macroKernel(kern, *pa, bufB[pc*nbp:], nr*kb, kb, mb, nb, c[i0*ldc+jc:], ldc, pc > 0 || !overwrite, false, *pt)
+					macroKernel(kern, *pa, bufB, nr*kb, kb, mb, nb, c[i0*ldc+jc:], ldc, add, false, *pt)
 				}
-			}
-		})
-		bufPool.Put(pb)
+			})
+		}
 	}
 }
 
-// sharedCols is the width of the column blocks sharedB packs B in for a
-// depth of k: NC, or fewer (whole NR panels) to keep the packed block
-// within maxSharedB elements.
-func sharedCols(kern *kernel, k int) int {
-	return min(kern.nc, max(kern.nr, maxSharedB/k/kern.nr*kern.nr))
-}
-
 // minRunPanels is the fewest MR panels of rows takeRows hands out (while
-// that many are left): each run reads every packed panel of B, from the
-// last-level cache when B is large, so runs of one panel would be slow.
+// that many are left): each run reads every packed panel of the shared
+// block of B, from the last-level cache, so runs of one panel would be
+// slow.
 const minRunPanels = 4
 
 // takeRows takes the next run of rows [i0, i0+size) of m from next: a

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
+
+	"github.com/emberml/ember/tensor/internal/isa"
 )
 
 // naive computes C = alpha·op(A)·op(B) + beta·C in float64 with a triple loop.
@@ -373,15 +375,33 @@ func TestSgemmThreadsIdentical(t *testing.T) {
 	}
 }
 
-// TestSharedCols checks the width of the column blocks sharedB packs B in:
-// NC, narrowed when k is so deep that the block would pass maxSharedB.
-func TestSharedCols(t *testing.T) {
-	kern := &kernel{name: "test", mr: 12, nr: 32, nc: 2048}
-	assert.Equal(t, 2048, sharedCols(kern, 1000))
-	assert.Equal(t, 2048, sharedCols(kern, maxSharedB/2048))
-	assert.Equal(t, 1024, sharedCols(kern, maxSharedB/1024))
-	assert.Equal(t, 992, sharedCols(kern, maxSharedB/1000))
-	assert.Equal(t, 32, sharedCols(kern, maxSharedB))
+// TestFitCaches checks the cache rules: MC and NC shrink, in whole
+// panels, only where half the L2 (or L3) cannot hold a packed block.
+func TestFitCaches(t *testing.T) {
+	tuned := kernel{name: "test", mr: 12, nr: 32, mc: 96, kc: 384, nc: 2048}
+	tests := []struct {
+		name   string
+		caches isa.Caches
+		mc, nc int
+	}{
+		{"unknown caches", isa.Caches{}, 96, 2048},
+		{"Sapphire Rapids", isa.Caches{L1D: 48 << 10, L2: 2 << 20, L3: 105 << 20}, 96, 2048},
+		{"Zen 4", isa.Caches{L1D: 32 << 10, L2: 1 << 20, L3: 32 << 20}, 96, 2048},
+		// 256 KiB L2: half holds 85 rows of 384 floats, 84 in whole panels.
+		{"small L2", isa.Caches{L2: 256 << 10}, 84, 2048},
+		// 4 MiB L3: half holds 1365 columns of 384 floats, 1344 in panels.
+		{"small L3", isa.Caches{L3: 4 << 20}, 96, 1344},
+		{"tiny caches", isa.Caches{L2: 16 << 10, L3: 16 << 10}, 12, 32},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := fitCaches(tuned, tc.caches)
+			assert.Equal(t, tc.mc, k.mc, "mc")
+			assert.Equal(t, tc.nc, k.nc, "nc")
+			assert.Equal(t, tuned.kc, k.kc, "kc is never changed")
+		})
+	}
+	assert.Equal(t, 96, tuned.mc, "the tuned kernel is not modified")
 }
 
 // TestTakeRows checks that successive runs cover the rows once, in order,
