@@ -217,13 +217,7 @@ func (a *attention) setMask(n *node, m *tensor.Tensor) error {
 // heads returns t's elements laid out [batch, heads, seq, dim]: a 4-D
 // input as it is, a 3-D [batch, seq, heads*dim] one transposed.
 func heads[T float32 | float64](t *tensor.Tensor, threeD bool, batch, nHeads, seq, dim int) []T {
-	var src []T
-	switch s := any(&src).(type) {
-	case *[]float32:
-		*s = t.Float32s()
-	case *[]float64:
-		*s = t.Float64s()
-	}
+	src := floatData[T](t)
 	if !threeD {
 		return src
 	}
