@@ -49,7 +49,8 @@ func CheckPath(t *testing.T) {
 // PathTest) once under every path the machine supports other than the one
 // in force, with EMBER_CPU set, and fails t with the child's output if one
 // fails or does not run PathTest. It does nothing in a child, and is
-// skipped under -short (the children repeat the package's slower tests).
+// skipped under -short and -race (the children repeat the package's slower
+// tests).
 func RunEachPath(t *testing.T, pattern string) {
 	t.Helper()
 	if Child() {
@@ -57,6 +58,9 @@ func RunEachPath(t *testing.T, pattern string) {
 	}
 	if testing.Short() {
 		t.Skip("-short: the other paths are not re-run")
+	}
+	if raceEnabled {
+		t.Skip("-race: the other paths are re-run by the plain test run")
 	}
 	exe, err := os.Executable()
 	if err != nil {

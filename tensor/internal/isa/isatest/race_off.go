@@ -1,0 +1,6 @@
+//go:build !race
+
+package isatest
+
+// raceEnabled is false: this build has no race detector.
+const raceEnabled = false
