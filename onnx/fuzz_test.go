@@ -138,6 +138,9 @@ func FuzzReadTensor(f *testing.F) {
 	f.Add(mkFloatTensor("x", []int64{2}, 1, 2))
 	f.Add(mkInt64Tensor("i", []int64{0, 1 << 40, 1 << 40}))
 	f.Add(extTensor("W", dtFloat, []int64{4}, "weights.bin"))
+	f.Add(mkTensor("q", dtInt4, []int64{3}, []byte{0xe3, 0x07}))        // packed 4-bit
+	f.Add(mkTensor("f8", dtFloat8E5M2, []int64{2}, []byte{0x7c, 0x7b})) // Inf, max
+	f.Add(mkTensor("u2", dtUint2, []int64{5}, []byte{0xe4, 0x01}))      // packed 2-bit
 	f.Fuzz(func(t *testing.T, b []byte) {
 		x, err := ReadTensor(bytes.NewReader(b))
 		if err == nil && x == nil {
