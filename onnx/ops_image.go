@@ -25,8 +25,8 @@ func imageOps() opTable {
 // and GIF; other formats (BMP, TIFF, WebP, JPEG 2000, PNM) are refused
 // with an error naming the ones it has — into uint8 [H, W, 3] in
 // pixel_format "RGB" (the default) or "BGR", or [H, W, 1] for
-// "Grayscale" (ITU-R 601 luma, L = (299R + 587G + 114B)/1000, rounded
-// down, as PIL converts).
+// "Grayscale" (ITU-R 601 luma 0.299R + 0.587G + 0.114B in PIL's 16-bit
+// fixed point, rounded to nearest).
 func opImageDecoder(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 	x, err := n.need(in, 0)
 	if err != nil {
@@ -74,7 +74,7 @@ func opImageDecoder(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
 				if g, ok := img.At(b.Min.X+x, b.Min.Y+y).(color.Gray); ok {
 					p[0] = g.Y
 				} else {
-					p[0] = uint8((299*uint32(c.R) + 587*uint32(c.G) + 114*uint32(c.B)) / 1000)
+					p[0] = uint8((19595*uint32(c.R) + 38470*uint32(c.G) + 7471*uint32(c.B) + 1<<15) >> 16)
 				}
 			}
 		}
