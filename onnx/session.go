@@ -646,6 +646,11 @@ func (s *Session) validate(inputs, markers map[string]*tensor.Tensor) error {
 			if t.DType() != dt {
 				return fmt.Errorf("onnx: input %q has dtype %s, the model wants %s (%s)", name, t.DType(), dt, v.ElemType)
 			}
+			if isSmallType(v.elemType) {
+				if err := checkSmallValues(t, v.elemType); err != nil {
+					return fmt.Errorf("onnx: input %q: %w", name, err)
+				}
+			}
 		}
 		if v.HasShape {
 			shape := t.Shape()

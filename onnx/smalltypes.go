@@ -404,3 +404,31 @@ func smallInputs(names []string, declared map[string]int64) map[int]int64 {
 	}
 	return m
 }
+
+// checkSmallValues reports an input fed for a graph input declared of
+// small type t whose holding tensor has a value t cannot represent (a
+// float off the format's grid or beyond its range, an integer out of its
+// range), naming the first one.
+func checkSmallValues(x *tensor.Tensor, t int64) error {
+	if lo, hi, ok := smallIntRange(t); ok {
+		for i, v := range x.Int64s() {
+			if v < int64(lo) || v > int64(hi) {
+				return fmt.Errorf("element %d is %d, outside %s's range [%d, %d]", i, v, typeName(t), lo, hi)
+			}
+		}
+		return nil
+	}
+	f, _ := miniFloatFormat(t)
+	for i, v := range x.Float64s() {
+		var r float64
+		if t == dtFloat8E8M0 {
+			r = roundE8M0(v, false, "up")
+		} else {
+			r = f.round(v, false)
+		}
+		if r != v && !(math.IsNaN(r) && math.IsNaN(v)) {
+			return fmt.Errorf("element %d is %v, which %s cannot represent (nearest %v); round it to the type first", i, v, typeName(t), r)
+		}
+	}
+	return nil
+}

@@ -103,3 +103,20 @@ func TestSmallTypesThroughASession(t *testing.T) {
 	// the least subnormal, 2^-9) to -0.
 	require.Equal(t, []float64{0.46875 + 3, 448 - 2, 7}, out["y"].Float64s())
 }
+
+func TestSmallTypeInputsMustBeRepresentable(t *testing.T) {
+	model := mkModel(21, graphParts{
+		nodes:   [][]byte{mkNode("Cast", []string{"x"}, []string{"y"}, mkAttrInt("to", dtFloat)), mkNode("Cast", []string{"n"}, []string{"m"}, mkAttrInt("to", dtInt32))},
+		inputs:  [][]byte{mkValueInfo("x", dtFloat8E4M3FN, 2), mkValueInfo("n", dtInt4, 2)},
+		outputs: [][]byte{mkValueInfo("y", dtFloat, 2), mkValueInfo("m", dtInt32, 2)},
+	})
+	s := newSession(t, model)
+	ok := map[string]*tensor.Tensor{"x": tensor.FromSlice([]float32{0.46875, -448}, 2), "n": tensor.FromSlice([]int8{-8, 7}, 2)}
+	out, err := s.Run(context.Background(), ok)
+	require.NoError(t, err)
+	require.Equal(t, []float64{0.46875, -448}, out["y"].Float64s())
+	_, err = s.Run(context.Background(), map[string]*tensor.Tensor{"x": tensor.FromSlice([]float32{0.3, 1}, 2), "n": ok["n"]})
+	require.ErrorContains(t, err, "FLOAT8E4M3FN cannot represent")
+	_, err = s.Run(context.Background(), map[string]*tensor.Tensor{"x": ok["x"], "n": tensor.FromSlice([]int8{9, 0}, 2)})
+	require.ErrorContains(t, err, "outside INT4's range")
+}
