@@ -6,7 +6,8 @@ import "github.com/emberml/ember/tensor/internal/isa"
 // describes, the BLIS rules: a packed MC×KC block of A takes at most half
 // the L2 (MC shrinks, in whole MR panels) and a packed KC×NC block of B,
 // which every goroutine of a parallel product reads, at most half the
-// last-level cache (NC shrinks, in whole NR panels). The kernel's own
+// last-level cache (NC shrinks, in whole NR panels), and parallel products
+// share at most that half at once (sharedElems). The kernel's own
 // blocks were measured on one machine and stay where the caches hold them
 // (as they do on the Xeons and EPYCs measured); a cache the CPU does not
 // report bounds nothing. KC is left as tuned: it fixes the packed layout
@@ -21,6 +22,7 @@ func fitCaches(kern kernel, cs isa.Caches) *kernel {
 		}
 	}
 	if cs.L3 > 0 {
+		kern.sharedElems = max(kern.kc*kern.nr, cs.L3/2/f32)
 		if fit := cs.L3 / 2 / (f32 * kern.kc) / kern.nr * kern.nr; fit < kern.nc {
 			kern.nc = max(kern.nr, fit)
 		}

@@ -33,6 +33,10 @@ type kernel struct {
 	name       string
 	mr, nr     int // register tile of C
 	mc, kc, nc int // cache blocks: mc is a multiple of mr, nc of nr
+	// sharedElems is the most elements of packed B a parallel product
+	// shares at once (see sharedB): half the last-level cache (fitCaches),
+	// or defaultSharedElems when 0.
+	sharedElems int
 	// fn adds the product of a packed mr×k panel of A (mr values per step of
 	// k) and a packed k×nr panel of B (nr values per step of k) to the mr×nr
 	// tile of C starting at c[0] whose rows are ldc elements apart; when add
@@ -260,42 +264,57 @@ func macroKernel(kern *kernel, ap, bp []float32, ps, kb, mb, nb int, c []float32
 	}
 }
 
+// defaultSharedElems is sharedElems where the last-level cache is
+// unknown: 16 MiB of floats.
+const defaultSharedElems = 4 << 20
+
 // sharedB runs C += alpha·op(A)·op(B) (or C = … with overwrite, as blocked)
-// on threads goroutines that share each packed block of B, as BLIS
-// parallelizes its loop over the rows of A: for each block of (at most
-// NC) columns and each KC block of depth, the goroutines first
-// pack the KC×NC block of B together, a run of panels each, and then take
-// runs of rows of A from a shared counter, each packing its rows of A
-// (into a buffer of its own) and computing their rows of C against the
-// shared block. The block they share is one KC×NC slice of B, sized for
-// the last-level cache (see fitCaches), so two goroutines multiplying against it read it
-// from that cache rather than streaming all of B from memory. Runs shrink
-// as the rows run out (guided scheduling), so a goroutine held up by
-// another process on a busy machine leaves little work behind. Every tile
-// of C sees the same KC blocks in the same order as in blocked, so the
-// result does not depend on the count.
+// on threads goroutines that share the packed B, as BLIS parallelizes its
+// loop over the rows of A. B is packed in phases: for each block of (at
+// most NC) columns, as many KC blocks of depth as fit kern.sharedElems
+// (half the last-level cache: all of k when B is small). In a phase the
+// goroutines first pack its blocks together, a run of panels each, and
+// then take runs of rows of A from a shared counter, each packing its rows
+// of A (into a buffer of its own) and computing their rows of C against
+// every block of the phase. So two goroutines read the B they share from
+// the last-level cache, however large B is, rather than streaming it from
+// memory, and a small B is packed and waited for once. Runs shrink as the
+// rows run out (guided scheduling), so a goroutine held up by another
+// process on a busy machine leaves little work behind. Every tile of C
+// sees the same KC blocks in the same order as in blocked, so the result
+// does not depend on the count.
 func sharedB(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, overwrite bool) {
 	mr, nr := kern.mr, kern.nr
 	nc := kern.nc
 	kcMax := min(kern.kc, k)
-	pb := getBuf(kcMax * roundUp(min(nc, n), nr))
+	nbpMax := roundUp(min(nc, n), nr)
+	budget := kern.sharedElems
+	if budget <= 0 {
+		budget = defaultSharedElems
+	}
+	phase := kern.kc * max(1, budget/(kcMax*nbpMax)) // depth of one phase
+	pb := getBuf(min(k, phase) * nbpMax)
 	defer bufPool.Put(pb)
 	bufB := *pb
 	for jc := 0; jc < n; jc += nc {
 		nb := min(nc, n-jc)
-		per := roundUp((roundUp(nb, nr)+threads-1)/threads, nr)
-		for pc := 0; pc < k; pc += kern.kc {
-			kb := min(kern.kc, k-pc)
-			// The block's panels lie kb·NR apart from bufB[0].
+		nbp := roundUp(nb, nr)
+		per := roundUp((nbp+threads-1)/threads, nr)
+		for p0 := 0; p0 < k; p0 += phase {
+			p1 := min(p0+phase, k)
+			// KC block pc of the phase starts at bufB[(pc-p0)*nbp], its
+			// panels kb·NR apart.
 			onEach(threads, func(t int) {
 				j0 := t * per
 				if j0 >= nb {
 					return
 				}
-				packB(bufB[j0*kb:], nr*kb, transB, b, ldb, pc, jc+j0, kb, min(per, nb-j0), nr)
+				for pc := p0; pc < p1; pc += kern.kc {
+					kb := min(kern.kc, p1-pc)
+					packB(bufB[(pc-p0)*nbp+j0*kb:], nr*kb, transB, b, ldb, pc, jc+j0, kb, min(per, nb-j0), nr)
+				}
 			})
 			var next atomic.Int64
-			add := pc > 0 || !overwrite
 			onEach(threads, func(int) {
 				pa := getBuf(roundUp(min(kern.mc, m), mr) * kcMax)
 				pt := getBuf(mr * nr)
@@ -306,8 +325,11 @@ func sharedB(kern *kernel, threads int, transA, transB bool, m, n, k int, alpha 
 					if mb == 0 {
 						return
 					}
-					packA(*pa, transA, a, lda, i0, pc, mb, kb, mr, alpha)
-					macroKernel(kern, *pa, bufB, nr*kb, kb, mb, nb, c[i0*ldc+jc:], ldc, add, false, *pt)
+					for pc := p0; pc < p1; pc += kern.kc {
+						kb := min(kern.kc, p1-pc)
+						packA(*pa, transA, a, lda, i0, pc, mb, kb, mr, alpha)
+						macroKernel(kern, *pa, bufB[(pc-p0)*nbp:], nr*kb, kb, mb, nb, c[i0*ldc+jc:], ldc, pc > 0 || !overwrite, false, *pt)
+					}
 				}
 			})
 		}

@@ -375,6 +375,45 @@ func TestSgemmThreadsIdentical(t *testing.T) {
 	}
 }
 
+// TestSgemmSharedPhases checks parallel products whose shared B is packed
+// in several phases (a last-level cache smaller than B): one or two KC
+// blocks per phase, a partial last phase, several column blocks, with and
+// without beta, against the definition (and no write outside C) and
+// against the one-goroutine product bit for bit.
+func TestSgemmSharedPhases(t *testing.T) {
+	for _, base := range availableKernels() {
+		for _, blocks := range []int{1, 2} {
+			kern := *base
+			kern.nc = 3 * kern.nr
+			kern.sharedElems = blocks * kern.kc * kern.nc
+			for _, p := range []problem{
+				{false, false, 90, 7*kern.nr + 3, 2*kern.kc + 50, 1, 0, 0},
+				{true, false, 4*kern.nr + 33, 4 * kern.nr, 3*kern.kc + 1, -1, 0.5, 2},
+			} {
+				t.Run(fmt.Sprintf("%s/%dblocks/%v%v_%dx%dx%d", kern.name, blocks, p.transA, p.transB, p.m, p.n, p.k), func(t *testing.T) {
+					require.False(t, splitColumns(&kern, 2, p.transA, p.transB, p.m, p.n, p.k), "the case must take sharedB")
+					one, _, _ := p.run(t, rand.New(rand.NewPCG(1, 2)), base, 1)
+					for _, threads := range []int{2, 3} {
+						got, want, ldc := p.run(t, rand.New(rand.NewPCG(1, 2)), &kern, threads)
+						checkClose(t, p, got, want, ldc)
+						require.Equal(t, float32Bits(one), float32Bits(got), "%d goroutines", threads)
+					}
+				})
+			}
+		}
+	}
+}
+
+// float32Bits returns the bits of xs, so that buffers holding NaN guards
+// compare equal when they hold the same values.
+func float32Bits(xs []float32) []uint32 {
+	bits := make([]uint32, len(xs))
+	for i, x := range xs {
+		bits[i] = math.Float32bits(x)
+	}
+	return bits
+}
+
 // TestFitCaches checks the cache rules: MC and NC shrink, in whole
 // panels, only where half the L2 (or L3) cannot hold a packed block.
 func TestFitCaches(t *testing.T) {
@@ -383,21 +422,24 @@ func TestFitCaches(t *testing.T) {
 		name   string
 		caches isa.Caches
 		mc, nc int
+		shared int // sharedElems: 0 leaves sharedB its default
 	}{
-		{"unknown caches", isa.Caches{}, 96, 2048},
-		{"Sapphire Rapids", isa.Caches{L1D: 48 << 10, L2: 2 << 20, L3: 105 << 20}, 96, 2048},
-		{"Zen 4", isa.Caches{L1D: 32 << 10, L2: 1 << 20, L3: 32 << 20}, 96, 2048},
+		{"unknown caches", isa.Caches{}, 96, 2048, 0},
+		{"Sapphire Rapids", isa.Caches{L1D: 48 << 10, L2: 2 << 20, L3: 105 << 20}, 96, 2048, 105 << 20 / 8},
+		{"Zen 4", isa.Caches{L1D: 32 << 10, L2: 1 << 20, L3: 32 << 20}, 96, 2048, 4 << 20},
 		// 256 KiB L2: half holds 85 rows of 384 floats, 84 in whole panels.
-		{"small L2", isa.Caches{L2: 256 << 10}, 84, 2048},
+		{"small L2", isa.Caches{L2: 256 << 10}, 84, 2048, 0},
 		// 4 MiB L3: half holds 1365 columns of 384 floats, 1344 in panels.
-		{"small L3", isa.Caches{L3: 4 << 20}, 96, 1344},
-		{"tiny caches", isa.Caches{L2: 16 << 10, L3: 16 << 10}, 12, 32},
+		{"small L3", isa.Caches{L3: 4 << 20}, 96, 1344, 512 << 10},
+		// At least one KC×NR panel of B is shared.
+		{"tiny caches", isa.Caches{L2: 16 << 10, L3: 16 << 10}, 12, 32, 384 * 32},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			k := fitCaches(tuned, tc.caches)
 			assert.Equal(t, tc.mc, k.mc, "mc")
 			assert.Equal(t, tc.nc, k.nc, "nc")
+			assert.Equal(t, tc.shared, k.sharedElems, "sharedElems")
 			assert.Equal(t, tuned.kc, k.kc, "kc is never changed")
 		})
 	}
