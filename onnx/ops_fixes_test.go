@@ -167,3 +167,48 @@ func TestCeluAndEluHalfPrecision(t *testing.T) {
 		}
 	}
 }
+
+func TestHalfLiftedOpsKeepTheirDType(t *testing.T) {
+	x4 := tensor.FromSlice([]float32{0.5, -0.25, 0.75, 0.125, 1, -2, 3, 4}, 1, 2, 2, 2)
+	for _, dt := range []tensor.DType{tensor.Float16, tensor.BFloat16} {
+		x := x4.To(dt)
+		for _, op := range halfLiftedOps {
+			n := testNode(op, 22, 2, nil, nil)
+			n.maxElements = 1 << 20
+			n.attrs["kernel_shape"] = &attribute{name: "kernel_shape", ints: []int64{1, 1}}
+			in := []*tensor.Tensor{x}
+			switch op {
+			case "PRelu", "Pow":
+				in = append(in, tensor.FromSlice([]float32{2}, 1).To(dt))
+			case "LayerNormalization", "InstanceNormalization":
+				in = append(in, tensor.FromSlice([]float32{1, 1}, 2).To(dt), tensor.FromSlice([]float32{0, 0}, 2).To(dt))
+			case "ConvTranspose":
+				in = append(in, tensor.FromSlice([]float32{1, 1}, 2, 1, 1, 1).To(dt))
+			case "CumSum":
+				in = append(in, tensor.FromSlice([]int64{1}))
+			}
+			ref := make([]*tensor.Tensor, len(in))
+			for i, t := range in {
+				ref[i] = t
+				if t.DType() == dt {
+					ref[i] = t.To(tensor.Float32)
+				}
+			}
+			impl := registry.lookup("", op, 22).impl
+			out, err := impl(n, in)
+			require.NoError(t, err, "%s %s", op, dt)
+			want, err := impl(n, ref)
+			require.NoError(t, err, op)
+			if want[0].DType() == tensor.Float32 {
+				require.Equal(t, dt, out[0].DType(), "%s %s", op, dt)
+				w, g := want[0].Float64s(), out[0].Float64s()
+				for i := range w {
+					// bfloat16 keeps 8 significant bits.
+					require.InDelta(t, w[i], g[i], 0.01+0.01*math.Abs(w[i]), "%s %s element %d", op, dt, i)
+				}
+			} else {
+				require.Equal(t, want[0].Float64s(), out[0].Float64s(), "%s %s", op, dt)
+			}
+		}
+	}
+}

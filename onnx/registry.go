@@ -46,10 +46,10 @@ type opTable map[string][]opVersion
 
 // registry holds every supported operator. It is built once and never
 // modified.
-var registry = buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
+var registry = liftHalves(buildRegistry(elementwiseOps(), mathOps(), shapeOps(), nnOps(), reduceOps(), lossOps(), indexOps(), resizeOps(), rnnOps(),
 	sortOps(), normOps(), signalOps(), einsumOps(), visionOps(), controlOps(),
 	trainingOps(), sequenceOps(), optionalOps(), quantOps(), lpOps(), textOps(), randomOps(), stringOps(),
-	attentionOps(), transformerOps(), recentMoreOps(), stringMoreOps(), mlOps(), stateSpaceOps(), imageOps(), flexAttentionOps())
+	attentionOps(), transformerOps(), recentMoreOps(), stringMoreOps(), mlOps(), stateSpaceOps(), imageOps(), flexAttentionOps()))
 
 // buildRegistry merges the family tables; an operator in two families is a
 // programming error.
