@@ -51,20 +51,22 @@ const neonDotRows = 64
 // (8 KiB) share L1, the packed A block (96×256, 96 KiB) sits in L2, and a
 // packed B block of 2048 columns (2 MiB) in the last-level cache. It was
 // not tuned on hardware (none was at hand; see docs/performance-arm64.md).
+// fitCaches narrows MC and NC where the caches the operating system reports
+// are smaller (caches.go).
 var (
-	neonKernel = &kernel{name: "neon", mr: 12, nr: 8, mc: 96, kc: 256, nc: 2048,
+	neonKernel = fitCaches(kernel{name: "neon", mr: 12, nr: 8, mc: 96, kc: 256, nc: 2048,
 		dot: dot4x4Asm, dotRows: neonDotRows,
 		fn: func(k int, a, b, c []float32, ldc int, add bool) {
 			kern12x8NEON(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, b2i(add))
-		}}
+		}}, isa.CPU().Caches)
 	// neon8x8Kernel shares the blocking and B panels of neonKernel; PackA
 	// picks it for row counts it pads much less (64 rows: 64 instead of
 	// 72).
-	neon8x8Kernel = &kernel{name: "neon8x8", mr: 8, nr: 8, mc: 96, kc: 256, nc: 2048,
+	neon8x8Kernel = fitCaches(kernel{name: "neon8x8", mr: 8, nr: 8, mc: 96, kc: 256, nc: 2048,
 		dot: dot4x4Asm, dotRows: neonDotRows,
 		fn: func(k int, a, b, c []float32, ldc int, add bool) {
 			kern8x8NEON(k, unsafe.SliceData(a), unsafe.SliceData(b), unsafe.SliceData(c), ldc, b2i(add))
-		}}
+		}}, isa.CPU().Caches)
 )
 
 // availableKernels lists the micro-kernels of this build, fastest first:
