@@ -55,3 +55,24 @@ func TestMaxAndDotValues(t *testing.T) {
 		require.Equal(t, 0.0, im.dot(nil, nil), im.name)
 	}
 }
+
+// TestAsmKernelsOnEmptySlices runs every kernel of every set on empty
+// slices (size 0, which sizes leaves out): nothing may be read or written.
+func TestAsmKernelsOnEmptySlices(t *testing.T) {
+	var e []float32
+	for _, im := range impls() {
+		for _, f := range []func(dst, a, b []float32){im.add, im.sub, im.mul, im.div, im.reluGrad} {
+			f(e, e, e)
+		}
+		for _, f := range []func(dst, a []float32, c float32){im.addConst, im.subConst, im.mulConst, im.divConst, im.constSub, im.constDiv} {
+			f(e, e, 2)
+		}
+		for _, f := range []func(dst, a []float32){im.relu, im.neg, im.abs, im.sqrt, im.expAll, im.tanhAll} {
+			f(e, e)
+		}
+		require.Equal(t, 0.0, im.sum(e), im.name)
+		require.Equal(t, 0.0, im.dot(e, e), im.name)
+		im.sgdMomentum(e, e, e, 0.9, 1, 0.1)
+		im.adam(e, e, e, e, AdamConsts{B1: 0.9, C1: 0.1, B2: 0.999, C2: 0.001, BC2: 1, Eps: 1e-8, StepSize: 1e-3, Decay: 1})
+	}
+}
