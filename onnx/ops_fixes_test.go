@@ -1,6 +1,7 @@
 package onnx
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -211,4 +212,23 @@ func TestHalfLiftedOpsKeepTheirDType(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestFusedConvReluHalfPrecision(t *testing.T) {
+	w := tensor.FromSlice([]float32{1, -1}, 1, 1, 1, 2).To(tensor.Float16)
+	model := mkModel(17, graphParts{
+		nodes: [][]byte{
+			mkNode("Conv", []string{"x", "w"}, []string{"c"}),
+			mkNode("Relu", []string{"c"}, []string{"y"}),
+		},
+		inits:   [][]byte{mkTensor("w", dtFloat16, []int64{1, 1, 1, 2}, w.LittleEndianBytes())},
+		inputs:  [][]byte{mkValueInfo("x", dtFloat16, 1, 1, 1, 4)},
+		outputs: [][]byte{mkValueInfo("y", dtFloat16, 1, 1, 1, 3)},
+	})
+	s := newSession(t, model)
+	x := tensor.FromSlice([]float32{1, 3, 2, 5}, 1, 1, 1, 4).To(tensor.Float16)
+	out, err := s.Run(context.Background(), map[string]*tensor.Tensor{"x": x})
+	require.NoError(t, err)
+	require.Equal(t, tensor.Float16, out["y"].DType())
+	require.Equal(t, []float64{0, 1, 0}, out["y"].Float64s(), "relu(1-3, 3-2, 2-5)")
 }

@@ -251,20 +251,6 @@ func lift2(v []int, def int) [2]int {
 }
 
 func opConv(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
-	if x := arg(in, 0); x != nil && (x.DType() == tensor.Float16 || x.DType() == tensor.BFloat16) {
-		// Storage dtypes convolve in float32 and round back once.
-		wide := make([]*tensor.Tensor, len(in))
-		for i, t := range in {
-			if t != nil {
-				wide[i] = t.To(tensor.Float32)
-			}
-		}
-		out, err := conv(n, wide, convEpilogue{}, nil)
-		if err == nil {
-			out[0] = out[0].To(x.DType())
-		}
-		return out, err
-	}
 	return conv(n, in, convEpilogue{}, nil)
 }
 
@@ -289,6 +275,14 @@ func conv(n *node, in []*tensor.Tensor, ep convEpilogue, packed *tensor.PackedCo
 	x, err := n.need(in, 0)
 	if err != nil {
 		return nil, err
+	}
+	if dt := x.DType(); dt == tensor.Float16 || dt == tensor.BFloat16 {
+		// Storage dtypes convolve in float32 (the fused epilogues too) and
+		// round back once.
+		out, err := halfLift(func(n *node, in []*tensor.Tensor) ([]*tensor.Tensor, error) {
+			return conv(n, in, ep, nil)
+		})(n, in)
+		return out, err
 	}
 	w, err := n.need(in, 1)
 	if err != nil {
