@@ -20,6 +20,12 @@ func winoInputAVX512(x *float32, planeStride, w int, gr *winoGroup, out *float32
 //go:noescape
 func winoInputAVX2(x *float32, planeStride, w int, gr *winoGroup, out *float32, rowStride, vs, nc int)
 
+// winoOutputAVX2 is winoOutputGo with AVX2 gathers for the residual and
+// one store per output in the image (winograd_avx2_amd64.s).
+//
+//go:noescape
+func winoOutputAVX2(m *float32, ms, mk int, dst *float32, planeStride, ow int, gr *winoGroup, bias, res *float32, relu, nk int)
+
 // winoOutputAVX512 is winoOutputGo with AVX-512 gathers and scatters; res
 // is nil for no residual and relu is 0 or 1.
 //
@@ -44,11 +50,12 @@ func winoInput(x []float32, planeStride, w int, gr *winoGroup, out []float32, ro
 	}
 }
 
-// winoOutput runs the output transform kernel, in assembly when
-// winoVector; see winoOutputGo. The caller guarantees that every read and
-// write lies in m, dst and res.
+// winoOutput runs the output transform kernel, in assembly on the
+// AVX-512 and AVX2 paths; see winoOutputGo. The caller guarantees that
+// every read and write lies in m, dst and res.
 func winoOutput(m []float32, ms, mk int, dst []float32, planeStride, ow int, gr *winoGroup, bias, res []float32, relu bool, nk int) {
-	if !winoVector() {
+	avx512 := winoVector()
+	if !avx512 && !isa.Has(isa.AVX2) {
 		winoOutputGo(m, ms, mk, dst, planeStride, ow, gr, bias, res, relu, nk)
 		return
 	}
@@ -56,7 +63,11 @@ func winoOutput(m []float32, ms, mk int, dst []float32, planeStride, ow int, gr 
 	if res != nil {
 		rp = unsafe.SliceData(res)
 	}
-	winoOutputAVX512(unsafe.SliceData(m), ms, mk, unsafe.SliceData(dst), planeStride, ow, gr, unsafe.SliceData(bias), rp, b2i(relu), nk)
+	if avx512 {
+		winoOutputAVX512(unsafe.SliceData(m), ms, mk, unsafe.SliceData(dst), planeStride, ow, gr, unsafe.SliceData(bias), rp, b2i(relu), nk)
+		return
+	}
+	winoOutputAVX2(unsafe.SliceData(m), ms, mk, unsafe.SliceData(dst), planeStride, ow, gr, unsafe.SliceData(bias), rp, b2i(relu), nk)
 }
 
 // b2i is 1 for true and 0 for false.

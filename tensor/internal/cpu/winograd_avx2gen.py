@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Writes winograd_avx2_amd64.s: the Winograd F(2×2, 3×3) input transform
-for AVX2 (8 lanes per vector, a tile group's 16 lanes in two halves), the
-same values in the same order as winoInputGo. Run: python3 winograd_avx2gen.py"""
+"""Writes winograd_avx2_amd64.s: the Winograd F(2×2, 3×3) input and output
+transforms for AVX2 (8 lanes per vector, a tile group's 16 lanes in two
+halves), the same values in the same order as winoInputGo and winoOutputGo.
+Run: python3 winograd_avx2gen.py"""
 
 lines = []
 emit = lines.append
@@ -106,6 +107,117 @@ emit("""	ADDQ AX, R8
 	DECQ CX
 	JNE loop
 done:
+	VZEROUPPER
+	RET""")
+
+OUT_IDX, OUT_MASK = 96, 160  # offsets of winoGroup.out and outMask
+
+emit("""
+// func winoOutputAVX2(m *float32, ms, mk int, dst *float32, planeStride, ow int, gr *winoGroup, bias, res *float32, relu, nk int)
+// For nk output channels, 8 lanes at a time: loads the 16 products M_ξ
+// (m[ξ·ms + k·mk + l]), computes Aᵀ M A, adds bias[k] and, when res is not
+// nil, the residual gathered at the outputs' places, clamps at zero when
+// relu is set (NaN stays NaN) and stores each output that is in the image
+// one by one (AVX2 has no scatter): the values and their offsets go to
+// the frame, the mask's set bits pick the lanes.
+TEXT ·winoOutputAVX2(SB), NOSPLIT, $64-88
+	MOVQ m+0(FP), R8
+	MOVQ mk+16(FP), R13
+	SHLQ $2, R13
+	MOVQ dst+24(FP), R12
+	MOVQ planeStride+32(FP), AX
+	SHLQ $2, AX
+	MOVQ ow+40(FP), BX
+	SHLQ $2, BX
+	MOVQ gr+48(FP), SI
+	MOVQ bias+56(FP), R9
+	MOVQ res+64(FP), R11
+	MOVQ nk+80(FP), CX
+	TESTQ CX, CX
+	JEQ outdone
+outloop:""")
+
+def out_half(h):
+    emit("\t// lanes %d–%d" % (8 * h, 8 * h + 7))
+    emit("\tMOVQ ms+8(FP), DX")
+    emit("\tSHLQ $2, DX")
+    emit("\tLEAQ %d(R8), DI" % (32 * h))
+    # s0[j] = v[j] + v[4+j] + v[8+j] in Y0–Y3, s1[j] = v[4+j] - v[8+j] - v[12+j] in Y4–Y7
+    for j in range(4):
+        emit("\tVMOVUPS (DI), Y8")            # v[j]
+        emit("\tLEAQ (DI)(DX*4), R10")
+        emit("\tVMOVUPS (R10), Y9")           # v[4+j]
+        emit("\tLEAQ (R10)(DX*4), R10")
+        emit("\tVMOVUPS (R10), Y10")          # v[8+j]
+        emit("\tLEAQ (R10)(DX*4), R10")
+        emit("\tVMOVUPS (R10), Y11")          # v[12+j]
+        emit("\tVADDPS Y9, Y8, Y%d" % j)
+        emit("\tVADDPS Y10, Y%d, Y%d" % (j, j))
+        emit("\tVSUBPS Y10, Y9, Y%d" % (4 + j))
+        emit("\tVSUBPS Y11, Y%d, Y%d" % (4 + j, 4 + j))
+        emit("\tADDQ DX, DI")
+    # y[i][0] = s_i[0] + s_i[1] + s_i[2], y[i][1] = s_i[1] - s_i[2] - s_i[3]: output (i, j) in Y(8+2i+j)
+    for i in range(2):
+        b = 4 * i
+        emit("\tVADDPS Y%d, Y%d, Y%d" % (b + 1, b, 8 + 2 * i))
+        emit("\tVADDPS Y%d, Y%d, Y%d" % (b + 2, 8 + 2 * i, 8 + 2 * i))
+        emit("\tVSUBPS Y%d, Y%d, Y%d" % (b + 2, b + 1, 9 + 2 * i))
+        emit("\tVSUBPS Y%d, Y%d, Y%d" % (b + 3, 9 + 2 * i, 9 + 2 * i))
+    emit("\tVBROADCASTSS (R9), Y12")
+    for o in range(4):
+        emit("\tVADDPS Y12, Y%d, Y%d" % (8 + o, 8 + o))
+    emit("\tVMOVDQU %d(SI), Y15" % (OUT_IDX + 32 * h))
+    emit("\tVMOVDQU winoBits%s<>(SB), Y14" % ("Lo" if h == 0 else "Hi"))
+    emit("\tTESTQ R11, R11")
+    emit("\tJEQ nores%d" % h)
+    emit("\tLEAQ (R11)(BX*1), R10")
+    for o in range(4):
+        i, j = divmod(o, 2)
+        emit("\tVPBROADCASTW %d(SI), Y13" % (OUT_MASK + 2 * o))
+        emit("\tVPAND Y14, Y13, Y13")
+        emit("\tVPCMPEQD Y14, Y13, Y13")
+        emit("\tVXORPS Y0, Y0, Y0")
+        emit("\tVGATHERDPS Y13, %d(%s)(Y15*4), Y0" % (4 * j, "R11" if i == 0 else "R10"))
+        emit("\tVADDPS Y0, Y%d, Y%d" % (8 + o, 8 + o))
+    emit("nores%d:" % h)
+    emit("\tCMPQ relu+72(FP), $0")
+    emit("\tJEQ norelu%d" % h)
+    emit("\tVXORPS Y12, Y12, Y12")
+    for o in range(4):
+        emit("\tVMAXPS Y%d, Y12, Y%d" % (8 + o, 8 + o))
+    emit("norelu%d:" % h)
+    emit("\tVMOVDQU Y15, 32(SP)")
+    emit("\tLEAQ (R12)(BX*1), DX")
+    for o in range(4):
+        i, j = divmod(o, 2)
+        emit("\tVMOVUPS Y%d, 0(SP)" % (8 + o))
+        emit("\tMOVWLZX %d(SI), R14" % (OUT_MASK + 2 * o))
+        if h:
+            emit("\tSHRL $8, R14")
+        emit("\tANDL $0xff, R14")
+        emit("store%d%d:" % (h, o))
+        emit("\tTESTL R14, R14")
+        emit("\tJEQ stored%d%d" % (h, o))
+        emit("\tBSFL R14, DI")
+        emit("\tBTRL DI, R14")
+        emit("\tVMOVSS 0(SP)(DI*4), X0")
+        emit("\tMOVLQSX 32(SP)(DI*4), R10")
+        emit("\tVMOVSS X0, %d(%s)(R10*4)" % (4 * j, "R12" if i == 0 else "DX"))
+        emit("\tJMP store%d%d" % (h, o))
+        emit("stored%d%d:" % (h, o))
+
+out_half(0)
+out_half(1)
+emit("""	ADDQ R13, R8
+	ADDQ AX, R12
+	TESTQ R11, R11
+	JEQ nextk
+	ADDQ AX, R11
+nextk:
+	ADDQ $4, R9
+	DECQ CX
+	JNE outloop
+outdone:
 	VZEROUPPER
 	RET""")
 
