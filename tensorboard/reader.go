@@ -149,7 +149,7 @@ func (r *Reader) nextRecord() ([]byte, error) {
 		return nil, &CorruptionError{Offset: start, Reason: fmt.Sprintf("length CRC is %#08x, want %#08x", got, want)}
 	}
 	if length > maxRecordBytes {
-		return nil, &CorruptionError{Offset: start, Reason: fmt.Sprintf("record length %d exceeds %d", length, maxRecordBytes)}
+		return nil, &CorruptionError{Offset: start, Reason: fmt.Sprintf("record length %d exceeds %d", length, uint64(maxRecordBytes))}
 	}
 	// Read through a buffer that grows with the data, so a length the file
 	// does not back is never allocated up front.
