@@ -23,6 +23,11 @@
 // still cannot open one, convolutions fall back and the error (naming the
 // folder to add to LD_LIBRARY_PATH) is kept for diagnosis. SetAllowTF32
 // governs float32 convolutions as it does matrix products.
+//
+// Example (the package example) computes a product on the GPU, or on the
+// CPU where there is none; ExampleInfo lists the devices and
+// ExampleMemoryStats reads the caching allocator's figures, reporting
+// ErrNoDevice where no GPU is present.
 package cuda
 
 import "errors"

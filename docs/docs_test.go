@@ -476,7 +476,7 @@ var (
 // start from: each names at least one runnable example that exists, every
 // example it names exists, and none sends the reader to a source file.
 func TestPackageDocs(t *testing.T) {
-	for _, dir := range []string{"tensor", "autograd", "nn", "optim", "data", "onnx", "distributed", "train", "profiler"} {
+	for _, dir := range []string{"tensor", "autograd", "nn", "optim", "data", "onnx", "distributed", "train", "profiler", "serve", "tensorboard", "graphviz", "cuda", "nn/models"} {
 		t.Run(dir, func(t *testing.T) {
 			fset := token.NewFileSet()
 			pkgs, err := parser.ParseDir(fset, filepath.Join("..", dir), nil, parser.ParseComments|parser.PackageClauseOnly)

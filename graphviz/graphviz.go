@@ -3,6 +3,9 @@
 // on the edges), the autograd graph recorded behind a result (what
 // backward walks), and an ONNX model. Render the text with Graphviz, e.g.
 // "dot -Tsvg model.dot -o model.svg".
+//
+// ExampleWriteModule draws a small model and ExampleWriteAutograd the
+// graph behind a loss.
 package graphviz
 
 import (

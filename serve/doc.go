@@ -40,4 +40,7 @@
 // Statistics (queue depth, batch sizes, latency histogram, outcomes, bytes
 // in flight) come from Server.Stats, as an expvar.Var (Server.Expvar), and
 // in the Prometheus text exposition format (Server.WritePrometheus).
+//
+// Example (the package example) loads a model and answers a request;
+// ExampleServer_Load loads a model twice, the second time as a hot reload.
 package serve

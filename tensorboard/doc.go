@@ -19,4 +19,7 @@
 // reporting a damaged or truncated record with its byte offset
 // (*CorruptionError); ReadScalars collects the scalars of a whole log
 // directory. "ember tensorboard export LOGDIR" writes them as CSV files.
+//
+// Example (the package example) logs scalars, a histogram and text;
+// ExampleNewReader reads an event file back.
 package tensorboard

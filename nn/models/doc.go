@@ -37,4 +37,7 @@
 //	}
 //	m.Train(false)
 //	logits := m.Forward(autograd.New(images)) // images: [N, 3, H, W]
+//
+// ExampleResNet18 builds a ResNet-18 and runs an image through it;
+// ExampleNewGPT builds a GPT with a tied head and reads its logits.
 package models
