@@ -26,6 +26,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/data"
+	"github.com/emberml/ember/examples/internal/runlog"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/optim"
 	"github.com/emberml/ember/tensor"
@@ -80,7 +81,7 @@ func run(dir, logdir string, epochs, batchSize int, lr float64, seed uint64) err
 		break
 	}
 	// The images are flat rows of 784 pixels; the grid wants [N, 1, 28, 28].
-	runLog, err := newRunLog(logdir, model, shown.Narrow(0, 0, 1), shown.Reshape(shown.Shape()[0], 1, 28, 28))
+	runLog, err := runlog.New(logdir, model, shown.Narrow(0, 0, 1), shown.Reshape(shown.Shape()[0], 1, 28, 28))
 	if err != nil {
 		return err
 	}
@@ -108,13 +109,13 @@ func run(dir, logdir string, epochs, batchSize int, lr float64, seed uint64) err
 			n++
 		}
 		acc := accuracy(model, test)
-		runLog.epoch(model, epoch, sum/float64(n), acc)
+		runLog.Epoch(model, epoch, sum/float64(n), acc)
 		fmt.Printf("epoch %d  loss %.4f  test accuracy %.4f  (%v)\n",
 			epoch+1, sum/float64(n), acc, time.Since(start).Round(time.Millisecond))
 	}
 	acc := accuracy(model, test)
 	hparams := map[string]any{"epochs": epochs, "batch_size": batchSize, "lr": lr, "optimizer": "adam", "seed": seed}
-	if err := runLog.close(hparams, acc); err != nil {
+	if err := runLog.Close(hparams, acc); err != nil {
 		return err
 	}
 	fmt.Printf("test accuracy: %.4f\n", acc)

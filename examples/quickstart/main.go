@@ -26,6 +26,7 @@ import (
 
 	"github.com/emberml/ember/autograd"
 	"github.com/emberml/ember/data"
+	"github.com/emberml/ember/examples/internal/runlog"
 	"github.com/emberml/ember/nn"
 	"github.com/emberml/ember/onnx"
 	"github.com/emberml/ember/optim"
@@ -93,7 +94,7 @@ func run(logdir string) error {
 		shown = batch[0]
 		break
 	}
-	runLog, err := newRunLog(logdir, model, first, shown)
+	runLog, err := runlog.New(logdir, model, first, shown)
 	if err != nil {
 		return err
 	}
@@ -117,7 +118,7 @@ func run(logdir string) error {
 			batches++
 		}
 		acc := accuracy(model, test)
-		runLog.epoch(model, epoch, sum/float64(batches), acc)
+		runLog.Epoch(model, epoch, sum/float64(batches), acc)
 		fmt.Printf("epoch %2d  loss %.4f  test accuracy %.4f  (%v)\n",
 			epoch+1, sum/float64(batches), acc, time.Since(start).Round(time.Millisecond))
 	}
@@ -148,7 +149,7 @@ func run(logdir string) error {
 	fmt.Printf("exported %s (opset %d, dynamic batch) and ran it with Ember's ONNX import: predictions match\n", filepath.Base(onnxPath), onnx.DefaultExportOpset)
 	acc := accuracy(fresh, test)
 	hparams := map[string]any{"epochs": epochs, "batch_size": batchSize, "lr": learningRate, "optimizer": "adam", "seed": seed}
-	if err := runLog.close(hparams, acc); err != nil {
+	if err := runLog.Close(hparams, acc); err != nil {
 		return err
 	}
 	fmt.Printf("test accuracy: %.4f\n", acc)

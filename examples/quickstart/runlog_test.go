@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/emberml/ember/examples/internal/runlog"
 	"github.com/emberml/ember/tensor"
 	"github.com/emberml/ember/tensorboard"
 )
@@ -21,11 +22,11 @@ func TestRunLogWritesWhatTheIssueAsks(t *testing.T) {
 	dir := t.TempDir()
 	model := newModel(tensor.NewGenerator(1))
 	images := tensor.Zeros([]int{4, 1, 8, 8})
-	l, err := newRunLog(dir, model, images.Narrow(0, 0, 1), images)
+	l, err := runlog.New(dir, model, images.Narrow(0, 0, 1), images)
 	require.NoError(t, err)
-	l.epoch(model, 0, 2.5, 0.5)
-	l.epoch(model, 1, 1.5, 0.75)
-	require.NoError(t, l.close(map[string]any{"lr": learningRate}, 0.75))
+	l.Epoch(model, 0, 2.5, 0.5)
+	l.Epoch(model, 1, 1.5, 0.75)
+	require.NoError(t, l.Close(map[string]any{"lr": learningRate}, 0.75))
 
 	scalars, err := tensorboard.ReadScalars(dir)
 	require.NoError(t, err)
@@ -69,8 +70,8 @@ func TestRunLogWritesWhatTheIssueAsks(t *testing.T) {
 }
 
 func TestRunLogWithoutLogdirDoesNothing(t *testing.T) {
-	l, err := newRunLog("", nil, nil, nil)
+	l, err := runlog.New("", nil, nil, nil)
 	require.NoError(t, err)
-	l.epoch(nil, 0, 1, 1)
-	require.NoError(t, l.close(nil, 1))
+	l.Epoch(nil, 0, 1, 1)
+	require.NoError(t, l.Close(nil, 1))
 }

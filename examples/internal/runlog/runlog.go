@@ -1,4 +1,7 @@
-package main
+// Package runlog is the TensorBoard logging that the quickstart and MNIST
+// examples share: the graph, a batch of images, per-epoch scalars and
+// parameter histograms, and the run's hyperparameters.
+package runlog
 
 import (
 	"fmt"
@@ -8,17 +11,17 @@ import (
 	"github.com/emberml/ember/tensorboard"
 )
 
-// runLog writes the run for TensorBoard when -logdir is given; its methods
-// do nothing otherwise.
-type runLog struct {
+// Log writes a run for TensorBoard when a log directory is given; its
+// methods do nothing otherwise.
+type Log struct {
 	w *tensorboard.Writer
 }
 
-// newRunLog opens a TensorBoard run in logdir ("" for none) and logs the
+// New opens a TensorBoard run in logdir ("" for none) and logs the
 // model's graph, traced on example, and a grid of the batch's images.
-func newRunLog(logdir string, model nn.Module, example, images *tensor.Tensor) (*runLog, error) {
+func New(logdir string, model nn.Module, example, images *tensor.Tensor) (*Log, error) {
 	if logdir == "" {
-		return &runLog{}, nil
+		return &Log{}, nil
 	}
 	w, err := tensorboard.NewWriter(logdir, tensorboard.Options{})
 	if err != nil {
@@ -29,12 +32,12 @@ func newRunLog(logdir string, model nn.Module, example, images *tensor.Tensor) (
 		return nil, err
 	}
 	w.AddImageGrid("train/batch", images, 8, 0)
-	return &runLog{w: w}, nil
+	return &Log{w: w}, nil
 }
 
-// epoch logs an epoch's mean training loss, test accuracy and a histogram
+// Epoch logs an epoch's mean training loss, test accuracy and a histogram
 // of every parameter.
-func (l *runLog) epoch(model nn.Module, epoch int, loss, acc float64) {
+func (l *Log) Epoch(model nn.Module, epoch int, loss, acc float64) {
 	if l.w == nil {
 		return
 	}
@@ -46,9 +49,9 @@ func (l *runLog) epoch(model nn.Module, epoch int, loss, acc float64) {
 	}
 }
 
-// close logs the hyperparameters with the final accuracy and closes the
+// Close logs the hyperparameters with the final accuracy and closes the
 // run.
-func (l *runLog) close(hparams map[string]any, acc float64) error {
+func (l *Log) Close(hparams map[string]any, acc float64) error {
 	if l.w == nil {
 		return nil
 	}
