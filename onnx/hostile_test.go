@@ -155,7 +155,7 @@ func hostileProbes() []hostileProbe {
 			require.NoError(t, os.Mkdir(filepath.Join(filepath.Dir(p), "sub"), 0o755))
 			return p
 		}},
-		{name: "fifo", unix: true, want: "not a regular file (a named pipe)", build: func(t testing.TB, dir string) string {
+		{name: "fifo", unix: true, want: "is a named pipe (FIFO), not a regular file", build: func(t testing.TB, dir string) string {
 			p := identityOfExternal(t, dir, "weights.bin")
 			require.NoError(t, mkfifo(filepath.Join(filepath.Dir(p), "weights.bin")))
 			return p

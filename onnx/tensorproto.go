@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 
+	"github.com/emberml/ember/internal/safeio"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -317,7 +317,7 @@ func (tp *tensorProto) readExternal(src dataSource, want int) ([]byte, error) {
 	if length >= 0 && length != int64(want) {
 		return nil, fmt.Errorf("onnx: tensor %s: external data length %d, want %d bytes", short(tp.name), length, want)
 	}
-	f, size, err := openExternal(src.dir, filepath.FromSlash(loc))
+	f, size, err := safeio.OpenIn(src.dir, filepath.FromSlash(loc))
 	if err != nil {
 		return nil, fmt.Errorf("onnx: tensor %s: external data %s: %w", short(tp.name), short(loc), err)
 	}
@@ -339,54 +339,6 @@ func (tp *tensorProto) readExternal(src dataSource, want int) ([]byte, error) {
 		done += len(part)
 	}
 	return buf, nil
-}
-
-// openExternal opens the regular file name inside dir without following
-// links out of dir, and returns it with its size.
-func openExternal(dir, name string) (*os.File, int64, error) {
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer root.Close()
-	st, err := root.Stat(name)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
-	}
-	f, err := root.OpenFile(name, os.O_RDONLY|openNonblock, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	st, err = f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, 0, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
-	}
-	return f, st.Size(), nil
-}
-
-// fileKind names the type of a file mode for error messages.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a folder"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return m.Type().String()
 }
 
 // toTensor densifies the sparse tensor: zeros of shape dims with the values

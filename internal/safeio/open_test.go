@@ -82,3 +82,28 @@ func TestQuote(t *testing.T) {
 	assert.True(t, strings.HasPrefix(q, `"`+strings.Repeat("x", 64)+`"`), q)
 	assert.Contains(t, q, "(20971520 bytes)")
 }
+
+// TestOpenInStaysInside checks that OpenIn reads a regular file of the
+// folder and refuses names and links that lead out of it, and folders.
+func TestOpenInStaysInside(t *testing.T) {
+	outside := t.TempDir()
+	secret := filepath.Join(outside, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("outside"), 0o644))
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "w.bin"), []byte("12345"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+
+	f, size, err := safeio.OpenIn(dir, "w.bin")
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), size)
+	require.NoError(t, f.Close())
+
+	_, _, err = safeio.OpenIn(dir, "sub")
+	require.ErrorContains(t, err, "is a folder, not a regular file")
+	_, _, err = safeio.OpenIn(dir, filepath.Join("..", filepath.Base(outside), "secret"))
+	require.Error(t, err)
+	if os.Symlink(secret, filepath.Join(dir, "link")) == nil {
+		_, _, err = safeio.OpenIn(dir, "link")
+		require.ErrorContains(t, err, "escapes")
+	}
+}

@@ -62,18 +62,41 @@ func ShapeBytes(shape []int, elemSize int) (int, error) {
 // the open file and its size, so that callers can check the size before
 // reading; links are followed, as for os.Open.
 func Open(path string) (*os.File, int64, error) {
-	info, err := os.Stat(path)
+	return open(path, os.Stat, func(name string) (*os.File, error) {
+		return os.OpenFile(name, os.O_RDONLY|nonBlocking, 0)
+	})
+}
+
+// OpenIn is Open for the file name inside the folder dir, resolved through
+// an os.Root: links and ".." that lead out of dir are refused. Readers use
+// it for files that another file names (an ONNX model's external data),
+// which must stay inside that file's folder.
+func OpenIn(dir, name string) (*os.File, int64, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer root.Close()
+	return open(name, root.Stat, func(name string) (*os.File, error) {
+		return root.OpenFile(name, os.O_RDONLY|nonBlocking, 0)
+	})
+}
+
+// open is Open with the stat and open of a namespace (the file system, or
+// a root folder).
+func open(path string, stat func(string) (fs.FileInfo, error), openFile func(string) (*os.File, error)) (*os.File, int64, error) {
+	info, err := stat(path)
 	if err != nil {
 		return nil, 0, err
 	}
 	if err := checkRegular(path, info); err != nil {
 		return nil, 0, err
 	}
-	f, err := openNonBlocking(path)
+	f, err := openFile(path)
 	if err != nil {
 		return nil, 0, err
 	}
-	// The file may have been replaced between Stat and open.
+	// The file may have been replaced between the stat and the open.
 	info, err = f.Stat()
 	if err == nil {
 		err = checkRegular(path, info)

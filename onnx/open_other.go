@@ -1,6 +1,0 @@
-//go:build !unix
-
-package onnx
-
-// openNonblock is zero where opening a file cannot block on a FIFO.
-const openNonblock = 0

@@ -1,9 +1,0 @@
-//go:build unix
-
-package onnx
-
-import "syscall"
-
-// openNonblock makes opening a FIFO return at once instead of waiting for
-// a writer.
-const openNonblock = syscall.O_NONBLOCK
