@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/emberml/ember/internal/safeio"
 	"github.com/emberml/ember/tensor"
 )
 
@@ -91,22 +93,9 @@ func byteLimit(limit int64) int64 {
 // tensorBytes returns the bytes t's elements take.
 func tensorBytes(t *tensor.Tensor) int64 { return int64(t.Numel()) * int64(t.DType().Size()) }
 
-// maxNameLen bounds how much of a name or value from a model an error
-// message quotes.
-const maxNameLen = 64
-
-// short quotes s for an error message, cut to maxNameLen bytes with the
-// length of what was cut.
-func short(s string) string {
-	if len(s) <= maxNameLen {
-		return strconv.Quote(s)
-	}
-	cut := maxNameLen
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + fmt.Sprintf("... (%d bytes)", len(s))
-}
+// short quotes s, a name or value from a model, for an error message: cut
+// to its first 64 bytes (whole characters) with its length noted.
+func short(s string) string { return safeio.Quote(s) }
 
 // maxErrorLen bounds the text of the errors the package's functions
 // return.
@@ -133,11 +122,15 @@ func bounded(err error) error {
 		return err
 	}
 	cut := maxErrorLen
-	for cut > 0 && !utf8Start(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return &boundedError{msg: s[:cut] + fmt.Sprintf("... (%d bytes in all)", len(s)), err: err}
 }
+
+// maxNameLen bounds how much of a name from a model clipName keeps, as
+// short (safeio.Quote) does for quoted names.
+const maxNameLen = 64
 
 // clipName cuts s, a name from a model printed without quotes (an operator
 // type), to maxNameLen bytes.
@@ -146,11 +139,8 @@ func clipName(s string) string {
 		return s
 	}
 	cut := maxNameLen
-	for cut > 0 && !utf8Start(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut] + fmt.Sprintf("... (%d bytes)", len(s))
 }
-
-// utf8Start reports whether b begins a UTF-8 sequence.
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -14,6 +14,7 @@ import (
 	"math/bits"
 	"os"
 	"strconv"
+	"unicode/utf8"
 )
 
 // MaxRank is the largest number of dimensions a shape read from a file may
@@ -166,7 +167,11 @@ func Quote(s string) string {
 	if len(s) <= maxQuoted {
 		return strconv.Quote(s)
 	}
-	return strconv.Quote(s[:maxQuoted]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut-- // keep a character whole
+	}
+	return strconv.Quote(s[:cut]) + "... (" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // chunk is the largest buffer ReadFull allocates before any data arrives.
