@@ -407,33 +407,15 @@ func (e *exporter) visit(v *autograd.Var) error {
 	if err := e.checkOutside(v, n); err != nil {
 		return err
 	}
-	allConst := true
-	for _, in := range n.Inputs {
-		if in == nil {
-			continue
-		}
-		if err := e.visit(in); err != nil {
-			return err
-		}
-		allConst = allConst && e.consts[in]
+	in, allConst, err := e.visitInputs(n)
+	if err != nil {
+		return err
 	}
-	for _, a := range n.Attrs {
-		if t, ok := a.(*tensor.Tensor); ok && e.isInputTensor(t) {
-			allConst = false
-		}
-	}
-	e.step++
 	if allConst && !e.keepsName(n) {
 		// Constant folding: the traced value is the value.
 		e.names[v] = e.constant(v.Value())
 		e.consts[v] = true
 		return nil
-	}
-	in := make([]string, len(n.Inputs))
-	for i, x := range n.Inputs {
-		if x != nil {
-			in[i] = e.names[x]
-		}
 	}
 	name, err := e.translate(v, n, in)
 	if err != nil {
@@ -442,6 +424,32 @@ func (e *exporter) visit(v *autograd.Var) error {
 	e.names[v] = name
 	e.consts[v] = allConst
 	return nil
+}
+
+// visitInputs visits the inputs of n, counts n as the next op of the trace
+// and returns the inputs' graph values ("" for an absent optional input)
+// and whether n depends on constants alone (no input, and no tensor among
+// its arguments, comes from the example inputs).
+func (e *exporter) visitInputs(n autograd.NodeInfo) (in []string, allConst bool, err error) {
+	allConst = true
+	in = make([]string, len(n.Inputs))
+	for i, x := range n.Inputs {
+		if x == nil {
+			continue
+		}
+		if err := e.visit(x); err != nil {
+			return nil, false, err
+		}
+		in[i] = e.names[x]
+		allConst = allConst && e.consts[x]
+	}
+	for _, a := range n.Attrs {
+		if t, ok := a.(*tensor.Tensor); ok && e.isInputTensor(t) {
+			allConst = false
+		}
+	}
+	e.step++
+	return in, allConst, nil
 }
 
 // keepsName reports whether a layout op on a parameter is written as a node

@@ -175,24 +175,10 @@ func (e *exporter) visitCustom(v *autograd.Var, n autograd.NodeInfo) error {
 	if mapped && m.Emit == nil {
 		return e.customErr(n, "its ExportOptions.CustomOps entry has no Emit function")
 	}
-	allConst := true
-	in := make([]string, len(n.Inputs))
-	for i, x := range n.Inputs {
-		if x == nil {
-			continue
-		}
-		if err := e.visit(x); err != nil {
-			return err
-		}
-		in[i] = e.names[x]
-		allConst = allConst && e.consts[x]
+	in, allConst, err := e.visitInputs(n)
+	if err != nil {
+		return err
 	}
-	for _, a := range n.Attrs {
-		if t, ok := a.(*tensor.Tensor); ok && e.isInputTensor(t) {
-			allConst = false
-		}
-	}
-	e.step++
 	if allConst {
 		// Its inputs are constants, so its traced value is the value.
 		e.names[v] = e.constant(v.Value())
