@@ -2,11 +2,13 @@ package distributed
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,8 +52,16 @@ func TestFramesLargerThanTheReceiversChunk(t *testing.T) {
 	// Rank 0 sends frames of 4 KiB to ranks that pool 256-byte chunks: the
 	// receivers read them as they arrive, outside the pool, and every rank
 	// ends with the same sum.
-	gs := tcpGroups(t, 3)
-	gs[0].chunk = 4096
+	gs, err := newLocalGroupsPerRank(context.Background(), 3, Config{Timeout: 20 * time.Second, ChunkBytes: 256, DisableSharedMemory: true}, func(rank int, cfg *Config) {
+		if rank == 0 {
+			cfg.ChunkBytes = 4096
+		}
+	})
+	require.NoError(t, err)
+	for _, g := range gs {
+		g.direct = 64
+		t.Cleanup(func() { g.Close() })
+	}
 	const n = 10000
 	errs := onAll(gs, func(g *TCPGroup) error {
 		x := tensor.Full([]int{n}, float64(g.Rank()+1))

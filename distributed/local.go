@@ -20,6 +20,13 @@ func NewLocalGroups(ctx context.Context, n int) ([]*TCPGroup, error) {
 
 // newLocalGroups is NewLocalGroups with the timeouts and sizes of base.
 func newLocalGroups(ctx context.Context, n int, base Config) ([]*TCPGroup, error) {
+	return newLocalGroupsPerRank(ctx, n, base, nil)
+}
+
+// newLocalGroupsPerRank is newLocalGroups where perRank, when set, adjusts
+// each rank's configuration before its group starts (its read loops then
+// see the setting from the first frame on).
+func newLocalGroupsPerRank(ctx context.Context, n int, base Config, perRank func(rank int, cfg *Config)) ([]*TCPGroup, error) {
 	if n < 1 {
 		return nil, fmt.Errorf("distributed: NewLocalGroups: %d ranks, want at least 1", n)
 	}
@@ -39,6 +46,9 @@ func newLocalGroups(ctx context.Context, n int, base Config) ([]*TCPGroup, error
 		cfg.ListenAddr = "127.0.0.1:0"
 		if cfg.Token == "" {
 			cfg.Token = hex.EncodeToString(tok[:])
+		}
+		if perRank != nil {
+			perRank(i, &cfg)
 		}
 		var store net.Listener
 		if i == 0 {
